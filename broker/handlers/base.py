@@ -1,0 +1,38 @@
+"""What every API handler module provides, and the context it is called with."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from protocol.header import RequestHeader
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    broker: Broker
+    header: RequestHeader
+    connection_id: str
+
+    @property
+    def version(self) -> int:
+        return self.header.api_version
+
+
+# A handler answers with a dict for the negotiated version's response class,
+# with encoded response body bytes, or with None (acks=0 Produce: no response).
+Reply = Mapping[str, Any] | bytes | None
+Handler = Callable[[RequestContext, Any], Awaitable[Reply]]
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    key: int
+    name: str
+    min_version: int
+    max_version: int
+    handle: Handler

@@ -1,0 +1,91 @@
+"""CreateTopics (19), v2-v7.
+
+- num_partitions -1 and replication_factor -1 take the broker defaults; a
+  replication factor above 1 is INVALID_REPLICATION_FACTOR (one broker), and
+  manual assignments must place every partition on this broker.
+- Unknown config names or bad values are INVALID_CONFIG; an existing topic is
+  TOPIC_ALREADY_EXISTS; a name given twice in one request is INVALID_REQUEST.
+- validate_only checks everything and creates nothing.
+- v5+ answers with the new topic's partition count, replication factor and
+  configs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from broker import topic_configs
+from broker.handlers.base import Reply, RequestContext
+from broker.topics import TopicError
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 2, 7
+
+
+def _result(name: str, code: int, message: str | None = None) -> dict[str, Any]:
+    return {"name": name, "error_code": code, "error_message": message, "configs": None}
+
+
+def _partition_count(ctx: RequestContext, topic: Any) -> int:
+    node = ctx.broker.config.node_id
+    if topic.assignments:
+        if topic.num_partitions != -1 or topic.replication_factor != -1:
+            raise TopicError(42, "give either assignments or partitions and replication factor")
+        indexes = sorted(a.partition_index for a in topic.assignments)
+        if indexes != list(range(len(indexes))):
+            raise TopicError(39, "assignments must cover partitions 0..n-1")
+        for assignment in topic.assignments:
+            if list(assignment.broker_ids) != [node]:
+                raise TopicError(39, f"replicas must be exactly this broker ({node})")
+        return len(indexes)
+    if topic.replication_factor not in (-1, 1):
+        raise TopicError(
+            38, f"replication factor {topic.replication_factor} is larger than the 1 broker"
+        )
+    if topic.num_partitions == -1:
+        return ctx.broker.config.num_partitions
+    return int(topic.num_partitions)
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    broker = ctx.broker
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    for topic in request.topics:
+        if counts[topic.name] > 1:
+            results.append(_result(topic.name, ErrorCode.invalid_request, "topic named twice"))
+            continue
+        configs = {c.name: c.value for c in topic.configs}
+        try:
+            partitions = _partition_count(ctx, topic)
+            topic_configs.validate(configs)
+            set_configs = {k: v for k, v in configs.items() if v is not None}
+            broker.topics.validate_new(topic.name, partitions, set_configs)
+            if not request.validate_only:
+                created = await broker.create_topic(topic.name, partitions, set_configs)
+        except TopicError as exc:
+            results.append(_result(topic.name, exc.code, exc.message))
+            continue
+        described = topic_configs.describe(set_configs, broker.config)
+        results.append(
+            {
+                "name": topic.name,
+                "topic_id": None if request.validate_only else created.topic_id,
+                "error_code": 0,
+                "error_message": None,
+                "num_partitions": partitions,
+                "replication_factor": 1,
+                "configs": [
+                    {
+                        "name": d.name,
+                        "value": d.value,
+                        "read_only": d.read_only,
+                        "config_source": d.source,
+                        "is_sensitive": d.is_sensitive,
+                    }
+                    for d in described
+                ],
+            }
+        )
+    return {"throttle_time": 0, "topics": results}

@@ -1,0 +1,183 @@
+"""Fetch (1), v4-v16.
+
+- Whole stored batches are returned as they sit in the segment file, starting
+  with the batch that holds the fetch offset; clients skip earlier records.
+- Limits: `partition_max_bytes` per partition and `max_bytes` overall, except
+  that the first batch of the first partition with data is returned even when
+  larger, so a consumer can always make progress.
+- Long poll: with fewer than `min_bytes` available the request parks until a
+  Produce to one of its partitions or `max_wait_ms`, whichever is first.
+- An offset outside [log start, log end] is OFFSET_OUT_OF_RANGE; the answer
+  always carries the high watermark, last stable offset and log start offset.
+- read_committed (isolation level 1) reads only below the last stable offset
+  and lists the aborted transactions in the returned range.
+- v7+ fetch sessions (KIP-227), see broker/fetch_sessions.py; v13+ name topics
+  by id (UNKNOWN_TOPIC_ID when unknown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from broker.fetch_sessions import CachedPartition, FetchPlan, PartitionKey, SessionError
+from broker.handlers.base import Reply, RequestContext
+from broker.topics import LEADER_EPOCH, Partition
+from protocol.errors import ErrorCode
+from storage import OffsetOutOfRange
+
+MIN_VERSION, MAX_VERSION = 4, 16
+READ_COMMITTED = 1
+
+
+def _resolve(ctx: RequestContext, key: PartitionKey) -> tuple[Partition | None, ErrorCode]:
+    name, topic_id, index = key
+    topics = ctx.broker.topics
+    topic = topics.get(name) if name is not None else topics.by_id(topic_id) if topic_id else None
+    if topic is None:
+        missing = (
+            ErrorCode.unknown_topic_id if name is None else ErrorCode.unknown_topic_or_partition
+        )
+        return None, missing
+    if not 0 <= index < len(topic.partitions):
+        return None, ErrorCode.unknown_topic_or_partition
+    return topic.partitions[index], ErrorCode.none
+
+
+def _read_all(
+    ctx: RequestContext, plan: FetchPlan, max_bytes: int, isolation: int, leader_epochs: dict
+) -> tuple[list[tuple[PartitionKey, CachedPartition, dict[str, Any]]], int]:
+    """One pass over the plan's partitions; returns their answers and the bytes read."""
+    results = []
+    total = 0
+    for key, cached in plan.partitions:
+        partition, code = _resolve(ctx, key)
+        answer: dict[str, Any] = {
+            "partition_index": key[2],
+            "error_code": code,
+            "high_watermark": -1,
+            "last_stable_offset": -1,
+            "log_start_offset": -1,
+            "aborted_transactions": None,
+            "preferred_read_replica": -1,
+            "records": None,
+        }
+        if partition is not None:
+            epoch = leader_epochs.get(key, -1)
+            if epoch > LEADER_EPOCH:
+                answer["error_code"] = ErrorCode.unknown_leader_epoch
+            elif 0 <= epoch < LEADER_EPOCH:
+                answer["error_code"] = ErrorCode.fenced_leader_epoch
+            else:
+                total += _read_partition(
+                    ctx, partition, cached, answer, max_bytes - total, total == 0, isolation
+                )
+        results.append((key, cached, answer))
+    return results, total
+
+
+def _read_partition(
+    ctx: RequestContext,
+    partition: Partition,
+    cached: CachedPartition,
+    answer: dict[str, Any],
+    budget: int,
+    min_one: bool,
+    isolation: int,
+) -> int:
+    log = partition.log
+    high_watermark = log.log_end_offset
+    last_stable = ctx.broker.last_stable_offset(partition)
+    answer["high_watermark"] = high_watermark
+    answer["last_stable_offset"] = last_stable
+    answer["log_start_offset"] = log.log_start_offset
+    limit = last_stable if isolation == READ_COMMITTED else high_watermark
+    if isolation == READ_COMMITTED:
+        answer["aborted_transactions"] = []
+    try:
+        piece = log.read(
+            cached.fetch_offset,
+            max(min(cached.max_bytes, budget), 0),
+            max_offset=limit,
+            min_one=min_one,
+        )
+    except OffsetOutOfRange:
+        answer["error_code"] = ErrorCode.offset_out_of_range
+        return 0
+    if piece is None:
+        return 0
+    data = piece.read()
+    answer["records"] = data
+    if isolation == READ_COMMITTED:
+        answer["aborted_transactions"] = ctx.broker.aborted_transactions(
+            partition, cached.fetch_offset, limit
+        )
+    return len(data)
+
+
+def _shape(
+    plan: FetchPlan, results: list[tuple[PartitionKey, CachedPartition, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Group answers by topic; an incremental answer keeps only partitions with news."""
+    topics: dict[tuple[str | None, Any], list[dict[str, Any]]] = {}
+    for key, cached, answer in results:
+        news = cached.changed(
+            answer["high_watermark"], answer["last_stable_offset"], answer["log_start_offset"]
+        )
+        if plan.incremental and not (news or answer["records"] or answer["error_code"]):
+            continue
+        topics.setdefault((key[0], key[1]), []).append(answer)
+    return [
+        {"topic": name, "topic_id": topic_id, "partitions": partitions}
+        for (name, topic_id), partitions in topics.items()
+    ]
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    by_id = ctx.version >= 13
+    requested: list[tuple[PartitionKey, int, int]] = []
+    leader_epochs: dict[PartitionKey, int] = {}
+    for topic in request.topics:
+        name = None if by_id else topic.topic
+        topic_id = topic.topic_id if by_id else None
+        for p in topic.partitions:
+            key = (name, topic_id, p.partition)
+            requested.append((key, p.fetch_offset, p.partition_max_bytes))
+            leader_epochs[key] = getattr(p, "current_leader_epoch", -1)
+    forgotten: list[PartitionKey] = []
+    for topic in getattr(request, "forgotten_topics_data", ()):
+        name = None if by_id else topic.topic
+        topic_id = topic.topic_id if by_id else None
+        forgotten.extend((name, topic_id, index) for index in topic.partitions)
+    session_id = getattr(request, "session_id", 0)
+    epoch = getattr(request, "session_epoch", -1)
+    try:
+        plan = ctx.broker.fetch_sessions.plan(session_id, epoch, requested, forgotten)
+    except SessionError as exc:
+        return {"throttle_time": 0, "error_code": exc.code, "session_id": 0, "responses": []}
+
+    max_bytes = request.max_bytes
+    isolation = getattr(request, "isolation_level", 0)
+    max_wait = request.max_wait.total_seconds()
+    deadline = time.monotonic() + max_wait
+    while True:
+        results, total = _read_all(ctx, plan, max_bytes, isolation, leader_epochs)
+        remaining = deadline - time.monotonic()
+        errors = any(answer["error_code"] for _, _, answer in results)
+        if total >= request.min_bytes or remaining <= 0 or errors or not results:
+            break
+        waiters = [
+            partition.arrival()
+            for key, _ in plan.partitions
+            if (partition := _resolve(ctx, key)[0]) is not None
+        ]
+        if not waiters:
+            break
+        await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+    return {
+        "throttle_time": 0,
+        "error_code": 0,
+        "session_id": plan.response_session_id,
+        "responses": _shape(plan, results),
+    }

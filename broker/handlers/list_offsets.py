@@ -1,0 +1,72 @@
+"""ListOffsets (2), v1-v8.
+
+Timestamps with special meaning:
+    -2  earliest: the log start offset
+    -1  latest: the high watermark, or the last stable offset under read_committed
+    -3  max timestamp (v7+): the record with the largest timestamp
+    -4  earliest local (v8+): the log start offset (all data is local here)
+Any other timestamp finds the first record whose timestamp is >= it, through
+the time index; none answers offset -1 and timestamp -1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.topics import LEADER_EPOCH
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 1, 8
+
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -2, -1, -3, -4
+READ_COMMITTED = 1
+
+
+def _answer(index: int, code: ErrorCode, timestamp: int = -1, offset: int = -1) -> dict[str, Any]:
+    leader_epoch = LEADER_EPOCH if code == ErrorCode.none else -1
+    return {
+        "partition_index": index,
+        "error_code": code,
+        "timestamp": timestamp,
+        "offset": offset,
+        "leader_epoch": leader_epoch,
+        "old_style_offsets": [offset] if offset >= 0 else [],
+    }
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    isolation = getattr(request, "isolation_level", 0)
+    topics = []
+    for topic in request.topics:
+        answers = []
+        for p in topic.partitions:
+            partition = ctx.broker.topics.partition(topic.name, p.partition_index)
+            if partition is None:
+                answers.append(_answer(p.partition_index, ErrorCode.unknown_topic_or_partition))
+                continue
+            epoch = getattr(p, "current_leader_epoch", -1)
+            if epoch > LEADER_EPOCH:
+                answers.append(_answer(p.partition_index, ErrorCode.unknown_leader_epoch))
+                continue
+            log = partition.log
+            if p.timestamp in (EARLIEST, EARLIEST_LOCAL):
+                answers.append(_answer(p.partition_index, ErrorCode.none, -1, log.log_start_offset))
+            elif p.timestamp == LATEST:
+                if isolation == READ_COMMITTED:
+                    latest = ctx.broker.last_stable_offset(partition)
+                else:
+                    latest = log.log_end_offset
+                answers.append(_answer(p.partition_index, ErrorCode.none, -1, latest))
+            else:
+                if p.timestamp == MAX_TIMESTAMP:
+                    found = log.max_timestamp()
+                else:
+                    found = log.offset_for_timestamp(p.timestamp)
+                if found is None:
+                    answers.append(_answer(p.partition_index, ErrorCode.none))
+                else:
+                    offset, timestamp = found
+                    answers.append(_answer(p.partition_index, ErrorCode.none, timestamp, offset))
+        topics.append({"name": topic.name, "partitions": answers})
+    return {"throttle_time": 0, "topics": topics}

@@ -1,0 +1,100 @@
+"""Metadata (3), v0-v12.
+
+- topics = null (v1+) lists every topic; an empty list lists none.
+- Unknown topics are created when `auto.create.topics.enable` is on and the
+  request allows it (always before v4, `allow_auto_topic_creation` from v4),
+  with `num.partitions` partitions; otherwise UNKNOWN_TOPIC_OR_PARTITION.
+- v10+ may name topics by id; an unknown id answers UNKNOWN_TOPIC_ID.
+- One broker: it leads every partition at leader epoch 0 and is the controller.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.topics import LEADER_EPOCH, Topic, TopicError, check_topic_name
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 0, 12
+
+ALL_TOPIC_OPERATIONS = (
+    0b1111111111000  # READ..DESCRIBE_CONFIGS, ALTER_CONFIGS bits of Kafka's AclOperation
+)
+
+
+def describe_topic(ctx: RequestContext, topic: Topic) -> dict[str, Any]:
+    node = ctx.broker.config.node_id
+    return {
+        "error_code": 0,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": topic.is_internal,
+        "partitions": [
+            {
+                "error_code": 0,
+                "partition_index": p.index,
+                "leader_id": node,
+                "leader_epoch": LEADER_EPOCH,
+                "replica_nodes": [node],
+                "isr_nodes": [node],
+                "offline_replicas": [],
+            }
+            for p in topic.partitions
+        ],
+        "topic_authorized_operations": ALL_TOPIC_OPERATIONS,
+    }
+
+
+def _missing(name: str | None, code: ErrorCode, topic_id: Any = None) -> dict[str, Any]:
+    return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": []}
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    broker = ctx.broker
+    config = broker.config
+    allow_create = config.auto_create_topics and getattr(request, "allow_auto_topic_creation", True)
+    requested = request.topics
+    if ctx.version == 0 and not requested:
+        requested = None  # v0: an empty list means every topic
+    topics: list[dict[str, Any]] = []
+    if requested is None:
+        topics = [describe_topic(ctx, t) for t in broker.topics]
+    else:
+        for entry in requested:
+            name = entry.name
+            topic_id = getattr(entry, "topic_id", None)
+            if name is None:
+                by_id = broker.topics.by_id(topic_id) if topic_id else None
+                if by_id is None:
+                    topics.append(_missing(None, ErrorCode.unknown_topic_id, topic_id))
+                else:
+                    topics.append(describe_topic(ctx, by_id))
+                continue
+            topic = broker.topics.get(name)
+            if topic is None and allow_create:
+                try:
+                    check_topic_name(name)
+                    topic = await broker.create_topic(name, config.num_partitions, {})
+                except TopicError as exc:
+                    topics.append(_missing(name, ErrorCode(exc.code)))
+                    continue
+            if topic is None:
+                topics.append(_missing(name, ErrorCode.unknown_topic_or_partition))
+            else:
+                topics.append(describe_topic(ctx, topic))
+    return {
+        "throttle_time": 0,
+        "brokers": [
+            {
+                "node_id": config.node_id,
+                "host": config.advertised,
+                "port": broker.port,
+                "rack": None,
+            }
+        ],
+        "cluster_id": config.cluster_id,
+        "controller_id": config.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": -2147483648,
+    }

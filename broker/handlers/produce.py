@@ -1,0 +1,115 @@
+"""Produce (0), v3-v11.
+
+- Record batches stay bytes: each batch's 61-byte header is read, its CRC32C
+  checked, and the log patches base offset and leader epoch in place.
+- Only magic 2 (INVALID_RECORD otherwise); a bad CRC or a torn batch is
+  CORRUPT_MESSAGE; a batch larger than the topic's `max.message.bytes` is
+  MESSAGE_TOO_LARGE. One bad batch fails its whole partition, not the others.
+- Compressed batches are stored exactly as sent.
+- Idempotent and transactional batches go through the partition's producer
+  state: duplicates answer with the original offset, gaps and stale epochs with
+  Kafka's codes (see storage/producer_state.py).
+- acks must be 0, 1 or -1; acks=0 gets no response at all. With acks=-1 a
+  topic whose `min.insync.replicas` exceeds the one live replica answers
+  NOT_ENOUGH_REPLICAS.
+- When the flush policy asks for it, the answer waits for the fsync, which is
+  shared with every other request waiting at the same time.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.topics import Partition
+from protocol.batch import InvalidBatch, TruncatedBatch, iter_batches
+from protocol.errors import ErrorCode
+from storage.producer_state import DuplicateBatch, ProducerStateError
+
+MIN_VERSION, MAX_VERSION = 3, 11
+
+
+def _error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {
+        "index": index,
+        "error_code": code,
+        "base_offset": -1,
+        "log_append_time": -1,
+        "log_start_offset": -1,
+        "error_message": message,
+    }
+
+
+def append_to_partition(
+    ctx: RequestContext, partition: Partition, records: bytes | None, acks: int, now_ms: int
+) -> dict[str, Any]:
+    index = partition.index
+    log = partition.log
+    if partition.topic.is_internal:
+        return _error(
+            index, ErrorCode.invalid_topic_exception, "cannot produce to an internal topic"
+        )
+    if acks == -1 and log.config.min_insync_replicas > 1:
+        return _error(index, ErrorCode.not_enough_replicas)
+    if not records:
+        return _error(index, ErrorCode.invalid_record, "produce request has no record batches")
+    data = bytearray(records)
+    try:
+        headers = list(iter_batches(data))
+    except TruncatedBatch as exc:
+        return _error(index, ErrorCode.corrupt_message, str(exc))
+    except InvalidBatch as exc:
+        code = ErrorCode.corrupt_message if "CRC" in str(exc) else ErrorCode.invalid_record
+        return _error(index, code, str(exc))
+    for header in headers:
+        if header.size > log.config.max_message_bytes:
+            return _error(index, ErrorCode.message_too_large)
+        if header.records_count != header.last_offset_delta + 1:
+            return _error(index, ErrorCode.invalid_record, "record count does not match offsets")
+        if header.is_control:
+            return _error(index, ErrorCode.invalid_record, "clients may not send control batches")
+    try:
+        info = ctx.broker.append(partition, data, headers, now_ms)
+    except DuplicateBatch as duplicate:
+        return {
+            "index": index,
+            "error_code": 0,
+            "base_offset": duplicate.first_offset,
+            "log_append_time": -1,
+            "log_start_offset": log.log_start_offset,
+        }
+    except ProducerStateError as exc:
+        return _error(index, ErrorCode(exc.code), str(exc))
+    return {
+        "index": index,
+        "error_code": 0,
+        "base_offset": info.first_offset,
+        "log_append_time": info.log_append_time,
+        "log_start_offset": info.log_start_offset,
+    }
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    acks = request.acks
+    now_ms = int(time.time() * 1000)
+    topics = []
+    written: list[Partition] = []
+    for topic_data in request.topic_data:
+        results = []
+        for partition_data in topic_data.partition_data:
+            partition = ctx.broker.topics.partition(topic_data.name, partition_data.index)
+            if partition is None:
+                results.append(_error(partition_data.index, ErrorCode.unknown_topic_or_partition))
+            elif acks not in (0, 1, -1):
+                results.append(_error(partition_data.index, ErrorCode.invalid_required_acks))
+            else:
+                result = append_to_partition(ctx, partition, partition_data.records, acks, now_ms)
+                if result["error_code"] == 0:
+                    written.append(partition)
+                results.append(result)
+        topics.append({"name": topic_data.name, "partition_responses": results})
+    await ctx.broker.flush_if_due(written, now_ms)
+    if acks == 0:
+        return None
+    return {"responses": topics, "throttle_time": 0}

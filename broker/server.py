@@ -1,0 +1,256 @@
+"""The broker process: topics, the TCP server and the per-connection request loop."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from broker import metrics
+from broker.config import BrokerConfig
+from broker.fetch_sessions import FetchSessionCache
+from broker.flusher import Flusher
+from broker.handlers import API_TABLE
+from broker.handlers.api_versions import api_keys
+from broker.handlers.base import Api, RequestContext
+from broker.producer_ids import ProducerIdAllocator
+from broker.topics import LEADER_EPOCH, Partition, Topic, TopicRegistry
+from protocol import messages
+from protocol.batch import BatchHeader
+from protocol.errors import ErrorCode
+from protocol.header import (
+    FrameError,
+    frame,
+    frame_size,
+    parse_request_header,
+    peek_fixed,
+    response_header,
+)
+from storage import AppendInfo
+
+log = structlog.get_logger("broker")
+
+API_VERSIONS_KEY = 18
+WRITE_BUFFER_HIGH = 4 * 1024 * 1024
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.topics = TopicRegistry(config.data_dir, config.log_config())
+        self.apis: dict[int, Api] = dict(API_TABLE)
+        self.flusher = Flusher()
+        self.producer_ids = ProducerIdAllocator(config.data_dir)
+        self.fetch_sessions = FetchSessionCache()
+        self.port = config.port
+        self._server: asyncio.Server | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._connections: set[asyncio.StreamWriter] = set()
+        self._connection_ids = itertools.count(1)
+        self._stopped = asyncio.Event()
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def start(self) -> None:
+        started = time.monotonic()
+        self.topics.load()
+        self.topics.remove_orphans()
+        self._server = await asyncio.start_server(
+            self._serve_connection, self.config.host, self.config.port, limit=1 << 16
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._tasks.append(asyncio.create_task(self._housekeeping()))
+        metrics.partitions.set_function(self._partition_count)
+        metrics.log_size.set_function(self._log_size)
+        log.info(
+            "started",
+            host=self.config.host,
+            port=self.port,
+            data_dir=str(self.config.data_dir),
+            topics=len(self.topics),
+            startup_ms=round((time.monotonic() - started) * 1000, 1),
+        )
+
+    async def serve_until_stopped(self) -> None:
+        await self._stopped.wait()
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+
+    async def stop(self) -> None:
+        """Clean shutdown: stop accepting, drop connections, flush and checkpoint."""
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._connections):
+            writer.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+        self.topics.close()
+        log.info("stopped")
+
+    def _partition_count(self) -> float:
+        return float(sum(len(t.partitions) for t in self.topics))
+
+    def _log_size(self) -> float:
+        return float(sum(p.log.size_bytes() for t in self.topics for p in t.partitions))
+
+    async def _housekeeping(self) -> None:
+        """Retention, time-based rolls and flushes, producer id expiry."""
+        interval = min(self.config.log_retention_check_interval_ms, 1000) / 1000
+        last_retention = 0.0
+        while True:
+            await asyncio.sleep(interval)
+            now_ms = int(time.time() * 1000)
+            check_retention = time.monotonic() - last_retention >= (
+                self.config.log_retention_check_interval_ms / 1000
+            )
+            due = []
+            for topic in self.topics:
+                for partition in topic.partitions:
+                    plog = partition.log
+                    plog.roll_if_due(now_ms)
+                    if check_retention and plog.apply_retention(now_ms):
+                        partition.producers.drop_below(plog.log_start_offset)
+                    partition.producers.expire(now_ms, self.config.producer_id_expiration_ms)
+                    if plog.needs_flush(now_ms):
+                        due.append(plog)
+            if check_retention:
+                last_retention = time.monotonic()
+            if due:
+                await self.flusher.flush(due)
+
+    # -- data plane --------------------------------------------------------------
+
+    async def create_topic(self, name: str, partitions: int, configs: Mapping[str, str]) -> Topic:
+        topic = self.topics.create(name, partitions, configs)
+        log.info("topic created", topic=name, partitions=partitions, configs=dict(configs))
+        return topic
+
+    async def delete_topic(self, name: str) -> None:
+        self.topics.delete(name)
+        log.info("topic deleted", topic=name)
+
+    def last_stable_offset(self, partition: Partition) -> int:
+        """Below it every transaction is decided; the high watermark while none is open."""
+        return partition.log.log_end_offset
+
+    def aborted_transactions(
+        self, partition: Partition, start_offset: int, end_offset: int
+    ) -> list[dict[str, int]]:
+        """(producer id, first offset) of aborted transactions overlapping the range."""
+        return []
+
+    def append(
+        self, partition: Partition, data: bytearray, headers: Sequence[BatchHeader], now_ms: int
+    ) -> AppendInfo:
+        """Check producer state, append, remember the batches and wake parked fetches."""
+        producers = partition.producers
+        for header in headers:
+            producers.check(header)
+        info = partition.log.append(data, headers, leader_epoch=LEADER_EPOCH, now_ms=now_ms)
+        offset = info.first_offset
+        for header in headers:
+            if header.producer_id >= 0:
+                producers.record(dataclasses.replace(header, base_offset=offset))
+            offset += header.last_offset_delta + 1
+        metrics.bytes_in.inc(len(data))
+        partition.data_arrived()
+        return info
+
+    async def flush_if_due(self, partitions: Iterable[Partition], now_ms: int) -> None:
+        due = [p.log for p in partitions if p.log.needs_flush(now_ms)]
+        if due:
+            await self.flusher.flush(due)
+
+    # -- connections -------------------------------------------------------------
+
+    async def _serve_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        peer = writer.get_extra_info("peername")
+        connection_id = f"{peer[0]}:{peer[1]}-{next(self._connection_ids)}" if peer else "?"
+        self._connections.add(writer)
+        metrics.connections.inc()
+        bound = log.bind(connection=connection_id)
+        bound.debug("connection opened")
+        max_size = self.config.socket_request_max_bytes
+        try:
+            while True:
+                prefix = await reader.readexactly(4)
+                size = frame_size(prefix, max_size)
+                request = await reader.readexactly(size)
+                response = await self._dispatch(request, connection_id, bound)
+                if response is not None:
+                    writer.write(response)
+                    if writer.transport.get_write_buffer_size() > WRITE_BUFFER_HIGH:
+                        await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except FrameError as exc:
+            bound.warning("closing connection", reason=str(exc))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            bound.exception("closing connection after an unexpected error")
+        finally:
+            self._connections.discard(writer)
+            metrics.connections.dec()
+            writer.close()
+            bound.debug("connection closed")
+
+    async def _dispatch(self, request: bytes, connection_id: str, bound: Any) -> bytes | None:
+        api_key, version, correlation_id = peek_fixed(request)
+        api = self.apis.get(api_key)
+        if api is None:
+            raise FrameError(f"unknown API key {api_key}")
+        if not api.min_version <= version <= api.max_version:
+            if api_key == API_VERSIONS_KEY and version > api.max_version:
+                return self._unsupported_api_versions(correlation_id)
+            raise FrameError(f"{api.name} v{version} is not supported")
+        flexible = messages.is_flexible(api_key, version)
+        header = parse_request_header(request, flexible)
+        try:
+            body = messages.decode_request(api_key, version, request, header.body_offset)
+        except messages.MalformedRequest as exc:
+            raise FrameError(f"malformed {api.name} v{version} request: {exc}") from exc
+        started = time.perf_counter()
+        ctx = RequestContext(self, header, connection_id)
+        reply = await api.handle(ctx, body)
+        elapsed = time.perf_counter() - started
+        metrics.requests.labels(api.name).inc()
+        metrics.latency.labels(api.name).observe(elapsed)
+        bound.debug(
+            "request",
+            api=api.name,
+            version=version,
+            client_id=header.client_id,
+            correlation_id=correlation_id,
+            latency_ms=round(elapsed * 1000, 3),
+        )
+        if reply is None:
+            return None
+        if isinstance(reply, bytes):
+            payload = reply
+        else:
+            payload = messages.encode(messages.build_response(api_key, version, reply))
+        # ApiVersions answers with header v0 whatever its version.
+        flexible_header = flexible and api_key != API_VERSIONS_KEY
+        response = frame(response_header(correlation_id, flexible_header), payload)
+        metrics.bytes_out.inc(len(response))
+        return response
+
+    def _unsupported_api_versions(self, correlation_id: int) -> bytes:
+        reply = {
+            "error_code": ErrorCode.unsupported_version,
+            "api_keys": api_keys(self.apis.values()),
+        }
+        body = messages.encode(messages.build_response(API_VERSIONS_KEY, 0, reply))
+        return frame(response_header(correlation_id, False), body)

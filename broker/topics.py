@@ -1,0 +1,215 @@
+"""Topics and their partitions: the registry persisted in `<data-dir>/topics.json`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from storage import LogConfig, PartitionLog
+from storage.producer_state import ProducerStateTable
+
+MAX_TOPIC_NAME = 249
+_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+LEADER_EPOCH = 0  # one broker leads every partition, forever
+
+
+class TopicError(Exception):
+    """Carries the Kafka error code to answer with."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def check_topic_name(name: str) -> None:
+    if not name or name in (".", ".."):
+        raise TopicError(17, f"topic name {name!r} is illegal")
+    if len(name) > MAX_TOPIC_NAME:
+        raise TopicError(17, f"topic name is longer than {MAX_TOPIC_NAME} characters")
+    if not _LEGAL_NAME.match(name):
+        raise TopicError(17, f"topic name {name!r} has characters other than [a-zA-Z0-9._-]")
+
+
+class Partition:
+    """One partition's log plus the wake-up signal for parked fetches."""
+
+    def __init__(self, topic: Topic, index: int, log: PartitionLog) -> None:
+        self.topic = topic
+        self.index = index
+        self.log = log
+        self.producers = _load_producer_state(log)
+        self._arrival: asyncio.Future[None] | None = None
+
+    def data_arrived(self) -> None:
+        if self._arrival is not None and not self._arrival.done():
+            self._arrival.set_result(None)
+        self._arrival = None
+
+    def arrival(self) -> asyncio.Future[None]:
+        """A future that completes at the next append."""
+        if self._arrival is None or self._arrival.done():
+            self._arrival = asyncio.get_running_loop().create_future()
+        return self._arrival
+
+
+def _load_producer_state(log: PartitionLog) -> ProducerStateTable:
+    """The snapshot written at the last clean close, then every batch after it."""
+    table, valid_to = ProducerStateTable.load(log.directory)
+    if valid_to > log.log_end_offset or valid_to < log.log_start_offset:
+        table, valid_to = ProducerStateTable(), log.log_start_offset
+    if valid_to < log.log_end_offset:
+        for header, _data in log.iter_batches(valid_to):
+            if header.base_offset >= valid_to:
+                table.record(header)
+    return table
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    configs: dict[str, str]
+    partitions: list[Partition] = field(default_factory=list)
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class TopicRegistry:
+    def __init__(self, data_dir: Path, defaults: LogConfig) -> None:
+        self.data_dir = data_dir
+        self.defaults = defaults
+        self._by_name: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+
+    @property
+    def _index_path(self) -> Path:
+        return self.data_dir / "topics.json"
+
+    def load(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if not self._index_path.exists():
+            return
+        for entry in json.loads(self._index_path.read_text()):
+            topic = Topic(entry["name"], uuid.UUID(entry["id"]), dict(entry["configs"]))
+            self._register(topic)
+            self._open_partitions(topic, entry["partitions"])
+
+    def _save(self) -> None:
+        entries = [
+            {
+                "name": t.name,
+                "id": str(t.topic_id),
+                "partitions": len(t.partitions),
+                "configs": t.configs,
+            }
+            for t in self._by_name.values()
+        ]
+        tmp = self._index_path.with_suffix(".tmp")
+        with open(tmp, "w") as out:
+            json.dump(entries, out, indent=1)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self._index_path)
+
+    def _register(self, topic: Topic) -> None:
+        self._by_name[topic.name] = topic
+        self._by_id[topic.topic_id] = topic
+
+    def _open_partitions(self, topic: Topic, count: int) -> None:
+        config = self.log_config(topic)
+        for index in range(len(topic.partitions), count):
+            log = PartitionLog.open(self.data_dir / f"{topic.name}-{index}", config)
+            topic.partitions.append(Partition(topic, index, log))
+
+    def log_config(self, topic: Topic) -> LogConfig:
+        return LogConfig.from_topic_configs(topic.configs, self.defaults)
+
+    def __iter__(self) -> Iterator[Topic]:
+        return iter(list(self._by_name.values()))
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def get(self, name: str) -> Topic | None:
+        return self._by_name.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def partition(self, name: str, index: int) -> Partition | None:
+        topic = self._by_name.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None
+        return topic.partitions[index]
+
+    def validate_new(self, name: str, partitions: int, configs: Mapping[str, str]) -> None:
+        check_topic_name(name)
+        if name in self._by_name:
+            raise TopicError(36, f"topic {name!r} already exists")
+        if partitions <= 0:
+            raise TopicError(37, "number of partitions must be larger than 0")
+        if partitions > 100000:
+            raise TopicError(37, "number of partitions is too large")
+        try:
+            LogConfig.from_topic_configs(configs, self.defaults)
+        except ValueError as exc:
+            raise TopicError(40, str(exc)) from exc
+        collision = name.replace(".", "_")
+        for other in self._by_name:
+            if other.replace(".", "_") == collision:
+                raise TopicError(17, f"topic {name!r} collides with existing topic {other!r}")
+
+    def create(self, name: str, partitions: int, configs: Mapping[str, str]) -> Topic:
+        self.validate_new(name, partitions, configs)
+        topic = Topic(name, uuid.uuid4(), dict(configs))
+        self._register(topic)
+        self._open_partitions(topic, partitions)
+        self._save()
+        return topic
+
+    def delete(self, name: str) -> Topic:
+        topic = self._by_name.pop(name)
+        del self._by_id[topic.topic_id]
+        self._save()
+        for partition in topic.partitions:
+            partition.log.delete()
+            partition.data_arrived()
+        return topic
+
+    def add_partitions(self, name: str, total: int) -> None:
+        topic = self._by_name[name]
+        self._open_partitions(topic, total)
+        self._save()
+
+    def set_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        topic = self._by_name[name]
+        new = LogConfig.from_topic_configs(configs, self.defaults)
+        topic.configs = dict(configs)
+        for partition in topic.partitions:
+            partition.log.update_config(new)
+        self._save()
+
+    def close(self) -> None:
+        for topic in self._by_name.values():
+            for partition in topic.partitions:
+                partition.producers.save(partition.log.directory, partition.log.log_end_offset)
+                partition.log.close()
+
+    def remove_orphans(self) -> None:
+        """Partition directories of topics deleted before a crash."""
+        known = {f"{t.name}-{p.index}" for t in self._by_name.values() for p in t.partitions}
+        for path in self.data_dir.iterdir():
+            is_partition_dir = path.is_dir() and path.name.rsplit("-", 1)[-1].isdigit()
+            if is_partition_dir and "-" in path.name and path.name not in known:
+                shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,206 @@
+"""Request decoding and response encoding on top of kio's generated message types.
+
+kio has one class per API version. Handlers are written once for all versions:
+they read requests with `getattr(request, name, default)` for fields that only
+some versions carry, and describe responses as plain nested dicts that
+`build(cls, data)` turns into the class of the negotiated version, dropping
+fields that version does not have and filling the ones it has but the dict
+does not with Kafka's zero values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import types
+import typing
+import uuid
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+from kio.index import load_payload_module
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+from kio.static.constants import EntityType
+
+ZERO_UUID = uuid.UUID(int=0)
+
+Converter = Callable[[Any], Any]
+
+
+@cache
+def request_class(api_key: int, version: int) -> type:
+    module = load_payload_module(api_key, version, EntityType.request)
+    return _payload_class(module, "Request")
+
+
+@cache
+def response_class(api_key: int, version: int) -> type:
+    module = load_payload_module(api_key, version, EntityType.response)
+    return _payload_class(module, "Response")
+
+
+def _payload_class(module: types.ModuleType, suffix: str) -> type:
+    for name in dir(module):
+        value = getattr(module, name)
+        if (
+            isinstance(value, type)
+            and name.endswith(suffix)
+            and getattr(value, "__type__", None) in (EntityType.request, EntityType.response)
+            and value.__module__ == module.__name__
+        ):
+            return value
+    raise LookupError(f"no {suffix} class in {module.__name__}")
+
+
+def is_flexible(api_key: int, version: int) -> bool:
+    return bool(request_class(api_key, version).__flexible__)
+
+
+@cache
+def _reader(cls: type) -> Callable[[Any, int], tuple[Any, int]]:
+    return entity_reader(cls)  # type: ignore[no-any-return]
+
+
+@cache
+def _writer(cls: type) -> Callable[[Any, Any], None]:
+    return entity_writer(cls)  # type: ignore[no-any-return]
+
+
+class MalformedRequest(ValueError):
+    """The body does not decode as the request it claims to be."""
+
+
+def decode_request(api_key: int, version: int, buf: bytes | memoryview, offset: int) -> Any:
+    """Decode the request body that starts at `offset`."""
+    try:
+        value, _size = _reader(request_class(api_key, version))(buf, offset)
+    except Exception as exc:  # kio raises several types for bad input
+        raise MalformedRequest(f"{type(exc).__name__}: {exc}") from exc
+    return value
+
+
+def encode(entity: Any) -> bytes:
+    out = io.BytesIO()
+    _writer(type(entity))(out, entity)
+    return out.getvalue()
+
+
+def build(cls: type, data: Mapping[str, Any]) -> Any:
+    """Make an instance of the kio class `cls` from a plain nested dict."""
+    kwargs = {}
+    for name, converter, zero in _field_plan(cls):
+        if name in data:
+            kwargs[name] = converter(data[name])
+        elif zero is not _HAS_DEFAULT:
+            kwargs[name] = zero() if callable(zero) else zero
+    return cls(**kwargs)
+
+
+def build_response(api_key: int, version: int, data: Mapping[str, Any]) -> Any:
+    return build(response_class(api_key, version), data)
+
+
+_HAS_DEFAULT = object()
+
+
+@cache
+def _field_plan(cls: type) -> tuple[tuple[str, Converter, Any], ...]:
+    hints = typing.get_type_hints(cls)
+    plan = []
+    for f in dataclasses.fields(cls):
+        kafka_type = f.metadata.get("kafka_type")
+        hint = hints[f.name]
+        converter = _converter(hint, kafka_type)
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+            zero: Any = _HAS_DEFAULT
+        else:
+            zero = _zero(hint, kafka_type)
+        plan.append((f.name, converter, zero))
+    return tuple(plan)
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _millis_delta(value: Any) -> Any:
+    if isinstance(value, datetime.timedelta):
+        return value
+    return datetime.timedelta(milliseconds=value)
+
+
+def _millis_datetime(value: Any) -> Any:
+    if value is None or isinstance(value, datetime.datetime):
+        return value
+    if value < 0:
+        return None
+    return datetime.datetime.fromtimestamp(value / 1000, tz=datetime.UTC)
+
+
+def _as_uuid(value: Any) -> Any:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
+
+
+_SCALAR_CONVERTERS: dict[str, Converter] = {
+    "timedelta_i32": _millis_delta,
+    "timedelta_i64": _millis_delta,
+    "datetime_i64": _millis_datetime,
+    "error_code": ErrorCode,
+    "uuid": _as_uuid,
+}
+
+
+def _entity_in(hint: Any) -> type | None:
+    """The kio class in `X`, `X | None` or `tuple[X, ...]`, if any."""
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return hint
+    for arg in typing.get_args(hint):
+        if isinstance(arg, type) and dataclasses.is_dataclass(arg):
+            return arg
+    return None
+
+
+def _is_tuple(hint: Any) -> bool:
+    return typing.get_origin(hint) is tuple
+
+
+def _converter(hint: Any, kafka_type: str | None) -> Converter:
+    entity = _entity_in(hint)
+    if entity is not None:
+
+        def one(value: Any) -> Any:
+            if value is None or dataclasses.is_dataclass(value):
+                return value
+            return build(entity, value)
+
+        if _is_tuple(hint):
+            return lambda values: tuple(one(v) for v in values)
+        return one
+    scalar = _SCALAR_CONVERTERS.get(kafka_type or "", _identity)
+    if _is_tuple(hint):
+        return lambda values: tuple(scalar(v) for v in values)
+    return scalar
+
+
+def _zero(hint: Any, kafka_type: str | None) -> Any:
+    if _is_tuple(hint):
+        return ()
+    if types.NoneType in typing.get_args(hint):
+        return None
+    entity = _entity_in(hint)
+    if entity is not None:
+        return lambda: build(entity, {})
+    return {
+        "bool": False,
+        "string": "",
+        "bytes": b"",
+        "records": b"",
+        "uuid": ZERO_UUID,
+        "error_code": ErrorCode.none,
+        "timedelta_i32": datetime.timedelta(0),
+        "timedelta_i64": datetime.timedelta(0),
+        "float64": 0.0,
+    }.get(kafka_type or "", 0)
