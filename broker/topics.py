@@ -161,14 +161,17 @@ class TopicRegistry:
             raise TopicError(37, "number of partitions must be larger than 0")
         if partitions > 100000:
             raise TopicError(37, "number of partitions is too large")
-        try:
-            LogConfig.from_topic_configs(configs, self.defaults)
-        except ValueError as exc:
-            raise TopicError(40, str(exc)) from exc
+        self.check_configs(configs)
         collision = name.replace(".", "_")
         for other in self._by_name:
             if other.replace(".", "_") == collision:
                 raise TopicError(17, f"topic {name!r} collides with existing topic {other!r}")
+
+    def check_configs(self, configs: Mapping[str, str]) -> None:
+        try:
+            LogConfig.from_topic_configs(configs, self.defaults)
+        except ValueError as exc:
+            raise TopicError(40, str(exc)) from exc
 
     def create(self, name: str, partitions: int, configs: Mapping[str, str]) -> Topic:
         self.validate_new(name, partitions, configs)

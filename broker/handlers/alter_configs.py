@@ -1,0 +1,66 @@
+"""AlterConfigs (33), v0-v2: replace a topic's whole set of configs.
+
+- Names not given return to the broker default (that is AlterConfigs'
+  semantics; IncrementalAlterConfigs changes single names).
+- Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; unknown name or bad value:
+  INVALID_CONFIG; broker resources cannot be changed at run time here
+  (INVALID_REQUEST). validate_only changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from broker import topic_configs
+from broker.handlers.base import Reply, RequestContext
+from broker.topics import TopicError
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 0, 2
+
+TOPIC = 2
+
+
+def alter_resource(
+    ctx: RequestContext,
+    resource: Any,
+    validate_only: bool,
+    change: Callable[[Mapping[str, str]], dict[str, str]],
+) -> dict[str, Any]:
+    """Shared by both alter APIs: `change` maps the topic's configs to the new ones."""
+    result: dict[str, Any] = {
+        "error_code": 0,
+        "error_message": None,
+        "resource_type": resource.resource_type,
+        "resource_name": resource.resource_name,
+    }
+    if resource.resource_type != TOPIC:
+        result["error_code"] = ErrorCode.invalid_request
+        result["error_message"] = "only topic configs can be changed"
+        return result
+    topic = ctx.broker.topics.get(resource.resource_name)
+    if topic is None:
+        result["error_code"] = ErrorCode.unknown_topic_or_partition
+        return result
+    try:
+        new = change(topic.configs)
+        topic_configs.validate(new)
+        ctx.broker.topics.check_configs(new)
+    except TopicError as exc:
+        result["error_code"] = exc.code
+        result["error_message"] = exc.message
+        return result
+    if not validate_only:
+        ctx.broker.topics.set_configs(topic.name, new)
+    return result
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    responses = []
+    for resource in request.resources:
+        given = {c.name: c.value for c in resource.configs if c.value is not None}
+        responses.append(
+            alter_resource(ctx, resource, request.validate_only, lambda _old, g=given: dict(g))
+        )
+    return {"throttle_time": 0, "responses": responses}

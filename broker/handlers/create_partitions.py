@@ -1,0 +1,47 @@
+"""CreatePartitions (37), v0-v3.
+
+- The count is the new total; it must be larger than the current one
+  (INVALID_PARTITIONS otherwise). Assignments, if given, must name only this
+  broker (INVALID_REPLICA_ASSIGNMENT). Unknown topic:
+  UNKNOWN_TOPIC_OR_PARTITION. validate_only changes nothing.
+- Consumers subscribed to the topic see the new partitions on their next
+  metadata refresh.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 0, 3
+
+
+def _check(ctx: RequestContext, topic: Any) -> tuple[ErrorCode, str | None]:
+    existing = ctx.broker.topics.get(topic.name)
+    if existing is None:
+        return ErrorCode.unknown_topic_or_partition, f"topic {topic.name} does not exist"
+    current = len(existing.partitions)
+    if topic.count <= current:
+        return (
+            ErrorCode.invalid_partitions,
+            f"topic has {current} partitions, {topic.count} is not more",
+        )
+    if topic.assignments is not None:
+        node = ctx.broker.config.node_id
+        if len(topic.assignments) != topic.count - current or any(
+            list(a.broker_ids) != [node] for a in topic.assignments
+        ):
+            return ErrorCode.invalid_replica_assignment, f"replicas must be exactly broker {node}"
+    return ErrorCode.none, None
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    results = []
+    for topic in request.topics:
+        code, message = _check(ctx, topic)
+        if code == ErrorCode.none and not request.validate_only:
+            ctx.broker.topics.add_partitions(topic.name, topic.count)
+        results.append({"name": topic.name, "error_code": code, "error_message": message})
+    return {"throttle_time": 0, "results": results}

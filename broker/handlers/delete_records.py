@@ -1,0 +1,39 @@
+"""DeleteRecords (21), v0-v2.
+
+Moves a partition's log start offset up to the given offset (-1 means the
+high watermark); whole segments below it are removed. An offset above the
+high watermark is OFFSET_OUT_OF_RANGE. Answers the new low watermark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 0, 2
+
+HIGH_WATERMARK = -1
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    topics = []
+    for topic in request.topics:
+        answers = []
+        for p in topic.partitions:
+            answer = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": 0}
+            partition = ctx.broker.topics.partition(topic.name, p.partition_index)
+            if partition is None:
+                answer["error_code"] = ErrorCode.unknown_topic_or_partition
+            else:
+                log = partition.log
+                offset = log.log_end_offset if p.offset == HIGH_WATERMARK else p.offset
+                if not 0 <= offset <= log.log_end_offset:
+                    answer["error_code"] = ErrorCode.offset_out_of_range
+                else:
+                    answer["low_watermark"] = log.delete_records_before(offset)
+                    partition.producers.drop_below(log.log_start_offset)
+            answers.append(answer)
+        topics.append({"name": topic.name, "partitions": answers})
+    return {"throttle_time": 0, "topics": topics}

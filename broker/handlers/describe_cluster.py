@@ -1,0 +1,44 @@
+"""DescribeCluster (60), v0-v1: this one broker, also the controller."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 0, 1
+
+BROKERS_ENDPOINT = 1
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    config = ctx.broker.config
+    endpoint_type = getattr(request, "endpoint_type", BROKERS_ENDPOINT)
+    if endpoint_type != BROKERS_ENDPOINT:
+        return {
+            "throttle_time": 0,
+            "error_code": ErrorCode.unsupported_endpoint_type,
+            "error_message": "only broker endpoints are served",
+            "endpoint_type": endpoint_type,
+            "cluster_id": config.cluster_id,
+            "controller_id": -1,
+            "brokers": [],
+        }
+    return {
+        "throttle_time": 0,
+        "error_code": 0,
+        "error_message": None,
+        "endpoint_type": endpoint_type,
+        "cluster_id": config.cluster_id,
+        "controller_id": config.node_id,
+        "brokers": [
+            {
+                "broker_id": config.node_id,
+                "host": config.advertised,
+                "port": ctx.broker.port,
+                "rack": None,
+            }
+        ],
+        "cluster_authorized_operations": -2147483648,
+    }

@@ -1,0 +1,57 @@
+"""DescribeLogDirs (35), v1-v4: the one data directory, partition sizes in it.
+
+topics = null describes every partition; unknown topics are left out, as Kafka
+does. v4 adds the directory's total and usable bytes.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+
+MIN_VERSION, MAX_VERSION = 1, 4
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    registry = ctx.broker.topics
+    if request.topics is None:
+        wanted = [(t, [p.index for p in t.partitions]) for t in registry]
+    else:
+        wanted = []
+        for entry in request.topics:
+            topic = registry.get(entry.topic)
+            if topic is not None:
+                indexes = [i for i in entry.partitions if 0 <= i < len(topic.partitions)]
+                wanted.append((topic, indexes))
+    data_dir = ctx.broker.config.data_dir
+    usage = shutil.disk_usage(data_dir)
+    topics = [
+        {
+            "name": topic.name,
+            "partitions": [
+                {
+                    "partition_index": i,
+                    "partition_size": topic.partitions[i].log.size_bytes(),
+                    "offset_lag": 0,
+                    "is_future_key": False,
+                }
+                for i in indexes
+            ],
+        }
+        for topic, indexes in wanted
+    ]
+    return {
+        "throttle_time": 0,
+        "error_code": 0,
+        "results": [
+            {
+                "error_code": 0,
+                "log_dir": str(data_dir.resolve()),
+                "topics": topics,
+                "total_bytes": usage.total,
+                "usable_bytes": usage.free,
+            }
+        ],
+    }

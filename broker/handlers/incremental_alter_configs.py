@@ -1,0 +1,60 @@
+"""IncrementalAlterConfigs (44), v0-v1: change single topic configs.
+
+Operations: SET (0), DELETE (1, back to the default), APPEND (2) and
+SUBTRACT (3) for list configs such as cleanup.policy. Errors as AlterConfigs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from broker import topic_configs
+from broker.handlers.alter_configs import alter_resource
+from broker.handlers.base import Reply, RequestContext
+from broker.topics import TopicError
+
+MIN_VERSION, MAX_VERSION = 0, 1
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+INVALID_CONFIG = 40
+
+
+def apply_operations(current: Mapping[str, str], operations: Any) -> dict[str, str]:
+    new = dict(current)
+    for op in operations:
+        definition = topic_configs.DEFINITIONS.get(op.name)
+        if definition is None:
+            raise TopicError(INVALID_CONFIG, f"unknown topic config name: {op.name}")
+        if op.config_operation == SET:
+            if op.value is None:
+                raise TopicError(INVALID_CONFIG, f"no value to set for {op.name}")
+            new[op.name] = op.value
+        elif op.config_operation == DELETE:
+            new.pop(op.name, None)
+        elif op.config_operation in (APPEND, SUBTRACT):
+            if definition.type_name != "list":
+                raise TopicError(INVALID_CONFIG, f"{op.name} is not a list config")
+            items = [i for i in new.get(op.name, "").split(",") if i]
+            for value in (op.value or "").split(","):
+                if op.config_operation == APPEND and value and value not in items:
+                    items.append(value)
+                elif op.config_operation == SUBTRACT and value in items:
+                    items.remove(value)
+            new[op.name] = ",".join(items)
+        else:
+            raise TopicError(INVALID_CONFIG, f"unknown operation {op.config_operation}")
+    return new
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    responses = [
+        alter_resource(
+            ctx,
+            resource,
+            request.validate_only,
+            lambda old, ops=resource.configs: apply_operations(old, ops),
+        )
+        for resource in request.resources
+    ]
+    return {"throttle_time": 0, "responses": responses}

@@ -1,0 +1,41 @@
+"""OffsetForLeaderEpoch (23), v2-v4.
+
+For each partition, from the leader epoch checkpoint: the largest epoch not
+above the requested one and its end offset (the start of the next epoch, or
+the log end offset for the latest epoch); (-1, -1) when no epoch fits. A
+current_leader_epoch newer than this broker's is UNKNOWN_LEADER_EPOCH, an
+older one FENCED_LEADER_EPOCH.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.topics import LEADER_EPOCH
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 2, 4
+
+
+def _answer(index: int, code: ErrorCode, epoch: int = -1, end_offset: int = -1) -> dict[str, Any]:
+    return {"error_code": code, "partition": index, "leader_epoch": epoch, "end_offset": end_offset}
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    topics = []
+    for topic in request.topics:
+        answers = []
+        for p in topic.partitions:
+            partition = ctx.broker.topics.partition(topic.topic, p.partition)
+            if partition is None:
+                answers.append(_answer(p.partition, ErrorCode.unknown_topic_or_partition))
+            elif p.current_leader_epoch > LEADER_EPOCH:
+                answers.append(_answer(p.partition, ErrorCode.unknown_leader_epoch))
+            elif 0 <= p.current_leader_epoch < LEADER_EPOCH:
+                answers.append(_answer(p.partition, ErrorCode.fenced_leader_epoch))
+            else:
+                epoch, end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
+                answers.append(_answer(p.partition, ErrorCode.none, epoch, end_offset))
+        topics.append({"topic": topic.topic, "partitions": answers})
+    return {"throttle_time": 0, "topics": topics}
