@@ -104,7 +104,14 @@ class BrokerConfig:
 
     @property
     def advertised(self) -> str:
-        return self.advertised_host or self.host
+        """The host clients are told to connect to (never a wildcard address)."""
+        listeners = self.extra.get("advertised.listeners")
+        if listeners:
+            # PLAINTEXT://host:port[,...]: the first listener's host
+            return listeners.split(",")[0].split("://", 1)[-1].rsplit(":", 1)[0]
+        if self.advertised_host:
+            return self.advertised_host
+        return "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
 
     def retention_ms(self) -> int:
         if self.log_retention_ms is not None:

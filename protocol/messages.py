@@ -25,6 +25,8 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
+from protocol import decoder
+
 ZERO_UUID = uuid.UUID(int=0)
 
 Converter = Callable[[Any], Any]
@@ -76,10 +78,9 @@ class MalformedRequest(ValueError):
 def decode_request(api_key: int, version: int, buf: bytes | memoryview, offset: int) -> Any:
     """Decode the request body that starts at `offset`."""
     try:
-        value, _size = _reader(request_class(api_key, version))(buf, offset)
-    except Exception as exc:  # kio raises several types for bad input
-        raise MalformedRequest(f"{type(exc).__name__}: {exc}") from exc
-    return value
+        return decoder.decode(request_class(api_key, version), buf, offset)
+    except decoder.DecodeError as exc:
+        raise MalformedRequest(str(exc)) from exc
 
 
 def encode(entity: Any) -> bytes:

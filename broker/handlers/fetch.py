@@ -61,7 +61,7 @@ def _read_all(
             "log_start_offset": -1,
             "aborted_transactions": None,
             "preferred_read_replica": -1,
-            "records": None,
+            "records": b"",
         }
         if partition is not None:
             epoch = leader_epochs.get(key, -1)

@@ -140,7 +140,64 @@ def test_request_decoder_rejects_garbage_cleanly(key_version: tuple[int, int], b
         pass
 
 
+def test_array_length_of_billions_is_rejected_not_allocated() -> None:
+    # This ListOffsets v7 body once made the decoder reserve 195 GB and abort.
+    body = bytes.fromhex("ffacff8080ff80cb8a5b250287d201ecffff02800000007f")
+    with pytest.raises(messages.MalformedRequest):
+        messages.decode_request(2, 7, body, 0)
+
+
 def test_lying_array_length_does_not_allocate() -> None:
     # Metadata v1 body: topics array claiming 2^31-1 entries, then nothing.
     with pytest.raises(messages.MalformedRequest):
         messages.decode_request(3, 1, struct.pack(">i", 2**31 - 1), 0)
+
+
+def test_decoder_agrees_with_kio_on_valid_requests() -> None:
+    samples = {
+        (0, 9): {
+            "acks": -1,
+            "timeout": 1000,
+            "transactional_id": "tx",
+            "topic_data": [
+                {
+                    "name": "t",
+                    "partition_data": [{"index": 3, "records": build_batch([(b"k", None)])}],
+                }
+            ],
+        },
+        (1, 12): {
+            "max_wait": 500,
+            "min_bytes": 1,
+            "max_bytes": 100,
+            "isolation_level": 1,
+            "session_id": 4,
+            "session_epoch": 2,
+            "topics": [
+                {
+                    "topic": "t",
+                    "partitions": [{"partition": 0, "fetch_offset": 9, "partition_max_bytes": 10}],
+                }
+            ],
+            "forgotten_topics_data": [{"topic": "u", "partitions": [1, 2]}],
+            "rack_id": "r",
+            "cluster_id": "c",
+        },
+        (3, 12): {"topics": None, "allow_auto_topic_creation": True},
+        (19, 7): {
+            "topics": [
+                {
+                    "name": "n",
+                    "num_partitions": 2,
+                    "replication_factor": 1,
+                    "configs": [{"name": "a", "value": None}],
+                }
+            ],
+            "timeout": 5,
+            "validate_only": True,
+        },
+    }
+    for (api_key, version), body in samples.items():
+        entity = messages.build(messages.request_class(api_key, version), body)
+        raw = messages.encode(entity)
+        assert messages.decode_request(api_key, version, raw, 0) == entity

@@ -1,0 +1,67 @@
+# Odradek: developer and CI entry points.
+#   make run           start a broker on 127.0.0.1:9092 with ./data
+#   make install-test  install the package with its test extra, plus kcat (and a JDK if absent)
+#   make lint          ruff + mypy
+#   make test          install-test + lint + pytest (PYTEST_ARGS="-k foo" to narrow)
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := test
+MAKEFLAGS += --no-print-directory
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+PYTEST_ARGS ?=
+# Reinstall when the project metadata or the set of packages changes.
+INSTALL_DEPS := pyproject.toml $(wildcard */__init__.py)
+STAMP_RUN := $(VENV)/.stamp-install
+STAMP_TEST := $(VENV)/.stamp-install-test
+
+.PHONY: run install install-test system-deps lint test clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP_RUN): $(INSTALL_DEPS) | $(PY)
+	$(PIP) install -e .
+	@touch $@
+
+$(STAMP_TEST): $(INSTALL_DEPS) | $(PY)
+	$(PIP) install -e '.[test]'
+	@touch $@ $(STAMP_RUN)
+
+install: $(STAMP_RUN)
+
+run: install
+	exec $(PY) -m broker --data-dir ./data --host 127.0.0.1 --port 9092
+
+# kcat and a JDK come from Debian packages; apt-get runs only when one is missing.
+# Under CI=true a failed install is an error; elsewhere the tests that need it skip.
+system-deps:
+	@pkgs=""; \
+	command -v kcat >/dev/null 2>&1 || pkgs="$$pkgs kcat"; \
+	command -v javac >/dev/null 2>&1 || pkgs="$$pkgs openjdk-17-jdk-headless"; \
+	if [ -n "$$pkgs" ]; then \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
+	  echo "installing system packages:$$pkgs"; \
+	  if ! { $$sudo apt-get update -qq && \
+	         $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs >/dev/null; }; then \
+	    if [ "$${CI:-}" = "true" ]; then echo "error: could not install$$pkgs" >&2; exit 1; fi; \
+	    echo "warning: could not install$$pkgs; tests needing them will be skipped" >&2; \
+	  fi; \
+	fi
+
+install-test: $(STAMP_TEST) system-deps
+
+lint: $(STAMP_TEST)
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+	cd tests && ../$(PY) -m mypy --config-file ../pyproject.toml helpers conftest.py
+
+test: install-test lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf tests/java/classes .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST)

@@ -1,0 +1,286 @@
+"""A bounds-checked request decoder driven by kio's generated classes.
+
+kio's native reader trusts array lengths and reserves memory for them before
+reading, so a frame claiming 2^31 elements aborts the process. This decoder
+walks the same class definitions (field order, `kafka_type`, tags, flexible
+or not) but checks every length against the bytes that are left, so a lying
+length is a `DecodeError`, never an allocation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import struct
+import types
+import typing
+import uuid
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+
+class DecodeError(ValueError):
+    pass
+
+
+Reader = Callable[[memoryview, int], tuple[Any, int]]
+
+_I8 = struct.Struct(">b")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_U16 = struct.Struct(">H")
+_F64 = struct.Struct(">d")
+
+
+def _fixed(fmt: struct.Struct) -> Reader:
+    size = fmt.size
+    unpack = fmt.unpack_from
+
+    def read(buf: memoryview, pos: int) -> tuple[Any, int]:
+        if pos + size > len(buf):
+            raise DecodeError("buffer ends inside a fixed-size field")
+        return unpack(buf, pos)[0], pos + size
+
+    return read
+
+
+read_int8 = _fixed(_I8)
+read_int16 = _fixed(_I16)
+read_int32 = _fixed(_I32)
+read_int64 = _fixed(_I64)
+read_uint16 = _fixed(_U16)
+read_float64 = _fixed(_F64)
+
+
+def read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        if pos >= len(buf):
+            raise DecodeError("buffer ends inside a varint")
+        if shift > 28:
+            raise DecodeError("varint longer than 5 bytes")
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+
+
+def read_bool(buf: memoryview, pos: int) -> tuple[bool, int]:
+    value, pos = read_int8(buf, pos)
+    return value != 0, pos
+
+
+def _take(buf: memoryview, pos: int, length: int) -> tuple[bytes, int]:
+    end = pos + length
+    if end > len(buf):
+        raise DecodeError(f"length {length} runs past the end of the request")
+    return bytes(buf[pos:end]), end
+
+
+def _length(buf: memoryview, pos: int, flexible: bool, wide: bool) -> tuple[int, int]:
+    """Length of a string, bytes or array; -1 means null."""
+    if flexible:
+        raw, pos = read_uvarint(buf, pos)
+        return raw - 1, pos
+    if wide:
+        return read_int32(buf, pos)
+    return read_int16(buf, pos)
+
+
+def _string_reader(flexible: bool, nullable: bool) -> Reader:
+    def read(buf: memoryview, pos: int) -> tuple[Any, int]:
+        length, pos = _length(buf, pos, flexible, wide=False)
+        if length < 0:
+            if not nullable:
+                raise DecodeError("null in a non-nullable string")
+            return None, pos
+        raw, pos = _take(buf, pos, length)
+        try:
+            return raw.decode("utf-8"), pos
+        except UnicodeDecodeError as exc:
+            raise DecodeError("string is not UTF-8") from exc
+
+    return read
+
+
+def _bytes_reader(flexible: bool, nullable: bool) -> Reader:
+    def read(buf: memoryview, pos: int) -> tuple[Any, int]:
+        length, pos = _length(buf, pos, flexible, wide=True)
+        if length < 0:
+            if not nullable:
+                raise DecodeError("null in non-nullable bytes")
+            return None, pos
+        return _take(buf, pos, length)
+
+    return read
+
+
+def read_uuid(buf: memoryview, pos: int) -> tuple[uuid.UUID | None, int]:
+    raw, pos = _take(buf, pos, 16)
+    value = uuid.UUID(bytes=raw)
+    return (None if value.int == 0 else value), pos
+
+
+def _mapped(reader: Reader, convert: Callable[[Any], Any]) -> Reader:
+    def read(buf: memoryview, pos: int) -> tuple[Any, int]:
+        value, pos = reader(buf, pos)
+        return convert(value), pos
+
+    return read
+
+
+def _error_code(value: int) -> ErrorCode:
+    try:
+        return ErrorCode(value)
+    except ValueError as exc:
+        raise DecodeError(f"unknown error code {value}") from exc
+
+
+def _datetime(value: int) -> datetime.datetime | None:
+    if value < 0:
+        return None
+    return datetime.datetime.fromtimestamp(value / 1000, tz=datetime.UTC)
+
+
+def _scalar_reader(kafka_type: str, flexible: bool, nullable: bool) -> Reader:
+    match kafka_type:
+        case "bool":
+            return read_bool
+        case "int8":
+            return read_int8
+        case "int16":
+            return read_int16
+        case "int32":
+            return read_int32
+        case "int64":
+            return read_int64
+        case "uint16":
+            return read_uint16
+        case "float64":
+            return read_float64
+        case "string":
+            return _string_reader(flexible, nullable)
+        case "bytes" | "records":
+            return _bytes_reader(flexible, nullable)
+        case "uuid":
+            return read_uuid
+        case "error_code":
+            return _mapped(read_int16, _error_code)
+        case "timedelta_i32":
+            return _mapped(read_int32, lambda ms: datetime.timedelta(milliseconds=ms))
+        case "timedelta_i64":
+            return _mapped(read_int64, lambda ms: datetime.timedelta(milliseconds=ms))
+        case "datetime_i64":
+            return _mapped(read_int64, _datetime)
+    raise LookupError(f"no reader for kafka type {kafka_type}")
+
+
+def _array_reader(element: Reader, flexible: bool, nullable: bool) -> Reader:
+    def read(buf: memoryview, pos: int) -> tuple[Any, int]:
+        count, pos = _length(buf, pos, flexible, wide=True)
+        if count < 0:
+            if not nullable:
+                raise DecodeError("null in a non-nullable array")
+            return None, pos
+        if count > len(buf) - pos:  # every element takes at least one byte
+            raise DecodeError(f"array of {count} elements in {len(buf) - pos} bytes")
+        items = []
+        for _ in range(count):
+            item, pos = element(buf, pos)
+            items.append(item)
+        return tuple(items), pos
+
+    return read
+
+
+def _entity_of(hint: Any) -> type | None:
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return hint
+    for arg in typing.get_args(hint):
+        if isinstance(arg, type) and dataclasses.is_dataclass(arg):
+            return arg
+    return None
+
+
+def _field_reader(hint: Any, kafka_type: str | None, flexible: bool) -> Reader:
+    nullable = types.NoneType in typing.get_args(hint)
+    is_array = typing.get_origin(hint) is tuple or any(
+        typing.get_origin(a) is tuple for a in typing.get_args(hint)
+    )
+    entity = _entity_of(hint)
+    if entity is None and is_array:
+        inner = next(a for a in (hint, *typing.get_args(hint)) if typing.get_origin(a) is tuple)
+        entity = _entity_of(typing.get_args(inner)[0])
+    if entity is not None:
+        element = entity_reader(entity)
+        if is_array:
+            return _array_reader(element, flexible, nullable)
+        if nullable:
+            return _nullable_struct(element)
+        return element
+    assert kafka_type is not None, hint
+    scalar = _scalar_reader(kafka_type, flexible, nullable=False)
+    if is_array:
+        return _array_reader(scalar, flexible, nullable)
+    return _scalar_reader(kafka_type, flexible, nullable)
+
+
+def _nullable_struct(element: Reader) -> Reader:
+    def read(buf: memoryview, pos: int) -> tuple[Any, int]:
+        marker, pos = read_int8(buf, pos)
+        if marker < 0:
+            return None, pos
+        return element(buf, pos)
+
+    return read
+
+
+@cache
+def entity_reader(cls: type) -> Reader:
+    hints = typing.get_type_hints(cls)
+    flexible = bool(cls.__flexible__)  # type: ignore[attr-defined]
+    plain: list[tuple[str, Reader]] = []
+    tagged: dict[int, tuple[str, Reader]] = {}
+    for f in dataclasses.fields(cls):
+        reader = _field_reader(hints[f.name], f.metadata.get("kafka_type"), flexible)
+        tag = f.metadata.get("tag")
+        if tag is None:
+            plain.append((f.name, reader))
+        else:
+            tagged[tag] = (f.name, reader)
+
+    def read(buf: memoryview, pos: int) -> tuple[Any, int]:
+        values: dict[str, Any] = {}
+        for name, reader in plain:
+            values[name], pos = reader(buf, pos)
+        if flexible:
+            count, pos = read_uvarint(buf, pos)
+            for _ in range(count):
+                tag, pos = read_uvarint(buf, pos)
+                size, pos = read_uvarint(buf, pos)
+                end = pos + size
+                if end > len(buf):
+                    raise DecodeError("tagged field runs past the end of the request")
+                known = tagged.get(tag)
+                if known is not None:
+                    name, reader = known
+                    values[name], _ = reader(buf[:end], pos)
+                pos = end
+        try:
+            return cls(**values), pos
+        except (TypeError, ValueError) as exc:
+            raise DecodeError(str(exc)) from exc
+
+    return read
+
+
+def decode(cls: type, buf: bytes | memoryview, offset: int) -> Any:
+    value, _ = entity_reader(cls)(memoryview(buf), offset)
+    return value

@@ -1,0 +1,143 @@
+"""Fixtures that run the real Odradek broker as a subprocess.
+
+- ``broker``: a fresh broker (own data dir, own port) for one test.
+- ``shared_broker``: one broker for the whole session, for tests whose state does not
+  matter (they must use unique topic / group names: ``unique_topic``, ``unique_group``).
+- ``broker_factory(overrides=None, **kw)``: start more brokers, with Kafka config
+  overrides (``num_partitions=3`` or ``{"num.partitions": "3"}``).
+
+Every broker started here is killed at teardown; a broker that died by itself during a
+test turns the test into an error, and the broker log is attached to failing tests.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Generator, Iterator, Mapping
+from pathlib import Path
+from typing import Protocol
+
+import pytest
+from helpers.broker import TEST_DEFAULT_OVERRIDES, Broker, normalize_overrides
+from helpers.names import unique_name
+
+_BROKERS_KEY = pytest.StashKey[list[Broker]]()
+
+
+class BrokerFactory(Protocol):
+    def __call__(
+        self, overrides: Mapping[str, object] | None = None, /, *, start: bool = True, **kw: object
+    ) -> Broker: ...
+
+
+def _remember(request: pytest.FixtureRequest, broker: Broker) -> None:
+    node = request.node
+    node.stash.setdefault(_BROKERS_KEY, []).append(broker)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.failed:
+        for broker in item.stash.get(_BROKERS_KEY, []):
+            report.sections.append((f"broker log {broker.bootstrap}", broker.log_tail(20000)))
+    return report
+
+
+@pytest.fixture
+def broker_factory(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BrokerFactory]:
+    started: list[Broker] = []
+
+    def make(
+        overrides: Mapping[str, object] | None = None, /, *, start: bool = True, **kw: object
+    ) -> Broker:
+        merged = dict(TEST_DEFAULT_OVERRIDES)
+        merged.update(normalize_overrides(overrides, **kw))
+        base = tmp_path_factory.mktemp("broker")
+        broker = Broker(base / "data", overrides=merged, log_dir=base)
+        started.append(broker)
+        _remember(request, broker)
+        if start:
+            broker.start()
+        return broker
+
+    yield make
+
+    died = [b for b in started if b.died_unexpectedly()]
+    for broker in started:
+        broker.kill()
+    if died:
+        details = "\n".join(
+            f"broker {b.bootstrap} exited with status {b.proc and b.proc.returncode}:\n"
+            f"{b.log_tail()}"
+            for b in died
+        )
+        pytest.fail(f"broker process died during the test\n{details}", pytrace=False)
+
+
+@pytest.fixture
+def broker(broker_factory: BrokerFactory) -> Broker:
+    """A fresh broker with its own empty data directory."""
+    return broker_factory()
+
+
+@pytest.fixture(scope="session")
+def _session_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    base = tmp_path_factory.mktemp("shared-broker")
+    external = os.environ.get("ODRADEK_EXTERNAL_BOOTSTRAP")
+    if external:  # check the tests against another Kafka (e.g. a real one)
+        host, _, port = external.rpartition(":")
+        broker = Broker(base / "data", host=host, port=int(port), log_dir=base, external=True)
+        yield broker
+        return
+    broker = Broker(base / "data", overrides=dict(TEST_DEFAULT_OVERRIDES), log_dir=base)
+    broker.start()
+    yield broker
+    broker.kill()
+
+
+@pytest.fixture
+def shared_broker(request: pytest.FixtureRequest, _session_broker: Broker) -> Iterator[Broker]:
+    """The session-wide broker. Tests must not stop it; use unique topic/group names."""
+    broker = _session_broker
+    if not broker.is_running():
+        code = broker.proc.returncode if broker.proc is not None else None
+        log = broker.log_tail()
+        broker.start()  # so later tests get a broker again
+        pytest.fail(
+            f"shared broker had died (status {code}) during an earlier test; restarted it.\n{log}",
+            pytrace=False,
+        )
+    _remember(request, broker)
+    yield broker
+    if not broker.is_running():
+        code = broker.proc.returncode if broker.proc is not None else None
+        pytest.fail(f"shared broker died during this test (status {code})\n{broker.log_tail()}",
+                    pytrace=False)
+
+
+@pytest.fixture
+def unique_topic(request: pytest.FixtureRequest) -> str:
+    return unique_name(f"t-{request.node.name}")
+
+
+@pytest.fixture
+def unique_group(request: pytest.FixtureRequest) -> str:
+    return unique_name(f"g-{request.node.name}")
+
+
+@pytest.fixture
+def name_factory(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """Factory for more names in one test: ``name_factory("orders")``."""
+    return lambda prefix: unique_name(f"{prefix}-{request.node.name}")
+
+
+@pytest.fixture
+def tmp_data_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "data"
+    path.mkdir()
+    return path

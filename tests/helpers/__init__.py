@@ -1,0 +1,1 @@
+"""Shared code for the Odradek test suite (broker process control, real-client drivers)."""

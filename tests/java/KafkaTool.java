@@ -1,0 +1,892 @@
+// KafkaTool: a small command-line driver around the Apache Kafka Java client, used by
+// the Odradek test suite (tests/helpers/java.py compiles and runs it).
+//
+// Output: JSON lines on stdout. Records have no "event" field; events do
+// ({"event": "assigned" | "revoked" | "done" ...}). A failure prints
+// {"error": {"type": <exception class>, "message": ...}} and exits with status 2.
+//
+// Byte fields (keys, values, header values) are encoded as: null -> null, valid UTF-8 ->
+// a JSON string, anything else -> {"b64": "<base64>"}. The same forms are accepted on input.
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.ConsumerGroupListing;
+import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.ListTopicsOptions;
+import org.apache.kafka.clients.admin.MemberDescription;
+import org.apache.kafka.clients.admin.NewPartitions;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.TopicListing;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+public final class KafkaTool {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final PrintStream OUT = System.out;
+    private static final Set<String> FLAGS =
+            Set.of("stdin", "help", "until-end", "commit", "internal", "no-key");
+
+    private static final String USAGE = String.join("\n",
+            "usage: KafkaTool <command> --bootstrap HOST:PORT [options]",
+            "",
+            "commands:",
+            "  produce            --topic T [--count N | --stdin] [--value-size B] [--no-key]",
+            "                     [--partition P] [--acks A] [--compression C] [--idempotence BOOL]",
+            "                     [--linger-ms MS] [--batch-size B] [--transaction commit|abort]",
+            "                     stdin lines: {\"key\",\"value\",\"headers\":[[k,v]..],\"partition\",\"timestamp\"}",
+            "  consume            --topic T... [--group G] [--from earliest|latest|OFFSET]",
+            "                     [--partition P] [--max-records N] [--timeout-ms MS] [--until-end]",
+            "                     [--isolation-level read_committed|read_uncommitted] [--commit]",
+            "  offsets-for-times  --topic T --timestamp MS [--partition P]   (consumer API)",
+            "  list-offsets       --topic T --spec earliest|latest|max-timestamp|MS [--partition P]",
+            "                     [--isolation-level L]   (admin API)",
+            "  create-topic       --topic T [--partitions N] [--replication-factor R] [--config k=v]...",
+            "  delete-topic       --topic T...",
+            "  list-topics        [--internal]",
+            "  describe-topics    --topic T...",
+            "  describe-configs   --topic T | --broker ID",
+            "  alter-configs      --topic T | --broker ID  [--set k=v]... [--delete k]...",
+            "                     [--append k=v]... [--subtract k=v]...   (incremental)",
+            "  create-partitions  --topic T --total N",
+            "  describe-cluster",
+            "  list-groups",
+            "  describe-groups    --group G...",
+            "  group-offsets      --group G",
+            "",
+            "common options: --prop k=v (client property, repeatable), --bootstrap HOST:PORT",
+            "output: JSON lines on stdout; errors as {\"error\": {...}} with exit status 2");
+
+    private KafkaTool() {}
+
+    // ------------------------------------------------------------------ arguments
+
+    static final class Opts {
+        final String command;
+        final Map<String, List<String>> values = new HashMap<>();
+
+        Opts(String[] args) {
+            if (args.length == 0) {
+                command = "help";
+                return;
+            }
+            command = args[0];
+            for (int i = 1; i < args.length; i++) {
+                String a = args[i];
+                if (!a.startsWith("--")) {
+                    throw new IllegalArgumentException("unexpected argument: " + a);
+                }
+                String name = a.substring(2);
+                String value;
+                if (FLAGS.contains(name)) {
+                    value = "true";
+                } else {
+                    if (i + 1 >= args.length) {
+                        throw new IllegalArgumentException("option --" + name + " needs a value");
+                    }
+                    value = args[++i];
+                }
+                values.computeIfAbsent(name, k -> new ArrayList<>()).add(value);
+            }
+        }
+
+        String get(String name, String def) {
+            List<String> v = values.get(name);
+            return v == null || v.isEmpty() ? def : v.get(v.size() - 1);
+        }
+
+        String require(String name) {
+            String v = get(name, null);
+            if (v == null) {
+                throw new IllegalArgumentException("missing option --" + name);
+            }
+            return v;
+        }
+
+        List<String> all(String name) {
+            return values.getOrDefault(name, Collections.emptyList());
+        }
+
+        boolean flag(String name) {
+            return Boolean.parseBoolean(get(name, "false"));
+        }
+
+        Integer intOrNull(String name) {
+            String v = get(name, null);
+            return v == null ? null : Integer.valueOf(v);
+        }
+    }
+
+    static Map<String, String> pairs(List<String> items) {
+        Map<String, String> out = new LinkedHashMap<>();
+        for (String item : items) {
+            int eq = item.indexOf('=');
+            if (eq <= 0) {
+                throw new IllegalArgumentException("expected key=value, got: " + item);
+            }
+            out.put(item.substring(0, eq), item.substring(eq + 1));
+        }
+        return out;
+    }
+
+    static Properties clientProps(Opts o, Map<String, String> defaults) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", o.require("bootstrap"));
+        p.putAll(defaults);
+        p.putAll(pairs(o.all("prop")));
+        return p;
+    }
+
+    // ------------------------------------------------------------------ JSON helpers
+
+    static void emit(JsonNode node) {
+        try {
+            OUT.println(JSON.writeValueAsString(node));
+            OUT.flush();
+        } catch (Exception e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    static void putBytes(ObjectNode node, String field, byte[] data) {
+        if (data == null) {
+            node.putNull(field);
+            return;
+        }
+        try {
+            String text = StandardCharsets.UTF_8.newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(ByteBuffer.wrap(data))
+                    .toString();
+            node.put(field, text);
+        } catch (CharacterCodingException e) {
+            node.putObject(field).put("b64", Base64.getEncoder().encodeToString(data));
+        }
+    }
+
+    static void addBytes(ArrayNode node, byte[] data) {
+        ObjectNode tmp = JSON.createObjectNode();
+        putBytes(tmp, "x", data);
+        node.add(tmp.get("x"));
+    }
+
+    static byte[] readBytes(JsonNode n) {
+        if (n == null || n.isNull()) {
+            return null;
+        }
+        if (n.isObject() && n.has("b64")) {
+            return Base64.getDecoder().decode(n.get("b64").asText());
+        }
+        if (n.isTextual()) {
+            return n.asText().getBytes(StandardCharsets.UTF_8);
+        }
+        return n.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    static ObjectNode errorNode(Throwable t) {
+        Throwable c = t;
+        while ((c instanceof ExecutionException || c instanceof java.util.concurrent.CompletionException)
+                && c.getCause() != null) {
+            c = c.getCause();
+        }
+        ObjectNode err = JSON.createObjectNode();
+        err.put("type", c.getClass().getName());
+        err.put("message", String.valueOf(c.getMessage()));
+        return err;
+    }
+
+    static ObjectNode nodeJson(Node n) {
+        if (n == null) {
+            return null;
+        }
+        ObjectNode o = JSON.createObjectNode();
+        o.put("id", n.id());
+        o.put("host", n.host());
+        o.put("port", n.port());
+        return o;
+    }
+
+    // ------------------------------------------------------------------ produce
+
+    static final class Pending {
+        final int index;
+        final Future<RecordMetadata> future;
+
+        Pending(int index, Future<RecordMetadata> future) {
+            this.index = index;
+            this.future = future;
+        }
+    }
+
+    static int produce(Opts o) throws Exception {
+        String topic = o.require("topic");
+        Map<String, String> d = new HashMap<>();
+        d.put("key.serializer", ByteArraySerializer.class.getName());
+        d.put("value.serializer", ByteArraySerializer.class.getName());
+        d.put("max.block.ms", "15000");
+        d.put("request.timeout.ms", "10000");
+        d.put("delivery.timeout.ms", "20000");
+        d.put("acks", o.get("acks", "all"));
+        d.put("compression.type", o.get("compression", "none"));
+        if (o.get("idempotence", null) != null) {
+            d.put("enable.idempotence", o.get("idempotence", null));
+        }
+        if (o.get("linger-ms", null) != null) {
+            d.put("linger.ms", o.get("linger-ms", null));
+        }
+        if (o.get("batch-size", null) != null) {
+            d.put("batch.size", o.get("batch-size", null));
+        }
+        Properties props = clientProps(o, d);
+        String txn = o.get("transaction", null);
+        if (txn != null && !props.containsKey("transactional.id")) {
+            throw new IllegalArgumentException("--transaction needs --prop transactional.id=...");
+        }
+        Integer fixedPartition = o.intOrNull("partition");
+
+        List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
+        if (o.flag("stdin")) {
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+            String line;
+            while ((line = in.readLine()) != null) {
+                if (line.isBlank()) {
+                    continue;
+                }
+                JsonNode r = JSON.readTree(line);
+                Integer partition = r.hasNonNull("partition") ? r.get("partition").asInt() : fixedPartition;
+                Long ts = r.hasNonNull("timestamp") ? r.get("timestamp").asLong() : null;
+                String t = r.hasNonNull("topic") ? r.get("topic").asText() : topic;
+                List<Header> headers = new ArrayList<>();
+                JsonNode hs = r.get("headers");
+                if (hs != null && hs.isArray()) {
+                    for (JsonNode h : hs) {
+                        headers.add(new RecordHeader(h.get(0).asText(), readBytes(h.get(1))));
+                    }
+                } else if (hs != null && hs.isObject()) {
+                    var it = hs.fields();
+                    while (it.hasNext()) {
+                        var e = it.next();
+                        headers.add(new RecordHeader(e.getKey(), readBytes(e.getValue())));
+                    }
+                }
+                records.add(new ProducerRecord<>(t, partition, ts, readBytes(r.get("key")),
+                        readBytes(r.get("value")), headers));
+            }
+        } else {
+            int count = Integer.parseInt(o.get("count", "1"));
+            int valueSize = Integer.parseInt(o.get("value-size", "-1"));
+            boolean noKey = o.flag("no-key");
+            Random rnd = new Random(42);
+            for (int i = 0; i < count; i++) {
+                byte[] value;
+                if (valueSize >= 0) {
+                    value = new byte[valueSize];
+                    for (int j = 0; j < valueSize; j++) {
+                        value[j] = (byte) ('a' + rnd.nextInt(26));
+                    }
+                } else {
+                    value = ("value-" + i).getBytes(StandardCharsets.UTF_8);
+                }
+                byte[] key = noKey ? null : ("key-" + i).getBytes(StandardCharsets.UTF_8);
+                records.add(new ProducerRecord<>(topic, fixedPartition, key, value));
+            }
+        }
+
+        int failures = 0;
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
+            if (txn != null) {
+                producer.initTransactions();
+                producer.beginTransaction();
+            }
+            List<Pending> pending = new ArrayList<>();
+            for (int i = 0; i < records.size(); i++) {
+                try {
+                    pending.add(new Pending(i, producer.send(records.get(i))));
+                } catch (Exception e) {
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("index", i);
+                    n.set("error", errorNode(e));
+                    emit(n);
+                    failures++;
+                }
+            }
+            producer.flush();
+            if (txn != null) {
+                if (txn.equals("commit")) {
+                    producer.commitTransaction();
+                } else {
+                    producer.abortTransaction();
+                }
+            }
+            for (Pending p : pending) {
+                ObjectNode n = JSON.createObjectNode();
+                n.put("index", p.index);
+                try {
+                    RecordMetadata md = p.future.get();
+                    n.put("topic", md.topic());
+                    n.put("partition", md.partition());
+                    n.put("offset", md.hasOffset() ? md.offset() : -1L);
+                    n.put("timestamp", md.hasTimestamp() ? md.timestamp() : -1L);
+                } catch (ExecutionException e) {
+                    n.set("error", errorNode(e));
+                    failures++;
+                }
+                emit(n);
+            }
+        }
+        return failures == 0 ? 0 : 2;
+    }
+
+    // ------------------------------------------------------------------ consume
+
+    static ObjectNode recordJson(ConsumerRecord<byte[], byte[]> r) {
+        ObjectNode n = JSON.createObjectNode();
+        n.put("topic", r.topic());
+        n.put("partition", r.partition());
+        n.put("offset", r.offset());
+        n.put("timestamp", r.timestamp());
+        n.put("timestamp_type", r.timestampType().name);
+        putBytes(n, "key", r.key());
+        putBytes(n, "value", r.value());
+        ArrayNode hs = n.putArray("headers");
+        for (Header h : r.headers()) {
+            ArrayNode pair = hs.addArray();
+            pair.add(h.key());
+            addBytes(pair, h.value());
+        }
+        r.leaderEpoch().ifPresent(e -> n.put("leader_epoch", e));
+        return n;
+    }
+
+    static ArrayNode partitionsJson(KafkaConsumer<?, ?> consumer, Collection<TopicPartition> parts,
+            boolean withPosition) {
+        ArrayNode arr = JSON.createArrayNode();
+        for (TopicPartition tp : parts) {
+            ObjectNode p = arr.addObject();
+            p.put("topic", tp.topic());
+            p.put("partition", tp.partition());
+            if (withPosition) {
+                p.put("position", consumer.position(tp));
+            }
+        }
+        return arr;
+    }
+
+    static List<TopicPartition> partitionsOf(KafkaConsumer<?, ?> consumer, List<String> topics,
+            Integer only) {
+        List<TopicPartition> out = new ArrayList<>();
+        for (String t : topics) {
+            List<PartitionInfo> infos = consumer.partitionsFor(t, Duration.ofSeconds(15));
+            if (infos == null || infos.isEmpty()) {
+                throw new IllegalStateException("no partitions for topic " + t);
+            }
+            for (PartitionInfo pi : infos) {
+                if (only == null || only == pi.partition()) {
+                    out.add(new TopicPartition(t, pi.partition()));
+                }
+            }
+        }
+        out.sort((a, b) -> a.topic().equals(b.topic())
+                ? Integer.compare(a.partition(), b.partition()) : a.topic().compareTo(b.topic()));
+        return out;
+    }
+
+    static int consume(Opts o) throws Exception {
+        List<String> topics = o.all("topic");
+        if (topics.isEmpty()) {
+            throw new IllegalArgumentException("missing option --topic");
+        }
+        String group = o.get("group", null);
+        String from = o.get("from", "earliest");
+        Map<String, String> d = new HashMap<>();
+        d.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        d.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        d.put("request.timeout.ms", "10000");
+        d.put("default.api.timeout.ms", "15000");
+        d.put("isolation.level", o.get("isolation-level", "read_uncommitted"));
+        if (group != null) {
+            d.put("group.id", group);
+            d.put("auto.offset.reset", from);
+            d.put("enable.auto.commit", o.flag("commit") ? "false" : "true");
+        } else {
+            d.put("enable.auto.commit", "false");
+        }
+        Properties props = clientProps(o, d);
+        long maxRecords = Long.parseLong(o.get("max-records", "-1"));
+        long timeoutMs = Long.parseLong(o.get("timeout-ms", "10000"));
+        boolean untilEnd = o.flag("until-end");
+        boolean commit = o.flag("commit");
+        long count = 0;
+
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
+            Map<TopicPartition, Long> endOffsets = null;
+            if (group != null) {
+                consumer.subscribe(topics, new ConsumerRebalanceListener() {
+                    @Override
+                    public void onPartitionsRevoked(Collection<TopicPartition> parts) {
+                        ObjectNode ev = JSON.createObjectNode();
+                        ev.put("event", "revoked");
+                        ev.set("partitions", partitionsJson(consumer, parts, false));
+                        emit(ev);
+                    }
+
+                    @Override
+                    public void onPartitionsAssigned(Collection<TopicPartition> parts) {
+                        // position() resolves auto.offset.reset now, so a caller that waits
+                        // for this event knows where consumption starts.
+                        ObjectNode ev = JSON.createObjectNode();
+                        ev.put("event", "assigned");
+                        ev.set("partitions", partitionsJson(consumer, parts, true));
+                        emit(ev);
+                    }
+                });
+            } else {
+                List<TopicPartition> parts = partitionsOf(consumer, topics, o.intOrNull("partition"));
+                consumer.assign(parts);
+                if (from.equals("earliest")) {
+                    consumer.seekToBeginning(parts);
+                } else if (from.equals("latest")) {
+                    consumer.seekToEnd(parts);
+                } else {
+                    for (TopicPartition tp : parts) {
+                        consumer.seek(tp, Long.parseLong(from));
+                    }
+                }
+                ObjectNode ev = JSON.createObjectNode();
+                ev.put("event", "assigned");
+                ev.set("partitions", partitionsJson(consumer, parts, true));
+                emit(ev);
+            }
+
+            long deadline = System.currentTimeMillis() + timeoutMs;
+            while (System.currentTimeMillis() < deadline) {
+                if (maxRecords >= 0 && count >= maxRecords) {
+                    break;
+                }
+                if (untilEnd && !consumer.assignment().isEmpty()) {
+                    if (endOffsets == null || !endOffsets.keySet().equals(consumer.assignment())) {
+                        endOffsets = consumer.endOffsets(consumer.assignment());
+                    }
+                    boolean done = true;
+                    for (Map.Entry<TopicPartition, Long> e : endOffsets.entrySet()) {
+                        if (consumer.position(e.getKey()) < e.getValue()) {
+                            done = false;
+                            break;
+                        }
+                    }
+                    if (done) {
+                        break;
+                    }
+                }
+                long left = Math.max(1, Math.min(200, deadline - System.currentTimeMillis()));
+                ConsumerRecords<byte[], byte[]> recs = consumer.poll(Duration.ofMillis(left));
+                for (ConsumerRecord<byte[], byte[]> r : recs) {
+                    if (maxRecords >= 0 && count >= maxRecords) {
+                        // Rewind so a committing caller does not skip what it did not print.
+                        consumer.seek(new TopicPartition(r.topic(), r.partition()), r.offset());
+                        break;
+                    }
+                    emit(recordJson(r));
+                    count++;
+                }
+                if (commit && group != null && !recs.isEmpty()) {
+                    consumer.commitSync();
+                }
+            }
+            if (commit && group != null) {
+                consumer.commitSync();
+            }
+            ObjectNode done = JSON.createObjectNode();
+            done.put("event", "done");
+            done.put("count", count);
+            emit(done);
+        }
+        return 0;
+    }
+
+    // ------------------------------------------------------------------ offsets
+
+    static int offsetsForTimes(Opts o) throws Exception {
+        String topic = o.require("topic");
+        long ts = Long.parseLong(o.require("timestamp"));
+        Map<String, String> d = new HashMap<>();
+        d.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        d.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        d.put("request.timeout.ms", "10000");
+        d.put("default.api.timeout.ms", "15000");
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(clientProps(o, d))) {
+            List<TopicPartition> parts = partitionsOf(consumer, List.of(topic), o.intOrNull("partition"));
+            Map<TopicPartition, Long> query = new LinkedHashMap<>();
+            for (TopicPartition tp : parts) {
+                query.put(tp, ts);
+            }
+            Map<TopicPartition, OffsetAndTimestamp> res = consumer.offsetsForTimes(query);
+            Map<TopicPartition, Long> begin = consumer.beginningOffsets(parts);
+            Map<TopicPartition, Long> end = consumer.endOffsets(parts);
+            for (TopicPartition tp : parts) {
+                ObjectNode n = JSON.createObjectNode();
+                n.put("topic", tp.topic());
+                n.put("partition", tp.partition());
+                OffsetAndTimestamp oat = res.get(tp);
+                if (oat == null) {
+                    n.putNull("offset");
+                    n.putNull("timestamp");
+                } else {
+                    n.put("offset", oat.offset());
+                    n.put("timestamp", oat.timestamp());
+                }
+                n.put("beginning", begin.get(tp));
+                n.put("end", end.get(tp));
+                emit(n);
+            }
+        }
+        return 0;
+    }
+
+    static Map<String, String> adminDefaults() {
+        Map<String, String> d = new HashMap<>();
+        d.put("request.timeout.ms", "10000");
+        d.put("default.api.timeout.ms", "15000");
+        return d;
+    }
+
+    static int listOffsets(Opts o, Admin admin) throws Exception {
+        String topic = o.require("topic");
+        String spec = o.get("spec", "latest");
+        TopicDescription desc = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+        Integer only = o.intOrNull("partition");
+        OffsetSpec os;
+        switch (spec) {
+            case "earliest":
+                os = OffsetSpec.earliest();
+                break;
+            case "latest":
+                os = OffsetSpec.latest();
+                break;
+            case "max-timestamp":
+                os = OffsetSpec.maxTimestamp();
+                break;
+            default:
+                os = OffsetSpec.forTimestamp(Long.parseLong(spec));
+        }
+        Map<TopicPartition, OffsetSpec> q = new LinkedHashMap<>();
+        for (TopicPartitionInfo p : desc.partitions()) {
+            if (only == null || only == p.partition()) {
+                q.put(new TopicPartition(topic, p.partition()), os);
+            }
+        }
+        String iso = o.get("isolation-level", "read_uncommitted");
+        var opts = new org.apache.kafka.clients.admin.ListOffsetsOptions(
+                IsolationLevel.valueOf(iso.toUpperCase()));
+        Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> res =
+                admin.listOffsets(q, opts).all().get();
+        for (TopicPartition tp : q.keySet()) {
+            ListOffsetsResult.ListOffsetsResultInfo info = res.get(tp);
+            ObjectNode n = JSON.createObjectNode();
+            n.put("topic", tp.topic());
+            n.put("partition", tp.partition());
+            n.put("offset", info.offset());
+            n.put("timestamp", info.timestamp());
+            info.leaderEpoch().ifPresent(e -> n.put("leader_epoch", e));
+            emit(n);
+        }
+        return 0;
+    }
+
+    // ------------------------------------------------------------------ admin
+
+    static ConfigResource resource(Opts o) {
+        String topic = o.get("topic", null);
+        if (topic != null) {
+            return new ConfigResource(ConfigResource.Type.TOPIC, topic);
+        }
+        return new ConfigResource(ConfigResource.Type.BROKER, o.require("broker"));
+    }
+
+    static int admin(Opts o) throws Exception {
+        try (Admin admin = Admin.create(clientProps(o, adminDefaults()))) {
+            switch (o.command) {
+                case "create-topic": {
+                    int partitions = Integer.parseInt(o.get("partitions", "1"));
+                    short rf = Short.parseShort(o.get("replication-factor", "1"));
+                    NewTopic nt = new NewTopic(o.require("topic"), partitions, rf);
+                    nt.configs(pairs(o.all("config")));
+                    var res = admin.createTopics(List.of(nt));
+                    res.all().get();
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("topic", nt.name());
+                    n.put("partitions", res.numPartitions(nt.name()).get());
+                    n.put("replication_factor", res.replicationFactor(nt.name()).get());
+                    n.put("topic_id", String.valueOf(res.topicId(nt.name()).get()));
+                    emit(n);
+                    return 0;
+                }
+                case "delete-topic": {
+                    List<String> topics = o.all("topic");
+                    admin.deleteTopics(topics).all().get();
+                    for (String t : topics) {
+                        ObjectNode n = JSON.createObjectNode();
+                        n.put("deleted", t);
+                        emit(n);
+                    }
+                    return 0;
+                }
+                case "list-topics": {
+                    ListTopicsOptions lto = new ListTopicsOptions().listInternal(o.flag("internal"));
+                    List<TopicListing> listings = new ArrayList<>(admin.listTopics(lto).listings().get());
+                    listings.sort((a, b) -> a.name().compareTo(b.name()));
+                    for (TopicListing l : listings) {
+                        ObjectNode n = JSON.createObjectNode();
+                        n.put("topic", l.name());
+                        n.put("internal", l.isInternal());
+                        n.put("topic_id", String.valueOf(l.topicId()));
+                        emit(n);
+                    }
+                    return 0;
+                }
+                case "describe-topics": {
+                    List<String> topics = o.all("topic");
+                    Map<String, TopicDescription> res = admin.describeTopics(topics).allTopicNames().get();
+                    for (String t : topics) {
+                        TopicDescription td = res.get(t);
+                        ObjectNode n = JSON.createObjectNode();
+                        n.put("topic", td.name());
+                        n.put("internal", td.isInternal());
+                        n.put("topic_id", String.valueOf(td.topicId()));
+                        ArrayNode ps = n.putArray("partitions");
+                        for (TopicPartitionInfo p : td.partitions()) {
+                            ObjectNode pn = ps.addObject();
+                            pn.put("partition", p.partition());
+                            pn.set("leader", nodeJson(p.leader()));
+                            ArrayNode rs = pn.putArray("replicas");
+                            p.replicas().forEach(r -> rs.add(r.id()));
+                            ArrayNode isr = pn.putArray("isr");
+                            p.isr().forEach(r -> isr.add(r.id()));
+                        }
+                        emit(n);
+                    }
+                    return 0;
+                }
+                case "describe-configs": {
+                    ConfigResource res = resource(o);
+                    Config cfg = admin.describeConfigs(List.of(res)).all().get().get(res);
+                    List<ConfigEntry> entries = new ArrayList<>(cfg.entries());
+                    entries.sort((a, b) -> a.name().compareTo(b.name()));
+                    for (ConfigEntry e : entries) {
+                        ObjectNode n = JSON.createObjectNode();
+                        n.put("name", e.name());
+                        n.put("value", e.value());
+                        n.put("source", e.source().name());
+                        n.put("read_only", e.isReadOnly());
+                        n.put("default", e.isDefault());
+                        n.put("sensitive", e.isSensitive());
+                        emit(n);
+                    }
+                    return 0;
+                }
+                case "alter-configs": {
+                    ConfigResource res = resource(o);
+                    List<AlterConfigOp> ops = new ArrayList<>();
+                    pairs(o.all("set")).forEach((k, v) -> ops.add(
+                            new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SET)));
+                    pairs(o.all("append")).forEach((k, v) -> ops.add(
+                            new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.APPEND)));
+                    pairs(o.all("subtract")).forEach((k, v) -> ops.add(
+                            new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SUBTRACT)));
+                    for (String k : o.all("delete")) {
+                        ops.add(new AlterConfigOp(new ConfigEntry(k, null), AlterConfigOp.OpType.DELETE));
+                    }
+                    admin.incrementalAlterConfigs(Map.of(res, ops)).all().get();
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("altered", res.name());
+                    n.put("ops", ops.size());
+                    emit(n);
+                    return 0;
+                }
+                case "create-partitions": {
+                    String topic = o.require("topic");
+                    int total = Integer.parseInt(o.require("total"));
+                    admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(total))).all().get();
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("topic", topic);
+                    n.put("total", total);
+                    emit(n);
+                    return 0;
+                }
+                case "describe-cluster": {
+                    DescribeClusterResult r = admin.describeCluster();
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("cluster_id", r.clusterId().get());
+                    n.set("controller", nodeJson(r.controller().get()));
+                    ArrayNode nodes = n.putArray("nodes");
+                    for (Node node : r.nodes().get()) {
+                        nodes.add(nodeJson(node));
+                    }
+                    emit(n);
+                    return 0;
+                }
+                case "list-groups": {
+                    List<ConsumerGroupListing> gs = new ArrayList<>(admin.listConsumerGroups().all().get());
+                    gs.sort((a, b) -> a.groupId().compareTo(b.groupId()));
+                    for (ConsumerGroupListing g : gs) {
+                        ObjectNode n = JSON.createObjectNode();
+                        n.put("group", g.groupId());
+                        n.put("simple", g.isSimpleConsumerGroup());
+                        g.state().ifPresent(s -> n.put("state", s.toString()));
+                        emit(n);
+                    }
+                    return 0;
+                }
+                case "describe-groups": {
+                    List<String> groups = o.all("group");
+                    Map<String, ConsumerGroupDescription> res = admin.describeConsumerGroups(groups).all().get();
+                    for (String g : groups) {
+                        ConsumerGroupDescription cg = res.get(g);
+                        ObjectNode n = JSON.createObjectNode();
+                        n.put("group", cg.groupId());
+                        n.put("state", String.valueOf(cg.state()));
+                        n.put("assignor", cg.partitionAssignor());
+                        n.set("coordinator", nodeJson(cg.coordinator()));
+                        ArrayNode ms = n.putArray("members");
+                        for (MemberDescription m : cg.members()) {
+                            ObjectNode mn = ms.addObject();
+                            mn.put("member_id", m.consumerId());
+                            mn.put("client_id", m.clientId());
+                            mn.put("host", m.host());
+                            m.groupInstanceId().ifPresent(i -> mn.put("group_instance_id", i));
+                            ArrayNode a = mn.putArray("assignment");
+                            for (TopicPartition tp : m.assignment().topicPartitions()) {
+                                a.addObject().put("topic", tp.topic()).put("partition", tp.partition());
+                            }
+                        }
+                        emit(n);
+                    }
+                    return 0;
+                }
+                case "group-offsets": {
+                    String g = o.require("group");
+                    Map<TopicPartition, OffsetAndMetadata> offs =
+                            admin.listConsumerGroupOffsets(g).partitionsToOffsetAndMetadata().get();
+                    List<TopicPartition> keys = new ArrayList<>(offs.keySet());
+                    keys.sort((a, b) -> a.topic().equals(b.topic())
+                            ? Integer.compare(a.partition(), b.partition()) : a.topic().compareTo(b.topic()));
+                    for (TopicPartition tp : keys) {
+                        OffsetAndMetadata om = offs.get(tp);
+                        ObjectNode n = JSON.createObjectNode();
+                        n.put("topic", tp.topic());
+                        n.put("partition", tp.partition());
+                        if (om == null) {
+                            n.putNull("offset");
+                        } else {
+                            n.put("offset", om.offset());
+                            n.put("metadata", om.metadata());
+                        }
+                        emit(n);
+                    }
+                    return 0;
+                }
+                case "list-offsets":
+                    return listOffsets(o, admin);
+                default:
+                    throw new IllegalArgumentException("unknown command: " + o.command);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ main
+
+    public static void main(String[] args) {
+        int status;
+        try {
+            Opts o = new Opts(args);
+            switch (o.command) {
+                case "help":
+                case "--help":
+                case "-h":
+                    OUT.println(USAGE);
+                    status = 0;
+                    break;
+                case "produce":
+                    status = produce(o);
+                    break;
+                case "consume":
+                    status = consume(o);
+                    break;
+                case "offsets-for-times":
+                    status = offsetsForTimes(o);
+                    break;
+                default:
+                    if (o.flag("help")) {
+                        OUT.println(USAGE);
+                        status = 0;
+                    } else {
+                        status = admin(o);
+                    }
+            }
+        } catch (IllegalArgumentException e) {
+            ObjectNode n = JSON.createObjectNode();
+            n.set("error", errorNode(e));
+            emit(n);
+            System.err.println(e.getMessage());
+            System.err.println(USAGE);
+            status = 64;
+        } catch (Throwable t) {
+            ObjectNode n = JSON.createObjectNode();
+            n.set("error", errorNode(t));
+            emit(n);
+            t.printStackTrace();
+            status = 2;
+        }
+        OUT.flush();
+        System.exit(status);
+    }
+}
