@@ -58,7 +58,7 @@ def _payload_class(module: types.ModuleType, suffix: str) -> type:
 
 
 def is_flexible(api_key: int, version: int) -> bool:
-    return bool(request_class(api_key, version).__flexible__)
+    return bool(request_class(api_key, version).__flexible__)  # type: ignore[attr-defined]
 
 
 @cache
@@ -85,7 +85,8 @@ def decode_request(api_key: int, version: int, buf: bytes | memoryview, offset: 
 
 def encode(entity: Any) -> bytes:
     out = io.BytesIO()
-    _writer(type(entity))(out, entity)
+    entity_type: type = type(entity)
+    _writer(entity_type)(out, entity)
     return out.getvalue()
 
 

@@ -59,8 +59,10 @@ def alter_resource(
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     responses = []
     for resource in request.resources:
-        given = {c.name: c.value for c in resource.configs if c.value is not None}
-        responses.append(
-            alter_resource(ctx, resource, request.validate_only, lambda _old, g=given: dict(g))
-        )
+        given: dict[str, str] = {c.name: c.value for c in resource.configs if c.value is not None}
+
+        def replace_all(_old: Mapping[str, str], given: dict[str, str] = given) -> dict[str, str]:
+            return dict(given)
+
+        responses.append(alter_resource(ctx, resource, request.validate_only, replace_all))
     return {"throttle_time": 0, "responses": responses}

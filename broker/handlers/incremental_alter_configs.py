@@ -48,13 +48,11 @@ def apply_operations(current: Mapping[str, str], operations: Any) -> dict[str, s
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    responses = [
-        alter_resource(
-            ctx,
-            resource,
-            request.validate_only,
-            lambda old, ops=resource.configs: apply_operations(old, ops),
-        )
-        for resource in request.resources
-    ]
+    responses = []
+    for resource in request.resources:
+
+        def change(old: Mapping[str, str], operations: Any = resource.configs) -> dict[str, str]:
+            return apply_operations(old, operations)
+
+        responses.append(alter_resource(ctx, resource, request.validate_only, change))
     return {"throttle_time": 0, "responses": responses}

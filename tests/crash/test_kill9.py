@@ -74,7 +74,9 @@ def test_idempotent_acks_all_producer_survives_kill9(broker, unique_topic) -> No
         i = 0
         while not stop.is_set():
             try:
-                producer.produce(unique_topic, value=str(i).encode(), partition=0, on_delivery=delivered)
+                producer.produce(
+                    unique_topic, value=str(i).encode(), partition=0, on_delivery=delivered
+                )
                 i += 1
             except BufferError:
                 pass

@@ -27,7 +27,9 @@ def rss_kb(pid: int) -> int:
 
 def assert_serving(bootstrap: str) -> None:
     with WireClient(bootstrap) as client:
-        response = client.call(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
+        response = client.call(
+            API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+        )
         assert response.error_code == 0
         assert any(k.api_key == PRODUCE for k in response.api_keys)
 
@@ -72,35 +74,98 @@ def test_unknown_api_key_and_version_close_only_that_connection(shared_broker) -
 
 def test_lying_lengths_in_a_produce_request(shared_broker, unique_topic) -> None:
     with WireClient(shared_broker.bootstrap) as client:
-        created = client.call(19, 7, {"topics": [{"name": unique_topic, "num_partitions": 1, "replication_factor": 1}], "timeout": 5000})
+        created = client.call(
+            19,
+            7,
+            {
+                "topics": [{"name": unique_topic, "num_partitions": 1, "replication_factor": 1}],
+                "timeout": 5000,
+            },
+        )
         assert created.topics[0].error_code == 0
         good = build_batch([(b"k", b"v")])
-        reply = client.call(PRODUCE, 9, {"acks": 1, "timeout": 5000, "topic_data": [{"name": unique_topic, "partition_data": [{"index": 0, "records": good}]}]})
+        reply = client.call(
+            PRODUCE,
+            9,
+            {
+                "acks": 1,
+                "timeout": 5000,
+                "topic_data": [
+                    {"name": unique_topic, "partition_data": [{"index": 0, "records": good}]}
+                ],
+            },
+        )
         assert reply.responses[0].partition_responses[0].error_code == 0
         # A batch whose length field claims more bytes than were sent.
         lying = bytearray(good)
         struct.pack_into(">i", lying, 8, 10_000)
-        reply = client.call(PRODUCE, 9, {"acks": 1, "timeout": 5000, "topic_data": [{"name": unique_topic, "partition_data": [{"index": 0, "records": bytes(lying)}]}]})
+        reply = client.call(
+            PRODUCE,
+            9,
+            {
+                "acks": 1,
+                "timeout": 5000,
+                "topic_data": [
+                    {
+                        "name": unique_topic,
+                        "partition_data": [{"index": 0, "records": bytes(lying)}],
+                    }
+                ],
+            },
+        )
         assert reply.responses[0].partition_responses[0].error_code == 2  # CORRUPT_MESSAGE
         # A garbled CRC.
         garbled = bytearray(good)
         garbled[-1] ^= 0x55
-        reply = client.call(PRODUCE, 9, {"acks": 1, "timeout": 5000, "topic_data": [{"name": unique_topic, "partition_data": [{"index": 0, "records": bytes(garbled)}]}]})
+        reply = client.call(
+            PRODUCE,
+            9,
+            {
+                "acks": 1,
+                "timeout": 5000,
+                "topic_data": [
+                    {
+                        "name": unique_topic,
+                        "partition_data": [{"index": 0, "records": bytes(garbled)}],
+                    }
+                ],
+            },
+        )
         assert reply.responses[0].partition_responses[0].error_code == 2
         # A string length in the request body that runs past the frame.
-        _, data = client.request_bytes(METADATA, 4, {"topics": [{"name": "abc"}], "allow_auto_topic_creation": False})
+        _, data = client.request_bytes(
+            METADATA, 4, {"topics": [{"name": "abc"}], "allow_auto_topic_creation": False}
+        )
         broken = bytearray(data)
         struct.pack_into(">h", broken, len(broken) - 6, 30000)
         client.send_raw(bytes(broken))
         assert client.is_closed_by_peer()
     with WireClient(shared_broker.bootstrap) as client:
-        fetched = client.call(FETCH, 11, {"max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "topics": [{"topic": unique_topic, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
+        fetched = client.call(
+            FETCH,
+            11,
+            {
+                "max_wait": 0,
+                "min_bytes": 0,
+                "max_bytes": 1 << 20,
+                "topics": [
+                    {
+                        "topic": unique_topic,
+                        "partitions": [
+                            {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                        ],
+                    }
+                ],
+            },
+        )
         partition = fetched.responses[0].partitions[0]
         assert partition.high_watermark == 1, "only the one good batch was stored"
         assert partition.records == good or partition.records[12:] == good[12:]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     api_key=st.sampled_from([0, 1, 2, 3, 18, 19, 20, 22, 32, 37, 9999]),
     version=st.integers(min_value=-2, max_value=20),
