@@ -16,6 +16,8 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 PYTEST_ARGS ?=
 # Reinstall when the project metadata or the set of packages changes.
 INSTALL_DEPS := pyproject.toml $(wildcard */__init__.py)
+# Test harness code that is type-checked (on top of the packages in [tool.mypy]).
+TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py broker.py env.py java.py names.py topics.py)
 STAMP_RUN := $(VENV)/.stamp-install
 STAMP_TEST := $(VENV)/.stamp-install-test
 
@@ -58,7 +60,7 @@ install-test: $(STAMP_TEST) system-deps
 lint: $(STAMP_TEST)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	cd tests && ../$(PY) -m mypy --config-file ../pyproject.toml helpers conftest.py
+	MYPYPATH=tests $(PY) -m mypy --explicit-package-bases $(TEST_TYPED)
 
 test: install-test lint
 	$(PY) -m pytest $(PYTEST_ARGS)

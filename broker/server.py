@@ -20,6 +20,8 @@ from broker.handlers.api_versions import api_keys
 from broker.handlers.base import Api, RequestContext
 from broker.producer_ids import ProducerIdAllocator
 from broker.topics import LEADER_EPOCH, Partition, Topic, TopicRegistry
+from coordinator.group.shard import GroupConfig, GroupShard
+from coordinator.runtime import CoordinatorRuntime
 from protocol import messages
 from protocol.batch import BatchHeader
 from protocol.errors import ErrorCode
@@ -36,6 +38,21 @@ from storage import AppendInfo
 log = structlog.get_logger("broker")
 
 API_VERSIONS_KEY = 18
+OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+
+
+def group_config(config: BrokerConfig) -> GroupConfig:
+    return GroupConfig(
+        min_session_timeout_ms=config.group_min_session_timeout_ms,
+        max_session_timeout_ms=config.group_max_session_timeout_ms,
+        initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+        offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+        offsets_retention_ms=config.offsets_retention_minutes * 60000,
+        offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+    )
+
+
 WRITE_BUFFER_HIGH = 4 * 1024 * 1024
 
 
@@ -47,6 +64,13 @@ class Broker:
         self.flusher = Flusher()
         self.producer_ids = ProducerIdAllocator(config.data_dir)
         self.fetch_sessions = FetchSessionCache()
+        self.groups = CoordinatorRuntime(
+            OFFSETS_TOPIC,
+            config.offsets_topic_num_partitions,
+            lambda runtime: GroupShard(runtime, group_config(config)),
+            self._internal_topic,
+            self._flush_partition,
+        )
         self.port = config.port
         self._server: asyncio.Server | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -65,6 +89,8 @@ class Broker:
         )
         self.port = self._server.sockets[0].getsockname()[1]
         self._tasks.append(asyncio.create_task(self._housekeeping()))
+        if self.topics.get(OFFSETS_TOPIC) is not None:
+            self._tasks.append(asyncio.create_task(self.groups.ensure_started()))
         metrics.partitions.set_function(self._partition_count)
         metrics.log_size.set_function(self._log_size)
         log.info(
@@ -91,6 +117,7 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.groups.stop()
         if self._server is not None:
             await self._server.wait_closed()
         self.topics.close()
@@ -137,6 +164,23 @@ class Broker:
     async def delete_topic(self, name: str) -> None:
         self.topics.delete(name)
         log.info("topic deleted", topic=name)
+        if self.groups.shards:
+            for runtime in self.groups.shards.values():
+                if runtime.loaded:
+                    runtime.submit(lambda shard: shard.delete_topic_offsets({name}))
+
+    async def ensure_transaction_coordinator(self) -> int:
+        """Error code for FindCoordinator(transaction): none while transactions are not served."""
+        return ErrorCode.coordinator_not_available
+
+    async def _internal_topic(self, name: str, partitions: int) -> list[Partition]:
+        topic = self.topics.get(name)
+        if topic is None:
+            topic = await self.create_topic(name, partitions, INTERNAL_TOPIC_CONFIGS)
+        return list(topic.partitions)
+
+    async def _flush_partition(self, partition: Partition) -> None:
+        await self.flush_if_due([partition], int(time.time() * 1000))
 
     def last_stable_offset(self, partition: Partition) -> int:
         """Below it every transaction is decided; the high watermark while none is open."""

@@ -302,8 +302,14 @@ public final class KafkaTool {
                     continue;
                 }
                 JsonNode r = JSON.readTree(line);
-                Integer partition = r.hasNonNull("partition") ? r.get("partition").asInt() : fixedPartition;
-                Long ts = r.hasNonNull("timestamp") ? r.get("timestamp").asLong() : null;
+                Integer partition = fixedPartition;
+                if (r.hasNonNull("partition")) {
+                    partition = Integer.valueOf(r.get("partition").asInt());
+                }
+                Long ts = null;
+                if (r.hasNonNull("timestamp")) {
+                    ts = Long.valueOf(r.get("timestamp").asLong());
+                }
                 String t = r.hasNonNull("topic") ? r.get("topic").asText() : topic;
                 List<Header> headers = new ArrayList<>();
                 JsonNode hs = r.get("headers");

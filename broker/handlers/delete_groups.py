@@ -1,0 +1,27 @@
+"""DeleteGroups (42), v0-v2.
+
+Only groups without members can go (NON_EMPTY_GROUP otherwise); unknown ones
+answer GROUP_ID_NOT_FOUND. The group and its offsets become tombstones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.groups_common import on_group_shard
+
+MIN_VERSION, MAX_VERSION = 0, 2
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    results = []
+    for group_id in request.groups_names:
+        code, answer = await on_group_shard(ctx, group_id, _deleter(group_id))
+        results.append({"group_id": group_id, "error_code": code or answer[group_id]})
+    return {"throttle_time": 0, "results": results}
+
+
+def _deleter(group_id: str) -> Callable[[Any], Any]:
+    return lambda shard: shard.delete_groups([group_id])

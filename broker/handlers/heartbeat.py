@@ -1,0 +1,24 @@
+"""Heartbeat (12), v0-v4.
+
+Keeps a member's session alive. REBALANCE_IN_PROGRESS tells it to rejoin;
+ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID and FENCED_INSTANCE_ID as for SyncGroup.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.groups_common import on_group_shard
+
+MIN_VERSION, MAX_VERSION = 0, 4
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    instance = getattr(request, "group_instance_id", None)
+    code, answer = await on_group_shard(
+        ctx,
+        request.group_id,
+        lambda s: s.heartbeat(request.group_id, request.member_id, instance, request.generation_id),
+    )
+    return {"throttle_time": 0, "error_code": code or answer}

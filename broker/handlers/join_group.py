@@ -1,0 +1,56 @@
+"""JoinGroup (11), v0-v9.
+
+- Empty group id: INVALID_GROUP_ID; session timeout outside the broker's
+  [group.min.session.timeout.ms, group.max.session.timeout.ms]:
+  INVALID_SESSION_TIMEOUT; protocol type or protocols not shared with the
+  group: INCONSISTENT_GROUP_PROTOCOL.
+- v4+: a new dynamic member first gets MEMBER_ID_REQUIRED with its id.
+- The answer waits until every known member has rejoined (or the rebalance
+  timeout, or for a new group `group.initial.rebalance.delay.ms`); the leader
+  (first joiner) receives every member's metadata, the others none.
+- Static members (group.instance.id) that restart take their old place and
+  assignment without a rebalance; a second live copy is FENCED_INSTANCE_ID.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.groups_common import client_host, on_group_shard
+
+MIN_VERSION, MAX_VERSION = 0, 9
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    session_ms = int(request.session_timeout.total_seconds() * 1000)
+    rebalance = getattr(request, "rebalance_timeout", None)
+    details = {
+        "group_id": request.group_id,
+        "member_id": request.member_id,
+        "group_instance_id": getattr(request, "group_instance_id", None),
+        "session_timeout_ms": session_ms,
+        "rebalance_timeout_ms": int(rebalance.total_seconds() * 1000) if rebalance else session_ms,
+        "protocol_type": request.protocol_type,
+        "protocols": [{"name": p.name, "metadata": p.metadata} for p in request.protocols],
+        "client_id": ctx.header.client_id or "",
+        "client_host": client_host(ctx),
+        "require_known_member_id": ctx.version >= 4,
+    }
+    code, answer = await on_group_shard(ctx, request.group_id, lambda s: s.join_group(details))
+    if code:
+        answer = {"error_code": code}
+    defaults = {
+        "throttle_time": 0,
+        "generation_id": -1,
+        "protocol_type": None,
+        "protocol_name": None,
+        "leader": "",
+        "skip_assignment": False,
+        "member_id": request.member_id,
+        "members": [],
+    }
+    reply = {**defaults, **answer}
+    if ctx.version < 7 and reply["protocol_name"] is None:
+        reply["protocol_name"] = ""
+    return reply

@@ -1,0 +1,30 @@
+"""LeaveGroup (13), v0-v5.
+
+v0-v2 name one member; v3+ a batch of members, static ones by instance id
+(KIP-345), each answered on its own. The group rebalances at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.groups_common import on_group_shard
+
+MIN_VERSION, MAX_VERSION = 0, 5
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    if ctx.version < 3:
+        leaving = [(request.member_id, None)]
+    else:
+        leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+    code, answer = await on_group_shard(
+        ctx, request.group_id, lambda s: s.leave_group(request.group_id, leaving)
+    )
+    if code:
+        return {"throttle_time": 0, "error_code": code, "members": []}
+    top, members = answer
+    if ctx.version < 3 and members:
+        top = top or members[0]["error_code"]
+    return {"throttle_time": 0, "error_code": top, "members": members}

@@ -1,0 +1,68 @@
+"""OffsetFetch (9), v1-v8.
+
+- v1-v7 ask for one group, v8+ for several. topics = null (v2+) returns every
+  committed offset of the group.
+- A partition without a commit answers offset -1 and no error.
+- require_stable (v7+): a partition with a transactional commit not yet
+  decided answers UNSTABLE_OFFSET_COMMIT, so the consumer retries.
+- Group-level errors (loading, not coordinator) go in the group's error code
+  (v2+ also in the top-level one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.groups_common import on_group_shard
+
+MIN_VERSION, MAX_VERSION = 1, 8
+
+
+async def fetch_group(
+    ctx: RequestContext, group_id: str, topics: Any, require_stable: bool
+) -> dict[str, Any]:
+    wanted = None if topics is None else [(t.name, list(t.partition_indexes)) for t in topics]
+    code, answer = await on_group_shard(
+        ctx, group_id, lambda s: s.fetch_offsets(group_id, wanted, require_stable)
+    )
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    if code == 0:
+        for (topic, partition), committed, error in answer["offsets"]:
+            by_topic.setdefault(topic, []).append(
+                {
+                    "partition_index": partition,
+                    "committed_offset": committed.offset if committed else -1,
+                    "committed_leader_epoch": committed.leader_epoch if committed else -1,
+                    "metadata": committed.metadata if committed else "",
+                    "error_code": error,
+                }
+            )
+    elif wanted is not None:
+        for topic, partitions in wanted:
+            by_topic[topic] = [
+                {
+                    "partition_index": p,
+                    "committed_offset": -1,
+                    "committed_leader_epoch": -1,
+                    "metadata": "",
+                    "error_code": code,
+                }
+                for p in partitions
+            ]
+    return {
+        "group_id": group_id,
+        "error_code": code,
+        "topics": [{"name": t, "partitions": parts} for t, parts in by_topic.items()],
+    }
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    require_stable = getattr(request, "require_stable", False)
+    if ctx.version >= 8:
+        groups = [
+            await fetch_group(ctx, g.group_id, g.topics, require_stable) for g in request.groups
+        ]
+        return {"throttle_time": 0, "groups": groups}
+    result = await fetch_group(ctx, request.group_id, request.topics, require_stable)
+    return {"throttle_time": 0, "topics": result["topics"], "error_code": result["error_code"]}

@@ -1,0 +1,41 @@
+"""SyncGroup (14), v0-v5.
+
+- Followers wait until the leader sends the assignment; then every member
+  gets its own assignment (opaque bytes) and the group is Stable.
+- Unknown group or member: UNKNOWN_MEMBER_ID; wrong generation:
+  ILLEGAL_GENERATION; a rebalance started meanwhile: REBALANCE_IN_PROGRESS;
+  v5 protocol type/name not the group's: INCONSISTENT_GROUP_PROTOCOL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.groups_common import on_group_shard
+
+MIN_VERSION, MAX_VERSION = 0, 5
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    details = {
+        "group_id": request.group_id,
+        "generation_id": request.generation_id,
+        "member_id": request.member_id,
+        "group_instance_id": getattr(request, "group_instance_id", None),
+        "protocol_type": getattr(request, "protocol_type", None),
+        "protocol_name": getattr(request, "protocol_name", None),
+        "assignments": [
+            {"member_id": a.member_id, "assignment": a.assignment} for a in request.assignments
+        ],
+    }
+    code, answer = await on_group_shard(ctx, request.group_id, lambda s: s.sync_group(details))
+    if code:
+        answer = {"error_code": code}
+    return {
+        "throttle_time": 0,
+        "protocol_type": None,
+        "protocol_name": None,
+        "assignment": b"",
+        **answer,
+    }

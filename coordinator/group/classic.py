@@ -1,0 +1,152 @@
+"""A classic consumer group: its members and where it stands in a rebalance.
+
+    Empty -> PreparingRebalance -> CompletingRebalance -> Stable
+    (any) -> Dead when deleted
+
+Protocol metadata and assignments are opaque bytes passed between members.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+EMPTY = "Empty"
+PREPARING_REBALANCE = "PreparingRebalance"
+COMPLETING_REBALANCE = "CompletingRebalance"
+STABLE = "Stable"
+DEAD = "Dead"
+
+
+@dataclass
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]  # (name, metadata) in the member's preference order
+    assignment: bytes = b""
+    join_future: asyncio.Future[dict[str, Any]] | None = None
+    sync_future: asyncio.Future[dict[str, Any]] | None = None
+
+    def metadata_for(self, protocol: str | None) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        return b""
+
+    @property
+    def protocol_names(self) -> list[str]:
+        return [name for name, _ in self.protocols]
+
+
+@dataclass
+class ClassicGroup:
+    group_id: str
+    state: str = EMPTY
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader: str | None = None
+    state_timestamp: int = -1
+    members: dict[str, Member] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+    pending_members: set[str] = field(default_factory=set)  # told MEMBER_ID_REQUIRED
+    # Joins arriving while a new group waits out group.initial.rebalance.delay.ms
+    initial_delay_until: float = 0.0
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def add(self, member: Member) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+        if self.leader is None:
+            self.leader = member.member_id
+
+    def remove(self, member_id: str) -> Member | None:
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return None
+        if (
+            member.group_instance_id is not None
+            and self.static_members.get(member.group_instance_id) == member_id
+        ):
+            del self.static_members[member.group_instance_id]
+        if self.leader == member_id:
+            self.leader = next(iter(self.members), None)
+        if not self.members:
+            self.protocol_type = None if self.state != STABLE else self.protocol_type
+        return member
+
+    def supports(self, protocol_type: str, protocols: list[str]) -> bool:
+        """Can a member with these protocols join? (INCONSISTENT_GROUP_PROTOCOL if not.)"""
+        if not protocol_type or not protocols:
+            return False
+        if not self.members:
+            return True
+        if protocol_type != self.protocol_type:
+            return False
+        common = set(protocols)
+        for member in self.members.values():
+            common &= set(member.protocol_names)
+        return bool(common)
+
+    def select_protocol(self) -> str | None:
+        """Every member votes for its most preferred protocol that all members support."""
+        candidates = None
+        for member in self.members.values():
+            names = set(member.protocol_names)
+            candidates = names if candidates is None else candidates & names
+        if not candidates:
+            return None
+        votes: Counter[str] = Counter()
+        for member in self.members.values():
+            votes[next(n for n in member.protocol_names if n in candidates)] += 1
+        # ties go to the protocol named first by the most members' lists, then by name
+        best = max(votes.values())
+        winners = sorted(name for name, count in votes.items() if count == best)
+        return winners[0]
+
+    def all_joined(self) -> bool:
+        return not self.pending_members and all(
+            m.join_future is not None for m in self.members.values()
+        )
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics the members subscribe to (consumer protocol), None if unknown."""
+        if self.protocol_type != "consumer" or self.protocol is None:
+            return None
+        topics: set[str] = set()
+        for member in self.members.values():
+            parsed = parse_subscription(member.metadata_for(self.protocol))
+            if parsed is None:
+                return None
+            topics |= parsed
+        return topics
+
+
+def parse_subscription(metadata: bytes) -> set[str] | None:
+    """Topic names from a ConsumerProtocolSubscription (any version)."""
+    import struct
+
+    try:
+        (count,) = struct.unpack_from(">i", metadata, 2)
+        position = 6
+        topics = set()
+        for _ in range(count):
+            (length,) = struct.unpack_from(">h", metadata, position)
+            position += 2
+            topics.add(metadata[position : position + length].decode())
+            position += length
+        return topics
+    except (struct.error, UnicodeDecodeError):
+        return None
