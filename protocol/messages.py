@@ -143,7 +143,9 @@ def _millis_datetime(value: Any) -> Any:
 
 
 def _as_uuid(value: Any) -> Any:
-    return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
+    if value is None or isinstance(value, uuid.UUID):
+        return value
+    return uuid.UUID(value)
 
 
 _SCALAR_CONVERTERS: dict[str, Converter] = {

@@ -15,19 +15,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
-from typing import Protocol
 
 import pytest
-from helpers.broker import TEST_DEFAULT_OVERRIDES, Broker, normalize_overrides
+from helpers.broker import TEST_DEFAULT_OVERRIDES, Broker, BrokerFactory, normalize_overrides
 from helpers.names import unique_name
 
 _BROKERS_KEY = pytest.StashKey[list[Broker]]()
-
-
-class BrokerFactory(Protocol):
-    def __call__(
-        self, overrides: Mapping[str, object] | None = None, /, *, start: bool = True, **kw: object
-    ) -> Broker: ...
 
 
 def _remember(request: pytest.FixtureRequest, broker: Broker) -> None:

@@ -442,11 +442,11 @@ class GroupShard:
         if group.state in (STABLE, COMPLETING_REBALANCE) and unchanged:
             # No rebalance: persist the new member id, answer with the current generation.
             self._arm_session(group, member)
-            answer = self._join_answer(group, member)
+            current = self._join_answer(group, member)
             # KIP-814: a static leader rejoining a stable group keeps the assignment as is
-            answer["skip_assignment"] = group.state == STABLE and new_id == group.leader
+            current["skip_assignment"] = group.state == STABLE and new_id == group.leader
             future: asyncio.Future[dict[str, Any]] = loop.create_future()
-            future.set_result(answer)
+            future.set_result(current)
             return Result([self._group_record(group)] if group.state == STABLE else [], future)
         answer = member.join_future = loop.create_future()
         records = self._prepare_rebalance(group) if group.state != PREPARING_REBALANCE else []

@@ -8,9 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from conftest import BrokerFactory
-from helpers.broker import Broker, port_accepts
+from helpers.broker import Broker, BrokerFactory, port_accepts
 from helpers.env import require_module
 
 require_module("confluent_kafka")

@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,6 +22,14 @@ STOP_TIMEOUT = float(os.environ.get("ODRADEK_BROKER_STOP_TIMEOUT", "15"))
 TEST_DEFAULT_OVERRIDES: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
 }
+
+
+class BrokerFactory(Protocol):
+    """Type of the ``broker_factory`` fixture."""
+
+    def __call__(
+        self, overrides: Mapping[str, object] | None = None, /, *, start: bool = True, **kw: object
+    ) -> Broker: ...
 
 
 class BrokerStartError(RuntimeError):
