@@ -20,10 +20,11 @@ from broker.handlers.api_versions import api_keys
 from broker.handlers.base import Api, RequestContext
 from broker.producer_ids import ProducerIdAllocator
 from broker.topics import LEADER_EPOCH, Partition, Topic, TopicRegistry
+from broker.transactions import TRANSACTION_TOPIC, TransactionCoordinator
 from coordinator.group.shard import GroupConfig, GroupShard
-from coordinator.runtime import CoordinatorRuntime
+from coordinator.runtime import CoordinatorRuntime, control_batch
 from protocol import messages
-from protocol.batch import BatchHeader
+from protocol.batch import BatchHeader, iter_batches
 from protocol.errors import ErrorCode
 from protocol.header import (
     FrameError,
@@ -71,6 +72,9 @@ class Broker:
             self._internal_topic,
             self._flush_partition,
         )
+        self.transactions = TransactionCoordinator(
+            self, self._internal_topic, self._flush_partition
+        )
         self.port = config.port
         self._server: asyncio.Server | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -91,6 +95,8 @@ class Broker:
         self._tasks.append(asyncio.create_task(self._housekeeping()))
         if self.topics.get(OFFSETS_TOPIC) is not None:
             self._tasks.append(asyncio.create_task(self.groups.ensure_started()))
+        if self.topics.get(TRANSACTION_TOPIC) is not None:
+            self._tasks.append(asyncio.create_task(self.transactions.ensure_started()))
         metrics.partitions.set_function(self._partition_count)
         metrics.log_size.set_function(self._log_size)
         log.info(
@@ -117,6 +123,7 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.transactions.stop()
         await self.groups.stop()
         if self._server is not None:
             await self._server.wait_closed()
@@ -156,6 +163,10 @@ class Broker:
 
     # -- data plane --------------------------------------------------------------
 
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.time() * 1000)
+
     async def create_topic(self, name: str, partitions: int, configs: Mapping[str, str]) -> Topic:
         topic = self.topics.create(name, partitions, configs)
         log.info("topic created", topic=name, partitions=partitions, configs=dict(configs))
@@ -170,8 +181,20 @@ class Broker:
                     runtime.submit(lambda shard: shard.delete_topic_offsets({name}))
 
     async def ensure_transaction_coordinator(self) -> int:
-        """Error code for FindCoordinator(transaction): none while transactions are not served."""
-        return ErrorCode.coordinator_not_available
+        await self.transactions.ensure_started()
+        return ErrorCode.none
+
+    def write_marker(
+        self, partition: Partition, producer_id: int, epoch: int, commit: bool
+    ) -> None:
+        """Append a transaction marker to a data partition and update its producer state."""
+        now_ms = int(time.time() * 1000)
+        data = bytearray(control_batch(producer_id, epoch, commit, now_ms))
+        headers = list(iter_batches(data, check_crc=False))
+        info = partition.log.append(data, headers, leader_epoch=LEADER_EPOCH, now_ms=now_ms)
+        marker = dataclasses.replace(headers[0], base_offset=info.first_offset)
+        partition.producers.record(marker, control_commit=commit)
+        partition.data_arrived()
 
     async def _internal_topic(self, name: str, partitions: int) -> list[Partition]:
         topic = self.topics.get(name)
@@ -184,13 +207,16 @@ class Broker:
 
     def last_stable_offset(self, partition: Partition) -> int:
         """Below it every transaction is decided; the high watermark while none is open."""
-        return partition.log.log_end_offset
+        return partition.producers.last_stable_offset(partition.log.log_end_offset)
 
     def aborted_transactions(
         self, partition: Partition, start_offset: int, end_offset: int
     ) -> list[dict[str, int]]:
         """(producer id, first offset) of aborted transactions overlapping the range."""
-        return []
+        return [
+            {"producer_id": a.producer_id, "first_offset": a.first_offset}
+            for a in partition.producers.aborted_between(start_offset, end_offset)
+        ]
 
     def append(
         self, partition: Partition, data: bytearray, headers: Sequence[BatchHeader], now_ms: int

@@ -7,11 +7,13 @@ import json
 import os
 import re
 import shutil
+import struct
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from protocol.batch import iter_records
 from storage import LogConfig, PartitionLog
 from storage.producer_state import ProducerStateTable
 
@@ -67,10 +69,18 @@ def _load_producer_state(log: PartitionLog) -> ProducerStateTable:
     if valid_to > log.log_end_offset or valid_to < log.log_start_offset:
         table, valid_to = ProducerStateTable(), log.log_start_offset
     if valid_to < log.log_end_offset:
-        for header, _data in log.iter_batches(valid_to):
+        for header, data in log.iter_batches(valid_to):
             if header.base_offset >= valid_to:
-                table.record(header)
+                table.record(header, control_type(data) if header.is_control else None)
     return table
+
+
+def control_type(batch: bytes) -> bool | None:
+    """True for a COMMIT marker, False for ABORT, None if unreadable."""
+    for _delta, key, _value in iter_records(batch):
+        if key is not None and len(key) >= 4:
+            return struct.unpack_from(">h", key, 2)[0] == 1
+    return None
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 
+_I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -59,6 +60,9 @@ class Reader:
         (value,) = fmt.unpack_from(self.data, self.pos)
         self.pos += fmt.size
         return int(value)
+
+    def int8(self) -> int:
+        return self._unpack(_I8)
 
     def int16(self) -> int:
         return self._unpack(_I16)

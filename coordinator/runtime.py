@@ -20,6 +20,7 @@ operation to the shard like any request.
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -27,7 +28,13 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import structlog
 
-from protocol.batch import build_batch, iter_batches, iter_records
+from protocol.batch import (
+    ATTR_CONTROL,
+    ATTR_TRANSACTIONAL,
+    build_batch,
+    iter_batches,
+    iter_records,
+)
 
 if TYPE_CHECKING:
     from broker.topics import Partition
@@ -43,6 +50,10 @@ Record = tuple[bytes | None, bytes | None]
 class Result(Generic[T]):
     records: list[Record] = field(default_factory=list)
     response: T | None = None
+    # (producer id, epoch): write `records` as one transactional batch of that producer
+    producer: tuple[int, int] | None = None
+    # (producer id, epoch, commit): write a transaction marker instead of records
+    control: tuple[int, int, bool] | None = None
 
 
 class CoordinatorError(Exception):
@@ -65,6 +76,19 @@ class Shard(Protocol):
 
     def on_loaded(self) -> None:
         """Every stored record has been replayed: arm the timers."""
+
+
+def control_batch(producer_id: int, epoch: int, commit: bool, now_ms: int) -> bytes:
+    """A transaction marker: key = (version 0, type), value = (version 0, coordinator epoch)."""
+    key = struct.pack(">hh", 0, 1 if commit else 0)
+    value = struct.pack(">hi", 0, 0)
+    return build_batch(
+        [(key, value)],
+        timestamp=now_ms,
+        attributes=ATTR_TRANSACTIONAL | ATTR_CONTROL,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+    )
 
 
 def java_string_hash(text: str) -> int:
@@ -152,8 +176,8 @@ class ShardRuntime:
                 continue
             try:
                 result = operation(self.shard)
-                if result.records:
-                    self._append(result.records)
+                if result.records or result.control:
+                    self._append(result)
                     await self._flush(self.partition)
             except CoordinatorError as exc:
                 if not future.done():
@@ -167,14 +191,33 @@ class ShardRuntime:
             if not future.done():
                 future.set_result(result.response)
 
-    def _append(self, records: list[Record]) -> None:
+    def _append(self, result: Result[Any]) -> None:
         now_ms = int(time.time() * 1000)
-        data = bytearray(build_batch(records, timestamp=now_ms))
+        if result.control is not None:
+            producer_id, epoch, commit = result.control
+            batch = control_batch(producer_id, epoch, commit, now_ms)
+        elif result.producer is not None:
+            producer_id, epoch = result.producer
+            batch = build_batch(
+                result.records,
+                timestamp=now_ms,
+                attributes=ATTR_TRANSACTIONAL,
+                producer_id=producer_id,
+                producer_epoch=epoch,
+            )
+        else:
+            producer_id = -1
+            batch = build_batch(result.records, timestamp=now_ms)
+        data = bytearray(batch)
         headers = list(iter_batches(data, check_crc=False))
         info = self.partition.log.append(data, headers, leader_epoch=0, now_ms=now_ms)
         self.partition.data_arrived()
-        for i, (key, value) in enumerate(records):
-            self.shard.replay(info.first_offset + i, key, value, -1)
+        if result.control is not None:
+            self.shard.replay_control(producer_id, result.control[2])
+            return
+        for i, (key, value) in enumerate(result.records):
+            if key is not None:
+                self.shard.replay(info.first_offset + i, key, value, producer_id)
 
     def submit(self, operation: Operation) -> asyncio.Future[Any]:
         if not self.loaded:

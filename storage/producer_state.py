@@ -74,9 +74,17 @@ def _in_sequence(last: int, first: int) -> bool:
     return first == last + 1 or (first == 0 and last == MAX_SEQUENCE)
 
 
+@dataclass(frozen=True, slots=True)
+class AbortedTransaction:
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the offset of the ABORT marker
+
+
 class ProducerStateTable:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        self.aborted: list[AbortedTransaction] = []
 
     def check(self, header: BatchHeader) -> None:
         """Raise DuplicateBatch or ProducerStateError; return if the batch may be appended."""
@@ -111,16 +119,25 @@ class ProducerStateTable:
                 f"sequence {header.base_sequence} does not follow {entry.last_sequence}",
             )
 
-    def record(self, header: BatchHeader) -> None:
-        """Remember an appended batch (its header carries the assigned base offset)."""
+    def record(self, header: BatchHeader, control_commit: bool | None = None) -> None:
+        """Remember an appended batch (its header carries the assigned base offset).
+
+        For a control batch, `control_commit` says whether it commits (True) or
+        aborts (False) the producer's open transaction on this partition.
+        """
         if header.producer_id < 0:
             return
         entry = self.producers.get(header.producer_id)
+        open_since = entry.transaction_first_offset if entry is not None else -1
         if entry is None or header.producer_epoch > entry.epoch:
             entry = ProducerEntry(epoch=header.producer_epoch)
             self.producers[header.producer_id] = entry
         entry.last_timestamp = max(entry.last_timestamp, header.max_timestamp)
         if header.is_control:
+            if control_commit is False and open_since >= 0:
+                self.aborted.append(
+                    AbortedTransaction(header.producer_id, open_since, header.base_offset)
+                )
             entry.transaction_first_offset = -1
             return
         if header.is_transactional and entry.transaction_first_offset < 0:
@@ -134,6 +151,23 @@ class ProducerStateTable:
                     header.last_offset,
                 )
             )
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """The first offset of the earliest open transaction, else the high watermark."""
+        first_open = [
+            e.transaction_first_offset
+            for e in self.producers.values()
+            if e.transaction_first_offset >= 0
+        ]
+        return min(first_open, default=high_watermark)
+
+    def open_transaction(self, producer_id: int) -> int:
+        entry = self.producers.get(producer_id)
+        return entry.transaction_first_offset if entry is not None else -1
+
+    def aborted_between(self, start: int, end: int) -> list[AbortedTransaction]:
+        """Aborted transactions with data in [start, end)."""
+        return [a for a in self.aborted if a.last_offset >= start and a.first_offset < end]
 
     def bump_epoch(self, producer_id: int, epoch: int) -> None:
         """A marker written by the coordinator may carry a newer epoch."""
@@ -161,6 +195,7 @@ class ProducerStateTable:
             if entry.batches and entry.batches[-1].last_offset < log_start_offset
         ]:
             del self.producers[pid]
+        self.aborted = [a for a in self.aborted if a.last_offset >= log_start_offset]
 
     def save(self, directory: Path, next_offset: int) -> None:
         state: dict[str, Any] = {
@@ -177,6 +212,7 @@ class ProducerStateTable:
                 }
                 for pid, e in self.producers.items()
             },
+            "aborted": [[a.producer_id, a.first_offset, a.last_offset] for a in self.aborted],
         }
         tmp = directory / (SNAPSHOT_FILE + ".tmp")
         with open(tmp, "w") as out:
@@ -200,6 +236,7 @@ class ProducerStateTable:
                 )
                 entry.batches.extend(CachedBatch(*map(int, b)) for b in e["batches"])
                 table.producers[int(pid)] = entry
+            table.aborted = [AbortedTransaction(*map(int, a)) for a in state.get("aborted", [])]
             return table, int(state["next_offset"])
         except (OSError, ValueError, KeyError, TypeError):
             return cls(), 0

@@ -23,6 +23,16 @@ from helpers.names import unique_name
 _BROKERS_KEY = pytest.StashKey[list[Broker]]()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # kafka-python 3.0 loads its schemas with deprecated importlib.resources calls.
+    config.addinivalue_line(
+        "filterwarnings", "ignore::DeprecationWarning:kafka.protocol.schemas.load_json"
+    )
+    config.addinivalue_line(
+        "filterwarnings", "ignore:.*is deprecated. Use files:DeprecationWarning"
+    )
+
+
 def _remember(request: pytest.FixtureRequest, broker: Broker) -> None:
     node = request.node
     node.stash.setdefault(_BROKERS_KEY, []).append(broker)

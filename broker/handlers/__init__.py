@@ -5,6 +5,8 @@ from __future__ import annotations
 from types import ModuleType
 
 from broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     create_partitions,
@@ -16,6 +18,9 @@ from broker.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_transactions,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -25,6 +30,7 @@ from broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -32,6 +38,8 @@ from broker.handlers import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from broker.handlers.base import Api
 
@@ -55,6 +63,11 @@ _MODULES: dict[int, ModuleType] = {
     21: delete_records,
     22: init_producer_id,
     23: offset_for_leader_epoch,
+    24: add_partitions_to_txn,
+    25: add_offsets_to_txn,
+    26: end_txn,
+    27: write_txn_markers,
+    28: txn_offset_commit,
     32: describe_configs,
     33: alter_configs,
     35: describe_log_dirs,
@@ -63,6 +76,9 @@ _MODULES: dict[int, ModuleType] = {
     44: incremental_alter_configs,
     47: offset_delete,
     60: describe_cluster,
+    61: describe_producers,
+    65: describe_transactions,
+    66: list_transactions,
 }
 
 API_TABLE: dict[int, Api] = {

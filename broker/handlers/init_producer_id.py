@@ -1,11 +1,19 @@
-"""InitProducerId (22), v0-v4, for idempotent producers (no transactional id).
+"""InitProducerId (22), v0-v4.
 
-- Each call hands out a new producer id with epoch 0, even when the producer
-  passes its current id (v3+, KIP-360), as Kafka does without a transactional
-  id; ids come from blocks persisted before use, so they never repeat, even
-  after kill -9.
-- Transactional ids belong to the transaction coordinator: until it exists,
-  they answer COORDINATOR_NOT_AVAILABLE.
+Without a transactional id: a new producer id with epoch 0 on every call
+(even when the producer passes its current one, as Kafka does), from blocks
+persisted before use, so ids never repeat, even after kill -9.
+
+With a transactional id (the transaction coordinator):
+- a new id gets a producer id and epoch 0; a known one gets its epoch bumped
+  (a new producer id once the epoch is exhausted), which fences older
+  instances;
+- an open transaction is aborted first (markers written with the bumped
+  epoch) and the caller gets CONCURRENT_TRANSACTIONS, to retry;
+- Prepare* states answer CONCURRENT_TRANSACTIONS;
+- v3+ (KIP-360): the producer's current id and epoch, when given, must match
+  (PRODUCER_FENCED otherwise), and a retry of the last bump gets the same answer;
+- a timeout above `transaction.max.timeout.ms` is INVALID_TRANSACTION_TIMEOUT.
 """
 
 from __future__ import annotations
@@ -13,12 +21,14 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
+from broker.handlers.txn_common import fenced_code, on_txn_shard
+from coordinator.txn.shard import CONCURRENT_TRANSACTIONS, MarkerPlan
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 4
 
 
-def _answer(code: ErrorCode, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]:
+def _answer(code: int, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]:
     return {
         "throttle_time": 0,
         "error_code": code,
@@ -28,6 +38,31 @@ def _answer(code: ErrorCode, producer_id: int = -1, epoch: int = -1) -> dict[str
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    if request.transactional_id is not None:
-        return _answer(ErrorCode.coordinator_not_available)
-    return _answer(ErrorCode.none, ctx.broker.producer_ids.allocate(), 0)
+    broker = ctx.broker
+    transactional_id = request.transactional_id
+    if transactional_id is None:
+        return _answer(ErrorCode.none, broker.producer_ids.allocate(), 0)
+    if not transactional_id:
+        return _answer(ErrorCode.invalid_request)
+    timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
+    expected_pid = getattr(request, "producer_id", -1)
+    expected_epoch = getattr(request, "producer_epoch", -1)
+    code, answer = await on_txn_shard(
+        ctx,
+        transactional_id,
+        lambda s: s.init_producer_id(
+            transactional_id,
+            timeout_ms,
+            expected_pid,
+            expected_epoch,
+            broker.producer_ids.allocate,
+            broker.now_ms(),
+        ),
+    )
+    if code:
+        return _answer(code)
+    if isinstance(answer, MarkerPlan):
+        await broker.transactions.finish(answer)
+        return _answer(CONCURRENT_TRANSACTIONS)
+    code, producer_id, epoch = answer
+    return _answer(fenced_code(code, ctx.version, 4), producer_id, epoch)

@@ -23,7 +23,7 @@ from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
 from broker.topics import Partition
-from protocol.batch import InvalidBatch, TruncatedBatch, iter_batches
+from protocol.batch import BatchHeader, InvalidBatch, TruncatedBatch, iter_batches
 from protocol.errors import ErrorCode
 from storage.producer_state import DuplicateBatch, ProducerStateError
 
@@ -41,8 +41,30 @@ def _error(index: int, code: ErrorCode, message: str | None = None) -> dict[str,
     }
 
 
+def _transaction_error(
+    ctx: RequestContext, partition: Partition, transactional_id: str | None, header: BatchHeader
+) -> dict[str, Any] | None:
+    """A transactional batch must belong to its producer's open transaction."""
+    tp = (partition.topic.name, partition.index)
+    if transactional_id is not None and ctx.broker.transactions.in_transaction(
+        transactional_id, header.producer_id, header.producer_epoch, tp
+    ):
+        return None
+    entry = partition.producers.producers.get(header.producer_id)
+    if entry is not None and header.producer_epoch < entry.epoch:
+        return _error(partition.index, ErrorCode.invalid_producer_epoch)
+    return _error(
+        partition.index, ErrorCode.invalid_txn_state, "partition not added to the transaction"
+    )
+
+
 def append_to_partition(
-    ctx: RequestContext, partition: Partition, records: bytes | None, acks: int, now_ms: int
+    ctx: RequestContext,
+    partition: Partition,
+    records: bytes | None,
+    acks: int,
+    now_ms: int,
+    transactional_id: str | None = None,
 ) -> dict[str, Any]:
     index = partition.index
     log = partition.log
@@ -69,6 +91,10 @@ def append_to_partition(
             return _error(index, ErrorCode.invalid_record, "record count does not match offsets")
         if header.is_control:
             return _error(index, ErrorCode.invalid_record, "clients may not send control batches")
+        if header.is_transactional:
+            problem = _transaction_error(ctx, partition, transactional_id, header)
+            if problem is not None:
+                return problem
     try:
         info = ctx.broker.append(partition, data, headers, now_ms)
     except DuplicateBatch as duplicate:
@@ -104,7 +130,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             elif acks not in (0, 1, -1):
                 results.append(_error(partition_data.index, ErrorCode.invalid_required_acks))
             else:
-                result = append_to_partition(ctx, partition, partition_data.records, acks, now_ms)
+                result = append_to_partition(
+                    ctx, partition, partition_data.records, acks, now_ms, request.transactional_id
+                )
                 if result["error_code"] == 0:
                     written.append(partition)
                 results.append(result)

@@ -617,13 +617,14 @@ class GroupShard:
         group_id = request["group_id"]
         group = self.groups.get(group_id)
         generation = request["generation"]
+        producer = request.get("producer")  # (id, epoch) for TxnOffsetCommit
         member_id = request["member_id"]
         code = NONE
         if group is None:
             if generation >= 0:
                 code = ILLEGAL_GENERATION
-        elif generation < 0 and not member_id and group.is_empty():
-            pass  # a simple commit from an admin or an assign()-only consumer
+        elif generation < 0 and not member_id and (group.is_empty() or producer is not None):
+            pass  # a simple commit: an admin, an assign()-only consumer, an old EOS client
         elif group.state == DEAD:
             code = COORDINATOR_NOT_AVAILABLE
         else:
@@ -653,7 +654,7 @@ class GroupShard:
             records.append(
                 self._offset_record(group_id, topic, partition, offset, epoch, metadata or "", now)
             )
-        return Result(records, answers)
+        return Result(records, answers, producer=producer)
 
     def _offset_record(
         self,

@@ -343,3 +343,28 @@ def test_create_partitions(shared_broker: Broker, admin: AdminClient, unique_top
     with pytest.raises(KafkaException) as info:
         fs[unique_topic].result(timeout=TIMEOUT)
     assert info.value.args[0].code() == KafkaError.INVALID_PARTITIONS
+
+
+def test_parked_fetch_returns_soon_after_produce(shared_broker: Broker, unique_topic: str,
+                                                 consumer_conf: dict[str, object]) -> None:
+    """A Fetch waiting at the log end (fetch.wait.max.ms 5 s) answers as soon as a record
+    arrives, not at max wait."""
+    create_topic(shared_broker, unique_topic)
+    c = Consumer({**consumer_conf, "fetch.wait.max.ms": 5000, "fetch.min.bytes": 1})
+    p = Producer({"bootstrap.servers": shared_broker.bootstrap, "linger.ms": 0})
+    try:
+        c.assign([TopicPartition(unique_topic, 0, 0)])
+        assert c.poll(1.0) is None  # the consumer's fetch is now parked at offset 0
+        latencies = []
+        for i in range(3):
+            time.sleep(0.3)
+            start = time.monotonic()
+            p.produce(unique_topic, value=f"m{i}".encode())
+            p.flush(TIMEOUT)
+            msg = c.poll(4.5)
+            latencies.append(time.monotonic() - start)
+            assert msg is not None and msg.error() is None, "record not delivered before 4.5 s"
+            assert msg.value() == f"m{i}".encode()
+        assert max(latencies) < 1.0, f"parked fetch woke late: {latencies}"
+    finally:
+        c.close()

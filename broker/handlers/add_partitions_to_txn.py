@@ -1,0 +1,57 @@
+"""AddPartitionsToTxn (24), v0-v3 (the client form; v4+ batches belong to KIP-890).
+
+- Unknown transactional id or another producer id: INVALID_PRODUCER_ID_MAPPING;
+  another epoch: PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2); while the
+  previous transaction is being ended: CONCURRENT_TRANSACTIONS.
+- Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION and the others
+  OPERATION_NOT_ATTEMPTED; nothing is added then.
+- The first partition starts the transaction and its timeout clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.txn_common import fenced_code, on_txn_shard
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 0, 3
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    broker = ctx.broker
+    transactional_id = request.v3_and_below_transactional_id
+    producer_id = request.v3_and_below_producer_id
+    epoch = request.v3_and_below_producer_epoch
+    wanted = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
+    unknown = {tp for tp in wanted if broker.topics.partition(*tp) is None}
+    codes: dict[tuple[str, int], int]
+    if unknown:
+        codes = {
+            tp: ErrorCode.unknown_topic_or_partition
+            if tp in unknown
+            else ErrorCode.operation_not_attempted
+            for tp in wanted
+        }
+    else:
+        code, answer = await on_txn_shard(
+            ctx,
+            transactional_id,
+            lambda s: s.add_partitions(
+                transactional_id, producer_id, epoch, set(wanted), broker.now_ms()
+            ),
+        )
+        code = fenced_code(code or answer, ctx.version, 2)
+        codes = {tp: code for tp in wanted}
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), code in codes.items():
+        by_topic.setdefault(topic, []).append(
+            {"partition_index": partition, "partition_error_code": code}
+        )
+    return {
+        "throttle_time": 0,
+        "results_by_topic_v3_and_below": [
+            {"name": topic, "results_by_partition": results} for topic, results in by_topic.items()
+        ],
+    }

@@ -1,0 +1,54 @@
+"""DescribeTransactions (65), v0: state, producer, timeout, start and partitions
+of each transactional id; TRANSACTIONAL_ID_NOT_FOUND for unknown ones."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.txn_common import on_txn_shard
+from coordinator.txn.records import STATE_NAMES
+from coordinator.txn.shard import TRANSACTIONAL_ID_NOT_FOUND
+
+MIN_VERSION, MAX_VERSION = 0, 0
+
+
+def _describer(transactional_id: str) -> Callable[[Any], Any]:
+    return lambda shard: shard.describe(transactional_id)
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    states = []
+    for transactional_id in request.transactional_ids:
+        code, meta = await on_txn_shard(ctx, transactional_id, _describer(transactional_id))
+        if meta is None:
+            states.append(
+                {
+                    "error_code": code or TRANSACTIONAL_ID_NOT_FOUND,
+                    "transactional_id": transactional_id,
+                    "transaction_state": "",
+                    "transaction_timeout": 0,
+                    "transaction_start_time": -1,
+                    "producer_id": -1,
+                    "producer_epoch": -1,
+                    "topics": [],
+                }
+            )
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(meta.partitions):
+            by_topic.setdefault(topic, []).append(partition)
+        states.append(
+            {
+                "error_code": 0,
+                "transactional_id": transactional_id,
+                "transaction_state": STATE_NAMES[meta.state],
+                "transaction_timeout": meta.timeout_ms,
+                "transaction_start_time": meta.start_ms,
+                "producer_id": meta.producer_id,
+                "producer_epoch": meta.epoch,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+            }
+        )
+    return {"throttle_time": 0, "transaction_states": states}

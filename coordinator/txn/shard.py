@@ -1,0 +1,313 @@
+"""The transaction coordinator shard for one `__transaction_state` partition.
+
+Every state change is a record (the transactional id's whole metadata) that
+`replay` applies, live and when loading. Ending a transaction takes two
+records around the markers the runtime writes in between:
+
+    Ongoing -> PrepareCommit | PrepareAbort   (record; then markers everywhere)
+            -> CompleteCommit | CompleteAbort  (record, once every marker is in)
+
+A shard loaded with a transaction in Prepare* finishes it: the markers are
+written again (they are idempotent for readers) and the Complete* record
+follows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.runtime import Record, Result, ShardRuntime
+from coordinator.txn import records as rec
+from coordinator.txn.records import (
+    COMPLETE_ABORT,
+    COMPLETE_COMMIT,
+    DEAD,
+    EMPTY,
+    ONGOING,
+    PREPARE_ABORT,
+    PREPARE_COMMIT,
+    PREPARE_EPOCH_FENCE,
+)
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_PRODUCER_EPOCH = 47
+INVALID_TXN_STATE = 48
+INVALID_PRODUCER_ID_MAPPING = 49
+INVALID_TRANSACTION_TIMEOUT = 50
+CONCURRENT_TRANSACTIONS = 51
+TRANSACTIONAL_ID_NOT_FOUND = 105
+PRODUCER_FENCED = 90
+
+MAX_EPOCH = 32766  # Short.MAX_VALUE - 1: an epoch of 32767 could never be bumped
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class TxnMetadata:
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    timeout_ms: int
+    state: int = EMPTY
+    partitions: set[TopicPartition] = field(default_factory=set)
+    start_ms: int = -1
+    last_update_ms: int = -1
+    # memory only, as in Kafka: lets a retried epoch bump get its answer again
+    last_producer_id: int = -1
+    last_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class MarkerPlan:
+    """What the runtime must do between the Prepare* and Complete* records."""
+
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    commit: bool
+    partitions: frozenset[TopicPartition]
+
+
+@dataclass
+class TxnConfig:
+    max_timeout_ms: int = 900000
+    transactional_id_expiration_ms: int = 604800000
+
+
+class TxnShard:
+    def __init__(self, runtime: ShardRuntime | None, config: TxnConfig) -> None:
+        self.runtime = runtime
+        self.config = config
+        self.transactions: dict[str, TxnMetadata] = {}
+
+    # -- replay --------------------------------------------------------------------
+
+    def replay(self, offset: int, key: bytes, value: bytes | None, producer_id: int) -> None:
+        transactional_id = rec.decode_key(key)
+        if value is None:
+            self.transactions.pop(transactional_id, None)
+            return
+        v = rec.decode_value(value)
+        meta = self.transactions.get(transactional_id)
+        if meta is None:
+            meta = TxnMetadata(transactional_id, v.producer_id, v.producer_epoch, v.timeout_ms)
+            self.transactions[transactional_id] = meta
+        elif meta.producer_id != v.producer_id or meta.epoch != v.producer_epoch:
+            meta.last_producer_id, meta.last_epoch = meta.producer_id, meta.epoch
+        meta.producer_id = v.producer_id
+        meta.epoch = v.producer_epoch
+        meta.timeout_ms = v.timeout_ms
+        meta.state = v.state
+        meta.partitions = {(t, p) for t, parts in v.partitions.items() for p in parts}
+        meta.start_ms = v.start_ms
+        meta.last_update_ms = v.last_update_ms
+
+    def replay_control(self, producer_id: int, commit: bool) -> None:
+        """No transactional records are written to this topic."""
+
+    def on_loaded(self) -> None:
+        """Prepare* transactions are finished by the runtime (see `unfinished`)."""
+
+    def unfinished(self) -> Result[list[MarkerPlan]]:
+        plans = [
+            MarkerPlan(
+                m.transactional_id,
+                m.producer_id,
+                m.epoch,
+                m.state == PREPARE_COMMIT,
+                frozenset(m.partitions),
+            )
+            for m in self.transactions.values()
+            if m.state in (PREPARE_COMMIT, PREPARE_ABORT)
+        ]
+        return Result([], plans)
+
+    # -- records -------------------------------------------------------------------
+
+    def _record(self, meta: TxnMetadata, **changes: Any) -> Record:
+        """The record for `meta` with `changes` applied (replay makes them real)."""
+        state = changes.get("state", meta.state)
+        partitions = changes.get("partitions", meta.partitions)
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        value = rec.TxnValue(
+            producer_id=changes.get("producer_id", meta.producer_id),
+            producer_epoch=changes.get("epoch", meta.epoch),
+            timeout_ms=changes.get("timeout_ms", meta.timeout_ms),
+            state=state,
+            partitions=by_topic,
+            last_update_ms=changes.get("now", meta.last_update_ms),
+            start_ms=changes.get("start_ms", meta.start_ms),
+        )
+        return rec.encode_key(meta.transactional_id), rec.encode_value(value)
+
+    # -- InitProducerId --------------------------------------------------------------
+
+    def init_producer_id(
+        self,
+        transactional_id: str,
+        timeout_ms: int,
+        expected_pid: int,
+        expected_epoch: int,
+        new_producer_id: Any,
+        now: int,
+    ) -> Result[Any]:
+        """Answers (error, producer id, epoch), or a MarkerPlan when an open
+        transaction must be aborted first (the caller then answers
+        CONCURRENT_TRANSACTIONS and the client retries)."""
+        if timeout_ms <= 0 or timeout_ms > self.config.max_timeout_ms:
+            return Result([], (INVALID_TRANSACTION_TIMEOUT, -1, -1))
+        meta = self.transactions.get(transactional_id)
+        if meta is None:
+            pid = new_producer_id()
+            fresh = TxnMetadata(transactional_id, pid, -1, timeout_ms)
+            record = self._record(fresh, epoch=0, state=EMPTY, partitions=set(), now=now)
+            return Result([record], (NONE, pid, 0))
+        if meta.state in (PREPARE_COMMIT, PREPARE_ABORT, PREPARE_EPOCH_FENCE):
+            return Result([], (CONCURRENT_TRANSACTIONS, -1, -1))
+        if expected_pid >= 0:
+            retry = expected_pid == meta.last_producer_id and expected_epoch == meta.last_epoch
+            if retry and meta.state != ONGOING:
+                return Result([], (NONE, meta.producer_id, meta.epoch))
+            if expected_pid != meta.producer_id or expected_epoch != meta.epoch:
+                return Result([], (PRODUCER_FENCED, -1, -1))
+        if meta.state == ONGOING:
+            record, plan = self._fence_and_abort(meta, now)
+            return Result([record], plan)
+        if meta.epoch >= MAX_EPOCH:
+            pid, epoch = new_producer_id(), 0
+        else:
+            pid, epoch = meta.producer_id, meta.epoch + 1
+        record = self._record(
+            meta,
+            producer_id=pid,
+            epoch=epoch,
+            timeout_ms=timeout_ms,
+            state=EMPTY,
+            partitions=set(),
+            now=now,
+            start_ms=-1,
+        )
+        return Result([record], (NONE, pid, epoch))
+
+    def _fence_and_abort(self, meta: TxnMetadata, now: int) -> tuple[Record, MarkerPlan]:
+        """Bump the epoch so the old producer is fenced, and abort its transaction."""
+        epoch = min(meta.epoch + 1, MAX_EPOCH)
+        record = self._record(meta, epoch=epoch, state=PREPARE_ABORT, now=now)
+        plan = MarkerPlan(
+            meta.transactional_id, meta.producer_id, epoch, False, frozenset(meta.partitions)
+        )
+        return record, plan
+
+    # -- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------
+
+    def check_producer(self, transactional_id: str, producer_id: int, epoch: int) -> int:
+        meta = self.transactions.get(transactional_id)
+        if meta is None or meta.producer_id != producer_id:
+            return INVALID_PRODUCER_ID_MAPPING
+        if epoch != meta.epoch:
+            return PRODUCER_FENCED
+        if meta.state in (PREPARE_COMMIT, PREPARE_ABORT, PREPARE_EPOCH_FENCE):
+            return CONCURRENT_TRANSACTIONS
+        if meta.state == DEAD:
+            return INVALID_PRODUCER_ID_MAPPING
+        return NONE
+
+    def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: set[TopicPartition],
+        now: int,
+    ) -> Result[int]:
+        code = self.check_producer(transactional_id, producer_id, epoch)
+        if code != NONE:
+            return Result([], code)
+        meta = self.transactions[transactional_id]
+        if meta.state == ONGOING and partitions <= meta.partitions:
+            return Result([], NONE)
+        start = meta.start_ms if meta.state == ONGOING else now
+        record = self._record(
+            meta, state=ONGOING, partitions=meta.partitions | partitions, now=now, start_ms=start
+        )
+        return Result([record], NONE)
+
+    def in_transaction(
+        self, transactional_id: str, producer_id: int, epoch: int, partition: TopicPartition
+    ) -> bool:
+        meta = self.transactions.get(transactional_id)
+        return (
+            meta is not None
+            and meta.producer_id == producer_id
+            and meta.epoch == epoch
+            and meta.state == ONGOING
+            and partition in meta.partitions
+        )
+
+    # -- EndTxn ----------------------------------------------------------------------
+
+    def prepare_end(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool, now: int
+    ) -> Result[Any]:
+        """Answers an error code, or a MarkerPlan to carry out."""
+        meta = self.transactions.get(transactional_id)
+        if meta is None or meta.producer_id != producer_id:
+            return Result([], INVALID_PRODUCER_ID_MAPPING)
+        if epoch != meta.epoch:
+            return Result([], PRODUCER_FENCED)
+        state = meta.state
+        if state == ONGOING:
+            record = self._record(meta, state=PREPARE_COMMIT if commit else PREPARE_ABORT, now=now)
+            plan = MarkerPlan(
+                transactional_id, producer_id, epoch, commit, frozenset(meta.partitions)
+            )
+            return Result([record], plan)
+        done = COMPLETE_COMMIT if commit else COMPLETE_ABORT
+        preparing = PREPARE_COMMIT if commit else PREPARE_ABORT
+        if state == done:
+            return Result([], NONE)
+        if state in (preparing, PREPARE_EPOCH_FENCE):
+            return Result([], CONCURRENT_TRANSACTIONS)
+        return Result([], INVALID_TXN_STATE)
+
+    def complete_end(self, plan: MarkerPlan, now: int) -> Result[int]:
+        meta = self.transactions.get(plan.transactional_id)
+        if meta is None or meta.state not in (PREPARE_COMMIT, PREPARE_ABORT):
+            return Result([], NONE)
+        state = COMPLETE_COMMIT if plan.commit else COMPLETE_ABORT
+        return Result([self._record(meta, state=state, partitions=set(), now=now)], NONE)
+
+    # -- timeouts and expiry --------------------------------------------------------------
+
+    def abort_timed_out(self, now: int) -> Result[list[MarkerPlan]]:
+        """Ongoing transactions past their timeout: fence the producer and abort."""
+        records: list[Record] = []
+        plans = []
+        for meta in list(self.transactions.values()):
+            if meta.state == ONGOING and now - meta.start_ms > meta.timeout_ms:
+                record, plan = self._fence_and_abort(meta, now)
+                records.append(record)
+                plans.append(plan)
+        return Result(records, plans)
+
+    def expire_idle(self, now: int) -> Result[None]:
+        records: list[Record] = [
+            (rec.encode_key(m.transactional_id), None)
+            for m in self.transactions.values()
+            if m.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
+            and now - m.last_update_ms > self.config.transactional_id_expiration_ms
+        ]
+        return Result(records)
+
+    # -- describe and list -------------------------------------------------------------
+
+    def describe(self, transactional_id: str) -> Result[TxnMetadata | None]:
+        return Result([], self.transactions.get(transactional_id))
+
+    def list_all(self) -> Result[list[TxnMetadata]]:
+        return Result([], list(self.transactions.values()))
