@@ -105,6 +105,9 @@ class Broker:
             port=self.port,
             data_dir=str(self.config.data_dir),
             topics=len(self.topics),
+            recovered_partitions=sum(
+                p.log.recovered_by_scan for t in self.topics for p in t.partitions
+            ),
             startup_ms=round((time.monotonic() - started) * 1000, 1),
         )
 
