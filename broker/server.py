@@ -13,6 +13,7 @@ import structlog
 
 from broker import metrics
 from broker.config import BrokerConfig
+from broker.connection import Chunks, Connection
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
 from broker.handlers import API_TABLE
@@ -27,9 +28,9 @@ from protocol import messages
 from protocol.batch import BatchHeader, iter_batches
 from protocol.errors import ErrorCode
 from protocol.header import (
+    SIZE_PREFIX,
     FrameError,
     frame,
-    frame_size,
     parse_request_header,
     peek_fixed,
     response_header,
@@ -78,7 +79,7 @@ class Broker:
         self.port = config.port
         self._server: asyncio.Server | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._connections: set[asyncio.StreamWriter] = set()
+        self._connections: set[Connection] = set()
         self._connection_ids = itertools.count(1)
         self._stopped = asyncio.Event()
 
@@ -88,8 +89,9 @@ class Broker:
         started = time.monotonic()
         self.topics.load()
         self.topics.remove_orphans()
-        self._server = await asyncio.start_server(
-            self._serve_connection, self.config.host, self.config.port, limit=1 << 16
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._new_connection, self.config.host, self.config.port
         )
         self.port = self._server.sockets[0].getsockname()[1]
         self._tasks.append(asyncio.create_task(self._housekeeping()))
@@ -121,8 +123,8 @@ class Broker:
         """Clean shutdown: stop accepting, drop connections, flush and checkpoint."""
         if self._server is not None:
             self._server.close()
-        for writer in list(self._connections):
-            writer.close()
+        for connection in list(self._connections):
+            connection.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -222,7 +224,11 @@ class Broker:
         ]
 
     def append(
-        self, partition: Partition, data: bytearray, headers: Sequence[BatchHeader], now_ms: int
+        self,
+        partition: Partition,
+        data: bytearray | memoryview,
+        headers: Sequence[BatchHeader],
+        now_ms: int,
     ) -> AppendInfo:
         """Check producer state, append, remember the batches and wake parked fetches."""
         producers = partition.producers
@@ -245,41 +251,30 @@ class Broker:
 
     # -- connections -------------------------------------------------------------
 
-    async def _serve_connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        peer = writer.get_extra_info("peername")
-        connection_id = f"{peer[0]}:{peer[1]}-{next(self._connection_ids)}" if peer else "?"
-        self._connections.add(writer)
-        metrics.connections.inc()
-        bound = log.bind(connection=connection_id)
-        bound.debug("connection opened")
-        max_size = self.config.socket_request_max_bytes
-        try:
-            while True:
-                prefix = await reader.readexactly(4)
-                size = frame_size(prefix, max_size)
-                request = await reader.readexactly(size)
-                response = await self._dispatch(request, connection_id, bound)
-                if response is not None:
-                    writer.write(response)
-                    if writer.transport.get_write_buffer_size() > WRITE_BUFFER_HIGH:
-                        await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        except FrameError as exc:
-            bound.warning("closing connection", reason=str(exc))
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            bound.exception("closing connection after an unexpected error")
-        finally:
-            self._connections.discard(writer)
-            metrics.connections.dec()
-            writer.close()
-            bound.debug("connection closed")
+    def _new_connection(self) -> Connection:
+        return Connection(
+            self._dispatch,
+            self.config.socket_request_max_bytes,
+            self._connection_opened,
+            self._connection_closed,
+            f"conn-{next(self._connection_ids)}",
+        )
 
-    async def _dispatch(self, request: bytes, connection_id: str, bound: Any) -> bytes | None:
+    def _connection_opened(self, connection: Connection) -> None:
+        self._connections.add(connection)
+        metrics.connections.inc()
+        peer = connection.transport.get_extra_info("peername")
+        if peer:
+            connection.connection_id = f"{peer[0]}:{peer[1]}"
+            connection.log = connection.log.bind(connection=connection.connection_id)
+        connection.log.debug("connection opened")
+
+    def _connection_closed(self, connection: Connection) -> None:
+        self._connections.discard(connection)
+        metrics.connections.dec()
+        connection.log.debug("connection closed")
+
+    async def _dispatch(self, request: bytearray, connection_id: str, bound: Any) -> Chunks | None:
         api_key, version, correlation_id = peek_fixed(request)
         api = self.apis.get(api_key)
         if api is None:
@@ -311,19 +306,21 @@ class Broker:
         if reply is None:
             return None
         if isinstance(reply, bytes):
-            payload = reply
+            chunks: Chunks = [reply]
+            size = len(reply)
         else:
-            payload = messages.encode(messages.build_response(api_key, version, reply))
+            encoded = messages.encode_chunks(messages.build_response(api_key, version, reply))
+            chunks, size = encoded.chunks, encoded.size
         # ApiVersions answers with header v0 whatever its version.
-        flexible_header = flexible and api_key != API_VERSIONS_KEY
-        response = frame(response_header(correlation_id, flexible_header), payload)
-        metrics.bytes_out.inc(len(response))
-        return response
+        head = response_header(correlation_id, flexible and api_key != API_VERSIONS_KEY)
+        prefix = SIZE_PREFIX.pack(len(head) + size) + head
+        metrics.bytes_out.inc(len(prefix) + size)
+        return [prefix, *chunks]
 
-    def _unsupported_api_versions(self, correlation_id: int) -> bytes:
+    def _unsupported_api_versions(self, correlation_id: int) -> Chunks:
         reply = {
             "error_code": ErrorCode.unsupported_version,
             "api_keys": api_keys(self.apis.values()),
         }
         body = messages.encode(messages.build_response(API_VERSIONS_KEY, 0, reply))
-        return frame(response_header(correlation_id, False), body)
+        return [frame(response_header(correlation_id, False), body)]

@@ -122,6 +122,23 @@ def _bytes_reader(flexible: bool, nullable: bool) -> Reader:
     return read
 
 
+def _records_reader(flexible: bool, nullable: bool) -> Reader:
+    """Record batches stay a view into the request buffer: Produce appends them uncopied."""
+
+    def read(buf: memoryview, pos: int) -> tuple[Any, int]:
+        length, pos = _length(buf, pos, flexible, wide=True)
+        if length < 0:
+            if not nullable:
+                raise DecodeError("null in non-nullable records")
+            return None, pos
+        end = pos + length
+        if end > len(buf):
+            raise DecodeError(f"length {length} runs past the end of the request")
+        return buf[pos:end], end
+
+    return read
+
+
 def read_uuid(buf: memoryview, pos: int) -> tuple[uuid.UUID | None, int]:
     raw, pos = _take(buf, pos, 16)
     value = uuid.UUID(bytes=raw)
@@ -167,8 +184,10 @@ def _scalar_reader(kafka_type: str, flexible: bool, nullable: bool) -> Reader:
             return read_float64
         case "string":
             return _string_reader(flexible, nullable)
-        case "bytes" | "records":
+        case "bytes":
             return _bytes_reader(flexible, nullable)
+        case "records":
+            return _records_reader(flexible, nullable)
         case "uuid":
             return read_uuid
         case "error_code":
@@ -281,6 +300,6 @@ def entity_reader(cls: type) -> Reader:
     return read
 
 
-def decode(cls: type, buf: bytes | memoryview, offset: int) -> Any:
+def decode(cls: type, buf: bytes | bytearray | memoryview, offset: int) -> Any:
     value, _ = entity_reader(cls)(memoryview(buf), offset)
     return value

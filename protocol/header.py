@@ -40,7 +40,7 @@ class RequestHeader:
     body_offset: int  # where the request body starts in the frame
 
 
-def peek_fixed(frame: bytes) -> tuple[int, int, int]:
+def peek_fixed(frame: bytes | bytearray) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id): readable from any frame of 8+ bytes."""
     if len(frame) < _FIXED.size:
         raise FrameError("frame shorter than a request header")
@@ -48,7 +48,7 @@ def peek_fixed(frame: bytes) -> tuple[int, int, int]:
     return api_key, api_version, correlation_id
 
 
-def parse_request_header(frame: bytes, flexible: bool) -> RequestHeader:
+def parse_request_header(frame: bytes | bytearray, flexible: bool) -> RequestHeader:
     api_key, api_version, correlation_id = peek_fixed(frame)
     position = _FIXED.size
     if len(frame) < position + 2:
@@ -71,7 +71,7 @@ def parse_request_header(frame: bytes, flexible: bool) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id, position)
 
 
-def read_uvarint(buf: bytes, position: int) -> tuple[int, int]:
+def read_uvarint(buf: bytes | bytearray, position: int) -> tuple[int, int]:
     result = 0
     shift = 0
     while True:
@@ -87,7 +87,7 @@ def read_uvarint(buf: bytes, position: int) -> tuple[int, int]:
         shift += 7
 
 
-def skip_tagged_fields(buf: bytes, position: int) -> int:
+def skip_tagged_fields(buf: bytes | bytearray, position: int) -> int:
     count, position = read_uvarint(buf, position)
     for _ in range(count):
         _tag, position = read_uvarint(buf, position)

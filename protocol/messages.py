@@ -75,7 +75,9 @@ class MalformedRequest(ValueError):
     """The body does not decode as the request it claims to be."""
 
 
-def decode_request(api_key: int, version: int, buf: bytes | memoryview, offset: int) -> Any:
+def decode_request(
+    api_key: int, version: int, buf: bytes | bytearray | memoryview, offset: int
+) -> Any:
     """Decode the request body that starts at `offset`."""
     try:
         return decoder.decode(request_class(api_key, version), buf, offset)
@@ -88,6 +90,48 @@ def encode(entity: Any) -> bytes:
     entity_type: type = type(entity)
     _writer(entity_type)(out, entity)
     return out.getvalue()
+
+
+class ChunkWriter:
+    """A write target that keeps large pieces (record batches) as they are.
+
+    Small writes are gathered into one bytearray; anything of LARGE bytes or
+    more is kept by reference, so a response is a list of chunks for
+    `transport.writelines` and record data is never copied on its way out.
+    """
+
+    LARGE = 4096
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes | bytearray | memoryview] = []
+        self._small = bytearray()
+        self.size = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        length = len(data)
+        self.size += length
+        if length >= self.LARGE:
+            if self._small:
+                self.chunks.append(self._small)
+                self._small = bytearray()
+            self.chunks.append(data)
+        else:
+            self._small += data
+        return length
+
+    def finish(self) -> list[bytes | bytearray | memoryview]:
+        if self._small:
+            self.chunks.append(self._small)
+            self._small = bytearray()
+        return self.chunks
+
+
+def encode_chunks(entity: Any) -> ChunkWriter:
+    out = ChunkWriter()
+    entity_type: type = type(entity)
+    _writer(entity_type)(out, entity)
+    out.finish()
+    return out
 
 
 def build(cls: type, data: Mapping[str, Any]) -> Any:

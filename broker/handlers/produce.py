@@ -61,7 +61,7 @@ def _transaction_error(
 def append_to_partition(
     ctx: RequestContext,
     partition: Partition,
-    records: bytes | None,
+    records: bytes | memoryview | None,
     acks: int,
     now_ms: int,
     transactional_id: str | None = None,
@@ -76,7 +76,10 @@ def append_to_partition(
         return _error(index, ErrorCode.not_enough_replicas)
     if not records:
         return _error(index, ErrorCode.invalid_record, "produce request has no record batches")
-    data = bytearray(records)
+    # A writable view into the request buffer is patched and written in place.
+    data = (
+        records if isinstance(records, memoryview) and not records.readonly else bytearray(records)
+    )
     try:
         headers = list(iter_batches(data))
     except TruncatedBatch as exc:

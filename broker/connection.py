@@ -1,0 +1,188 @@
+"""One client connection: frames in, responses out, in request order.
+
+Bytes are received straight into buffers the request is later decoded from
+(asyncio's BufferedProtocol): small frames are cut out of a shared receive
+buffer, a large frame (a Produce of big batches) gets a buffer of its own that
+the socket fills directly, so its record batches are never copied before they
+reach the log. The size prefix is checked against `socket.request.max.bytes`
+before anything that size is allocated.
+
+Requests are handled one at a time, like Kafka does per connection; reading
+pauses while too many frames wait, and the handler waits while the socket's
+send buffer is full.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+
+from protocol.header import FrameError, frame_size
+
+log = structlog.get_logger("broker")
+
+RECEIVE_BUFFER = 256 * 1024
+OWN_BUFFER_ABOVE = 64 * 1024  # frames larger than this are received into their own buffer
+MAX_WAITING_FRAMES = 64
+MAX_WAITING_BYTES = 16 * 1024 * 1024
+
+Chunks = list[bytes | bytearray | memoryview]
+Dispatch = Callable[[bytearray, str, Any], Awaitable[Chunks | None]]
+
+
+class Connection(asyncio.BufferedProtocol):
+    def __init__(
+        self,
+        dispatch: Dispatch,
+        max_frame: int,
+        on_open: Callable[[Connection], None],
+        on_close: Callable[[Connection], None],
+        connection_id: str,
+    ) -> None:
+        self._dispatch = dispatch
+        self._max_frame = max_frame
+        self._on_open = on_open
+        self._on_close = on_close
+        self.connection_id = connection_id
+        self.log = log.bind(connection=connection_id)
+        self._buffer = bytearray(RECEIVE_BUFFER)
+        self._start = 0  # unparsed bytes are self._buffer[_start:_end]
+        self._end = 0
+        self._frame: bytearray | None = None  # a large frame being received
+        self._filled = 0
+        self._frames: deque[bytearray] = deque()
+        self._waiting_bytes = 0
+        self._reading_paused = False
+        self._arrived = asyncio.Event()
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._closed = False
+        self._eof = False
+        self.transport: Any = None  # uvloop's TCPTransport is not an asyncio.Transport subclass
+        self._worker: asyncio.Task[None] | None = None
+
+    # -- receiving -----------------------------------------------------------------
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        self._worker = asyncio.get_running_loop().create_task(self._serve())
+        self._on_open(self)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._frame is not None:
+            return memoryview(self._frame)[self._filled :]
+        if self._start:
+            pending = self._end - self._start
+            self._buffer[:pending] = self._buffer[self._start : self._end]
+            self._start, self._end = 0, pending
+        return memoryview(self._buffer)[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        try:
+            if self._frame is not None:
+                self._filled += nbytes
+                if self._filled == len(self._frame):
+                    self._deliver(self._frame)
+                    self._frame = None
+                return
+            self._end += nbytes
+            self._cut_frames()
+        except FrameError as exc:
+            self.log.warning("closing connection", reason=str(exc))
+            self.close()
+
+    def _cut_frames(self) -> None:
+        buffer = self._buffer
+        while self._end - self._start >= 4:
+            size = frame_size(bytes(buffer[self._start : self._start + 4]), self._max_frame)
+            begin = self._start + 4
+            available = self._end - begin
+            if available >= size:
+                self._deliver(buffer[begin : begin + size])
+                self._start = begin + size
+                continue
+            if size > OWN_BUFFER_ABOVE or begin + size > len(buffer):
+                frame = bytearray(size)
+                frame[:available] = buffer[begin : self._end]
+                self._frame, self._filled = frame, available
+                self._start = self._end = 0
+            return
+        if self._start == self._end:
+            self._start = self._end = 0
+
+    def _deliver(self, frame: bytearray) -> None:
+        self._frames.append(frame)
+        self._waiting_bytes += len(frame)
+        self._arrived.set()
+        too_much = (
+            len(self._frames) >= MAX_WAITING_FRAMES or self._waiting_bytes >= MAX_WAITING_BYTES
+        )
+        if too_much and not self._reading_paused and self.transport is not None:
+            self._reading_paused = True
+            self.transport.pause_reading()
+
+    def eof_received(self) -> bool | None:
+        # Answer what was already sent, then close (see _serve).
+        self._eof = True
+        self._arrived.set()
+        return True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._arrived.set()
+        self._writable.set()
+        if self._worker is not None and not self._frames:
+            self._worker.cancel()
+        self._on_close(self)
+
+    # -- sending -------------------------------------------------------------------
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    def close(self) -> None:
+        self._closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    # -- handling ------------------------------------------------------------------
+
+    async def _serve(self) -> None:
+        try:
+            while True:
+                while not self._frames:
+                    if self._closed or self._eof:
+                        return
+                    self._arrived.clear()
+                    await self._arrived.wait()
+                frame = self._frames.popleft()
+                self._waiting_bytes -= len(frame)
+                if self._reading_paused and len(self._frames) < MAX_WAITING_FRAMES // 2:
+                    self._reading_paused = False
+                    if self.transport is not None and not self._closed:
+                        self.transport.resume_reading()
+                response = await self._dispatch(frame, self.connection_id, self.log)
+                if response is None or self._closed or self.transport is None:
+                    continue
+                self.transport.writelines(response)
+                await self._writable.wait()
+        except FrameError as exc:
+            self.log.warning("closing connection", reason=str(exc))
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            self.log.exception("closing connection after an unexpected error")
+        finally:
+            self.close()
+
+
+def size_prefix(length: int) -> bytes:
+    return struct.pack(">i", length)
