@@ -30,6 +30,7 @@ RECEIVE_BUFFER = 256 * 1024
 OWN_BUFFER_ABOVE = 64 * 1024  # frames larger than this are received into their own buffer
 MAX_WAITING_FRAMES = 64
 MAX_WAITING_BYTES = 16 * 1024 * 1024
+JOIN_BELOW = 64 * 1024
 
 Chunks = list[bytes | bytearray | memoryview]
 Dispatch = Callable[[bytearray, str, Any], Awaitable[Chunks | None]]
@@ -172,7 +173,12 @@ class Connection(asyncio.BufferedProtocol):
                 response = await self._dispatch(frame, self.connection_id, self.log)
                 if response is None or self._closed or self.transport is None:
                     continue
-                self.transport.writelines(response)
+                if len(response) == 1:
+                    self.transport.write(response[0])
+                elif sum(len(chunk) for chunk in response) < JOIN_BELOW:
+                    self.transport.write(b"".join(response))  # one send for a small answer
+                else:
+                    self.transport.writelines(response)
                 await self._writable.wait()
         except FrameError as exc:
             self.log.warning("closing connection", reason=str(exc))
