@@ -95,6 +95,7 @@ class Broker:
         )
         self.port = self._server.sockets[0].getsockname()[1]
         self._tasks.append(asyncio.create_task(self._housekeeping()))
+        self._tasks.append(asyncio.create_task(self._log_cleaner()))
         if self.topics.get(OFFSETS_TOPIC) is not None:
             self._tasks.append(asyncio.create_task(self.groups.ensure_started()))
         if self.topics.get(TRANSACTION_TOPIC) is not None:
@@ -140,6 +141,35 @@ class Broker:
 
     def _log_size(self) -> float:
         return float(sum(p.log.size_bytes() for t in self.topics for p in t.partitions))
+
+    async def _log_cleaner(self) -> None:
+        """Compaction of compacted topics (the internal ones among them), off the event loop."""
+        backoff = int(self.config.extra.get("log.cleaner.backoff.ms", "15000")) / 1000
+        while True:
+            await asyncio.sleep(backoff)
+            for topic in self.topics:
+                for partition in topic.partitions:
+                    plog = partition.log
+                    if not plog.config.compacts:
+                        continue
+                    await self.flusher.flush([plog])
+                    producers = set(partition.producers.producers)
+                    try:
+                        stats = await asyncio.to_thread(
+                            plog.compact, self.now_ms(), producer_ids=producers
+                        )
+                    except Exception:
+                        log.exception(
+                            "compaction failed", topic=topic.name, partition=partition.index
+                        )
+                        continue
+                    if stats.cleaned:
+                        log.info(
+                            "compacted",
+                            topic=topic.name,
+                            partition=partition.index,
+                            **dataclasses.asdict(stats),
+                        )
 
     async def _housekeeping(self) -> None:
         """Retention, time-based rolls and flushes, producer id expiry."""

@@ -27,6 +27,10 @@ class LogConfig:
     cleanup_policy: str = "delete"  # "delete", "compact" or "compact,delete"
     message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
     min_insync_replicas: int = 1
+    # Compaction (cleanup.policy=compact), see storage/cleaner.py
+    delete_retention_ms: int = 24 * 3600 * 1000  # tombstones and markers live this long
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
 
     @property
     def deletes(self) -> bool:
@@ -99,6 +103,13 @@ def _cleanup_policy(text: str) -> str:
     return ",".join(sorted(parts))
 
 
+def _ratio(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError("must be in [0, 1]")
+    return value
+
+
 def _timestamp_type(text: str) -> str:
     if text not in TIMESTAMP_TYPES:
         raise ValueError(f"must be one of {', '.join(TIMESTAMP_TYPES)}")
@@ -118,4 +129,7 @@ _PARSERS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "cleanup.policy": ("cleanup_policy", _cleanup_policy),
     "message.timestamp.type": ("message_timestamp_type", _timestamp_type),
     "min.insync.replicas": ("min_insync_replicas", _long(1, INT32_MAX)),
+    "delete.retention.ms": ("delete_retention_ms", _long(0)),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", _ratio),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", _long(0)),
 }

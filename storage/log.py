@@ -4,14 +4,16 @@ Files in the partition directory:
 
     <base offset, 20 digits>.log / .index / .timeindex   the segments
     leader-epoch-checkpoint                              epoch -> first offset
+    cleaner-offset-checkpoint                            compaction: first dirty offset
     log-start-offset-checkpoint                          set by DeleteRecords
     recovery-point-offset-checkpoint                     everything before it was fsynced
     clean-shutdown                                       written by close(), removed
                                                          at the first change after open
 
-Threads: every method is meant for the event loop's thread except flush(),
-which may run in a worker thread at the same time; it holds the lock only to
-take a snapshot and to record the result, never while it fsyncs.
+Threads: every method is meant for the event loop's thread except flush() and
+compact(), which may run in a worker thread at the same time; they hold the lock
+only to take a snapshot and to record the result, never while they fsync or
+rewrite segments.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +40,7 @@ from protocol.batch import (
     set_partition_leader_epoch,
 )
 from storage.checkpoint import fsync_dir, read_lines, read_offset, write_atomic, write_offset
+from storage.cleaner import CompactionState, CompactionStats, compact_log, recover_cleaner_files
 from storage.config import INT32_MAX, LogConfig
 from storage.epochs import LeaderEpochCache
 from storage.index import NO_TIMESTAMP
@@ -126,6 +129,7 @@ class PartitionLog:
         self._last_flush_ms = int(time.time() * 1000)
         self._closed = False
         self._deleted = False
+        self._compaction = CompactionState()
 
     # -- opening and recovery ----------------------------------------------------------
 
@@ -139,6 +143,7 @@ class PartitionLog:
 
     def _load(self) -> None:
         directory = self.directory
+        recover_cleaner_files(directory)
         bases = sorted(
             base for name in os.listdir(directory) if (base := parse_segment_name(name)) is not None
         )
@@ -242,7 +247,7 @@ class PartitionLog:
 
     def append(
         self,
-        data: bytearray,
+        data: bytearray | memoryview,
         headers: Sequence[BatchHeader],
         *,
         leader_epoch: int,
@@ -301,7 +306,7 @@ class PartitionLog:
 
     def _write(
         self,
-        data: bytes | bytearray,
+        data: bytes | bytearray | memoryview,
         headers: Sequence[BatchHeader],
         next_offset: int,
         now_ms: int,
@@ -589,8 +594,8 @@ class PartitionLog:
             remaining = self.size_bytes()
             count = 0
             for segment in self._segments:
-                if not segment.size:
-                    break
+                if not segment.size and segment is self._segments[-1]:
+                    break  # (compaction may leave an older segment empty)
                 expired = (
                     config.retention_ms >= 0
                     and now_ms - _largest_timestamp(segment, interval) > config.retention_ms
@@ -614,6 +619,18 @@ class PartitionLog:
             if self._epochs.truncate_from_start(self.log_start_offset):
                 self._epochs.save()
             return count
+
+    def compact(
+        self, now_ms: int, *, producer_ids: Collection[int] | None = None
+    ) -> CompactionStats:
+        """cleanup.policy=compact: keep the latest record of each key (storage/cleaner.py).
+
+        Returns at once unless the dirty part is at least min.cleanable.dirty.ratio of
+        the cleanable bytes or a delete horizon has come; never touches the active
+        segment. `producer_ids`: the producers whose state is still kept, whose last
+        batch must stay (None: every producer id). May run in a worker thread.
+        """
+        return compact_log(self, now_ms, producer_ids=producer_ids)
 
     # -- size, flushing, epochs -----------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Record timestamps inside one batch, for ListOffsets by timestamp only.
+"""Record timestamps inside one batch, for ListOffsets by timestamp, and the
+decompression of a batch's records (also used by the log cleaner).
 
 Never used on the Produce or Fetch path. Codecs other than gzip need their
 Python modules; without them (or on malformed data) the answer is None and the
@@ -24,16 +25,20 @@ MAX_DECOMPRESSED = 256 << 20
 
 def record_timestamps(header: BatchHeader, batch: bytes) -> list[tuple[int, int]] | None:
     """(offset, timestamp) of every record in `batch`, or None if it cannot be decoded."""
-    if header.log_append_time:
+    whole = header.records_count == header.last_offset_delta + 1  # not compacted
+    if header.log_append_time and whole:
         return [(header.base_offset + i, header.max_timestamp) for i in range(header.records_count)]
     body = memoryview(batch)[HEADER_SIZE : header.size]
     try:
-        payload = _decompress(header.compression, body)
+        payload = decompress(header.compression, body)
         if payload is None:
             return None
-        return _walk(header, payload)
+        found = _walk(header, payload)
     except Exception:  # malformed data; codec modules raise their own error types
         return None
+    if header.log_append_time:
+        return [(offset, header.max_timestamp) for offset, _stamp in found]
+    return found
 
 
 def _walk(header: BatchHeader, payload: bytes | memoryview) -> list[tuple[int, int]]:
@@ -52,7 +57,8 @@ def _walk(header: BatchHeader, payload: bytes | memoryview) -> list[tuple[int, i
     return out
 
 
-def _decompress(codec: int, body: memoryview) -> bytes | memoryview | None:
+def decompress(codec: int, body: memoryview) -> bytes | memoryview | None:
+    """The records section of a batch, or None if the codec's module is missing."""
     if codec == 0:
         return body
     decoder = _DECODERS.get(codec)

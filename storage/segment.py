@@ -244,10 +244,19 @@ class Segment:
                 header.max_timestamp,
                 interval,
             )
+        if self.size:
+            # Compaction may have removed the segment's last records: it still ends
+            # where the next one starts (what _load_index checks).
+            index.last_offset = max(index.last_offset, self.next_offset - 1)
         index.seal()
         self._index = index
         self.write_index_files()
         return index
+
+    def adopt_index(self, index: SegmentIndex) -> None:
+        """Use `index`, built for this segment's file, and write it to the index files."""
+        self._index = index
+        self.write_index_files()
 
     def write_index_files(self) -> None:
         """Replace both index files with everything in memory."""
