@@ -9,6 +9,7 @@
 - Idempotent and transactional batches go through the partition's producer
   state: duplicates answer with the original offset, gaps and stale epochs with
   Kafka's codes (see storage/producer_state.py).
+- A compacted topic refuses records without a key (INVALID_RECORD).
 - acks must be 0, 1 or -1; acks=0 gets no response at all. With acks=-1 a
   topic whose `min.insync.replicas` exceeds the one live replica answers
   NOT_ENOUGH_REPLICAS.
@@ -25,6 +26,7 @@ from broker.handlers.base import Reply, RequestContext
 from broker.topics import Partition
 from protocol.batch import BatchHeader, InvalidBatch, TruncatedBatch, iter_batches
 from protocol.errors import ErrorCode
+from storage.batch_rewrite import decode_records
 from storage.producer_state import DuplicateBatch, ProducerStateError
 
 MIN_VERSION, MAX_VERSION = 3, 11
@@ -56,6 +58,13 @@ def _transaction_error(
     return _error(
         partition.index, ErrorCode.invalid_txn_state, "partition not added to the transaction"
     )
+
+
+def _has_keyless_record(data: bytearray | memoryview, header: BatchHeader) -> bool:
+    """Compacted topics keep records by key: Kafka refuses records without one."""
+    batch = bytes(memoryview(data)[header.position : header.position + header.size])
+    records = decode_records(header, batch)
+    return records is not None and any(record.key is None for record in records)
 
 
 def append_to_partition(
@@ -98,6 +107,8 @@ def append_to_partition(
             problem = _transaction_error(ctx, partition, transactional_id, header)
             if problem is not None:
                 return problem
+        if log.config.compacts and _has_keyless_record(data, header):
+            return _error(index, ErrorCode.invalid_record, "compacted topics need record keys")
     try:
         info = ctx.broker.append(partition, data, headers, now_ms)
     except DuplicateBatch as duplicate:

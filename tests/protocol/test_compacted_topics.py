@@ -92,6 +92,15 @@ def test_compacted_topic_keeps_latest_value_per_key(broker_factory, unique_topic
                     client.call(PRODUCE, 9, body).responses[0].partition_responses[0].error_code
                     == 0
                 )
+        keyless = build_batch([(None, b"no key")])
+        body = {
+            "acks": -1,
+            "timeout": 5000,
+            "topic_data": [
+                {"name": unique_topic, "partition_data": [{"index": 0, "records": keyless}]}
+            ],
+        }
+        assert client.call(PRODUCE, 9, body).responses[0].partition_responses[0].error_code == 87
         before = _fetch_all(client, unique_topic)
         assert len(before) == 60
         deadline = time.monotonic() + 20
