@@ -103,6 +103,9 @@ class GroupShard:
             target = pending.setdefault(key.group, {})
         else:
             target = self.offsets.setdefault(key.group, {})
+            if value is not None and key.group not in self.groups:
+                # a group known only by its offsets (simple commits) is an Empty group
+                self.groups[key.group] = ClassicGroup(key.group)
         if value is None:
             target.pop(tp, None)
             if not target and producer_id < 0:
@@ -119,6 +122,8 @@ class GroupShard:
             return
         for group_id, offsets in pending.items():
             self.offsets.setdefault(group_id, {}).update(offsets)
+            if group_id not in self.groups:
+                self.groups[group_id] = ClassicGroup(group_id)
 
     def _replay_group(self, group_id: str, value: bytes | None) -> None:
         if value is None:
@@ -265,13 +270,35 @@ class GroupShard:
         return self._complete_join(group)
 
     def _complete_join(self, group: ClassicGroup) -> list[Record]:
-        """End the join phase: drop members that did not rejoin, start a generation."""
+        """End the join phase: drop dynamic members that did not rejoin, start a generation.
+
+        Static members that did not rejoin stay (KIP-345): they keep their place and get
+        an assignment, and only their session timeout removes them."""
         self._cancel(f"join:{group.group_id}")
         group.initial_delay_until = 0.0
-        for member_id in [m.member_id for m in group.members.values() if m.join_future is None]:
+        for member_id in [
+            m.member_id
+            for m in group.members.values()
+            if m.join_future is None and m.group_instance_id is None
+        ]:
             group.remove(member_id)
             self._cancel(f"session:{group.group_id}:{member_id}")
         group.pending_members.clear()
+        joined = [m for m in group.members.values() if m.join_future is not None]
+        if group.members and not joined:
+            # Only absent static members: wait another rebalance timeout (their sessions
+            # expire meanwhile) instead of starting a generation nobody would sync.
+            group_id, generation = group.group_id, group.generation
+
+            def retry(shard: GroupShard) -> Result[None]:
+                g = shard.groups.get(group_id)
+                if g is None or g.state != PREPARING_REBALANCE or g.generation != generation:
+                    return Result()
+                return Result(shard._complete_join(g))
+
+            timeout = max(m.rebalance_timeout_ms for m in group.members.values())
+            self._schedule(f"join:{group.group_id}", timeout, retry)
+            return []
         group.generation += 1
         if not group.members:
             group.state = EMPTY
@@ -280,13 +307,16 @@ class GroupShard:
             return [self._group_record(group)]
         group.state = COMPLETING_REBALANCE
         group.protocol = group.select_protocol()
-        if group.leader not in group.members:
-            group.leader = next(iter(group.members))
+        leader = group.members.get(group.leader or "")
+        if leader is None or leader.join_future is None:
+            # the leader must be a member that rejoined: it computes the assignment
+            group.leader = joined[0].member_id
         for member in group.members.values():
             future, member.join_future = member.join_future, None
-            if future is not None and not future.done():
-                future.set_result(self._join_answer(group, member))
-            self._arm_session(group, member)
+            if future is not None:
+                if not future.done():
+                    future.set_result(self._join_answer(group, member))
+                self._arm_session(group, member)
         group_id, generation = group.group_id, group.generation
         timeout = max(m.rebalance_timeout_ms for m in group.members.values())
 
@@ -502,6 +532,9 @@ class GroupShard:
     def sync_group(self, request: dict[str, Any]) -> Result[Any]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        if not request["group_id"]:
+            future.set_result({"error_code": INVALID_GROUP_ID})
+            return Result([], future)
         group = self.groups.get(request["group_id"])
         code = self._validate_member(group, request["member_id"], request["group_instance_id"])
         if code == NONE and group is not None:
@@ -566,20 +599,25 @@ class GroupShard:
     def heartbeat(
         self, group_id: str, member_id: str, instance_id: str | None, generation: int
     ) -> Result[int]:
+        if not group_id:
+            return Result([], INVALID_GROUP_ID)
         group = self.groups.get(group_id)
         code = self._validate_member(group, member_id, instance_id)
         if code != NONE or group is None:
             return Result([], code)
+        # Kafka's order: a wrong generation is ILLEGAL_GENERATION even mid-rebalance
+        if generation != group.generation:
+            return Result([], ILLEGAL_GENERATION)
         self._arm_session(group, group.members[member_id])
         if group.state == PREPARING_REBALANCE:
             return Result([], REBALANCE_IN_PROGRESS)
-        if generation != group.generation:
-            return Result([], ILLEGAL_GENERATION)
         return Result([], NONE)
 
     def leave_group(
         self, group_id: str, leaving: list[tuple[str, str | None]]
     ) -> Result[tuple[int, list[dict[str, Any]]]]:
+        if not group_id:
+            return Result([], (INVALID_GROUP_ID, []))
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
             return Result([], (UNKNOWN_MEMBER_ID, []))

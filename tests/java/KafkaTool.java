@@ -49,6 +49,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.admin.TopicListing;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -101,6 +102,17 @@ public final class KafkaTool {
             "  list-groups",
             "  describe-groups    --group G...",
             "  group-offsets      --group G",
+            "  describe-transactions --transactional-id ID...",
+            "  txn-producer       --prop transactional.id=ID  (JSON commands on stdin, see txnProducer)",
+            "  ctp                --input A --output B --group G --prop transactional.id=ID",
+            "                     [--commit-every K] [--idle-ms MS] [--sleep-ms MS] [--timeout-ms MS]",
+            "                     [--consumer-prop k=v]...   (consume-transform-produce, read_committed)",
+            "  group-member       --topic T... --group G   (joins, prints assigned/revoked/lost",
+            "                     events, stays; stdin commands: commit [T:P=O ...], assignment,",
+            "                     close (leave and exit; also on EOF), halt (exit without leaving))",
+            "  alter-group-offsets  --group G --offset T:P=O...",
+            "  delete-group-offsets --group G --partition T:P...",
+            "  delete-groups      --group G...",
             "",
             "common options: --prop k=v (client property, repeatable), --bootstrap HOST:PORT",
             "output: JSON lines on stdout; errors as {\"error\": {...}} with exit status 2");
@@ -559,6 +571,385 @@ public final class KafkaTool {
         return 0;
     }
 
+    // ------------------------------------------------------------------ group member
+
+    static ArrayNode tpsJson(Collection<TopicPartition> parts) {
+        List<TopicPartition> sorted = new ArrayList<>(parts);
+        sorted.sort((a, b) -> a.topic().equals(b.topic())
+                ? Integer.compare(a.partition(), b.partition()) : a.topic().compareTo(b.topic()));
+        ArrayNode arr = JSON.createArrayNode();
+        for (TopicPartition tp : sorted) {
+            arr.add(tp.topic() + ":" + tp.partition());
+        }
+        return arr;
+    }
+
+    static TopicPartition parseTp(String text) {
+        int colon = text.lastIndexOf(':');
+        if (colon <= 0) {
+            throw new IllegalArgumentException("expected TOPIC:PARTITION, got: " + text);
+        }
+        return new TopicPartition(text.substring(0, colon), Integer.parseInt(text.substring(colon + 1)));
+    }
+
+    static void memberEvent(KafkaConsumer<?, ?> consumer, String name, Collection<TopicPartition> parts) {
+        ObjectNode ev = JSON.createObjectNode();
+        ev.put("event", name);
+        ev.set("partitions", tpsJson(parts));
+        ev.set("assignment", tpsJson(consumer.assignment()));
+        ev.put("generation", consumer.groupMetadata().generationId());
+        ev.put("member_id", consumer.groupMetadata().memberId());
+        ev.put("time_ms", System.currentTimeMillis());
+        emit(ev);
+    }
+
+    static int groupMember(Opts o) throws Exception {
+        List<String> topics = o.all("topic");
+        if (topics.isEmpty()) {
+            throw new IllegalArgumentException("missing option --topic");
+        }
+        Map<String, String> d = new HashMap<>();
+        d.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        d.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        d.put("request.timeout.ms", "10000");
+        d.put("default.api.timeout.ms", "15000");
+        d.put("group.id", o.require("group"));
+        d.put("auto.offset.reset", "earliest");
+        d.put("enable.auto.commit", "false");
+        Properties props = clientProps(o, d);
+        java.util.concurrent.LinkedBlockingQueue<String> commands =
+                new java.util.concurrent.LinkedBlockingQueue<>();
+        Thread reader = new Thread(() -> {
+            try {
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+                String line;
+                while ((line = in.readLine()) != null) {
+                    if (!line.isBlank()) {
+                        commands.add(line.trim());
+                    }
+                }
+            } catch (Exception e) {
+                // treat as EOF
+            }
+            commands.add("close");
+        });
+        reader.setDaemon(true);
+        reader.start();
+
+        KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props);
+        consumer.subscribe(topics, new ConsumerRebalanceListener() {
+            @Override
+            public void onPartitionsRevoked(Collection<TopicPartition> parts) {
+                memberEvent(consumer, "revoked", parts);
+            }
+
+            @Override
+            public void onPartitionsAssigned(Collection<TopicPartition> parts) {
+                memberEvent(consumer, "assigned", parts);
+            }
+
+            @Override
+            public void onPartitionsLost(Collection<TopicPartition> parts) {
+                memberEvent(consumer, "lost", parts);
+            }
+        });
+        ObjectNode started = JSON.createObjectNode();
+        started.put("event", "started");
+        emit(started);
+        while (true) {
+            ConsumerRecords<byte[], byte[]> recs = consumer.poll(Duration.ofMillis(100));
+            if (!recs.isEmpty()) {
+                ObjectNode ev = JSON.createObjectNode();
+                ev.put("event", "polled");
+                ev.put("count", recs.count());
+                emit(ev);
+            }
+            String cmd;
+            boolean close = false;
+            while ((cmd = commands.poll()) != null) {
+                String[] words = cmd.split("\\s+");
+                switch (words[0]) {
+                    case "close":
+                        close = true;
+                        break;
+                    case "halt":
+                        Runtime.getRuntime().halt(0);
+                        break;
+                    case "assignment":
+                        memberEvent(consumer, "assignment", consumer.assignment());
+                        break;
+                    case "commit": {
+                        ObjectNode ev = JSON.createObjectNode();
+                        ev.put("event", "committed");
+                        try {
+                            if (words.length > 1) {
+                                Map<TopicPartition, OffsetAndMetadata> offs = new LinkedHashMap<>();
+                                for (int i = 1; i < words.length; i++) {
+                                    int eq = words[i].indexOf('=');
+                                    offs.put(parseTp(words[i].substring(0, eq)),
+                                            new OffsetAndMetadata(Long.parseLong(words[i].substring(eq + 1))));
+                                }
+                                consumer.commitSync(offs);
+                            } else {
+                                consumer.commitSync();
+                            }
+                        } catch (Exception e) {
+                            ev.set("failure", errorNode(e));
+                        }
+                        emit(ev);
+                        break;
+                    }
+                    default: {
+                        ObjectNode ev = JSON.createObjectNode();
+                        ev.put("event", "unknown-command");
+                        ev.put("command", cmd);
+                        emit(ev);
+                    }
+                }
+            }
+            if (close) {
+                break;
+            }
+        }
+        consumer.close(Duration.ofSeconds(10));
+        ObjectNode done = JSON.createObjectNode();
+        done.put("event", "closed");
+        emit(done);
+        return 0;
+    }
+
+    // ------------------------------------------------------------------ transactions
+
+    static Map<String, String> txnProducerDefaults() {
+        Map<String, String> d = new HashMap<>();
+        d.put("key.serializer", ByteArraySerializer.class.getName());
+        d.put("value.serializer", ByteArraySerializer.class.getName());
+        d.put("max.block.ms", "20000");
+        d.put("request.timeout.ms", "10000");
+        d.put("delivery.timeout.ms", "20000");
+        d.put("acks", "all");
+        d.put("enable.idempotence", "true");
+        return d;
+    }
+
+    static ObjectNode txnResult(String cmd, boolean ok) {
+        ObjectNode n = JSON.createObjectNode();
+        n.put("event", "result");
+        n.put("cmd", cmd);
+        n.put("ok", ok);
+        return n;
+    }
+
+    static Map<TopicPartition, OffsetAndMetadata> offsetsFromJson(JsonNode arr) {
+        Map<TopicPartition, OffsetAndMetadata> out = new LinkedHashMap<>();
+        if (arr != null) {
+            for (JsonNode x : arr) {
+                out.put(new TopicPartition(x.get("topic").asText(), x.get("partition").asInt()),
+                        new OffsetAndMetadata(x.get("offset").asLong(),
+                                x.hasNonNull("metadata") ? x.get("metadata").asText() : ""));
+            }
+        }
+        return out;
+    }
+
+    // A transactional producer driven by JSON commands on stdin, one per line:
+    //   {"cmd":"init"} {"cmd":"begin"} {"cmd":"commit"} {"cmd":"abort"} {"cmd":"close"}
+    //   {"cmd":"send","records":[{"topic","key","value","partition"}...]}   (waits for acks)
+    //   {"cmd":"send-offsets","group":G,"offsets":[{"topic","partition","offset"}...]}
+    //   {"cmd":"loop","count":N,"topic":T,"group":G,"offsets-topic":T2}: N transactions, each
+    //       sending one record to T and committing offset i+1 for (T2, 0) in group G
+    //   {"cmd":"sleep","ms":MS}
+    // Each command answers {"event":"result","cmd":...,"ok":bool,...}; a failure carries
+    // "error_type"/"error_message" and the tool keeps reading (the test decides).
+    static int txnProducer(Opts o) throws Exception {
+        Properties props = clientProps(o, txnProducerDefaults());
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props);
+        ObjectNode ready = JSON.createObjectNode();
+        ready.put("event", "ready");
+        emit(ready);
+        String line;
+        try {
+            while ((line = in.readLine()) != null) {
+                if (line.isBlank()) {
+                    continue;
+                }
+                JsonNode c = JSON.readTree(line);
+                String cmd = c.get("cmd").asText();
+                ObjectNode res = txnResult(cmd, true);
+                try {
+                    switch (cmd) {
+                        case "init":
+                            producer.initTransactions();
+                            break;
+                        case "begin":
+                            producer.beginTransaction();
+                            break;
+                        case "commit":
+                            producer.commitTransaction();
+                            break;
+                        case "abort":
+                            producer.abortTransaction();
+                            break;
+                        case "sleep":
+                            Thread.sleep(c.get("ms").asLong());
+                            break;
+                        case "send": {
+                            List<Future<RecordMetadata>> fs = new ArrayList<>();
+                            for (JsonNode r : c.get("records")) {
+                                Integer partition = r.hasNonNull("partition")
+                                        ? Integer.valueOf(r.get("partition").asInt()) : null;
+                                fs.add(producer.send(new ProducerRecord<>(r.get("topic").asText(),
+                                        partition, readBytes(r.get("key")), readBytes(r.get("value")))));
+                            }
+                            producer.flush();
+                            ArrayNode offs = res.putArray("offsets");
+                            for (Future<RecordMetadata> f : fs) {
+                                RecordMetadata md = f.get();
+                                offs.addObject().put("topic", md.topic()).put("partition", md.partition())
+                                        .put("offset", md.offset());
+                            }
+                            break;
+                        }
+                        case "send-offsets":
+                            producer.sendOffsetsToTransaction(offsetsFromJson(c.get("offsets")),
+                                    new ConsumerGroupMetadata(c.get("group").asText()));
+                            break;
+                        case "loop": {
+                            int count = c.get("count").asInt();
+                            String topic = c.get("topic").asText();
+                            String group = c.get("group").asText();
+                            String offTopic = c.get("offsets-topic").asText();
+                            for (int i = 0; i < count; i++) {
+                                producer.beginTransaction();
+                                producer.send(new ProducerRecord<>(topic, 0, null,
+                                        ("loop-" + i).getBytes(StandardCharsets.UTF_8)));
+                                producer.sendOffsetsToTransaction(
+                                        Map.of(new TopicPartition(offTopic, 0), new OffsetAndMetadata(i + 1)),
+                                        new ConsumerGroupMetadata(group));
+                                producer.commitTransaction();
+                            }
+                            res.put("count", count);
+                            break;
+                        }
+                        case "close":
+                            producer.close(Duration.ofSeconds(10));
+                            emit(res);
+                            return 0;
+                        default:
+                            throw new IllegalArgumentException("unknown txn command: " + cmd);
+                    }
+                } catch (Exception e) {
+                    Throwable t = e;
+                    while ((t instanceof ExecutionException) && t.getCause() != null) {
+                        t = t.getCause();
+                    }
+                    res.put("ok", false);
+                    res.put("error_type", t.getClass().getSimpleName());
+                    res.put("error_message", String.valueOf(t.getMessage()));
+                    if (t.getCause() != null) {
+                        res.put("cause_type", t.getCause().getClass().getSimpleName());
+                    }
+                }
+                emit(res);
+            }
+        } finally {
+            producer.close(Duration.ofSeconds(5));
+        }
+        return 0;
+    }
+
+    // Consume-transform-produce: copy records from --input to --output exactly once, with
+    // a group (--group) and a transactional producer (--prop transactional.id=...),
+    // committing every --commit-every records (and whenever a poll comes back empty).
+    // Exits when every input partition is consumed to its end and --idle-ms passed without
+    // new records. --sleep-ms waits that long inside each transaction (so kills land there).
+    static int ctp(Opts o) throws Exception {
+        String input = o.require("input");
+        String output = o.require("output");
+        String group = o.require("group");
+        int every = Integer.parseInt(o.get("commit-every", "100"));
+        long idleMs = Long.parseLong(o.get("idle-ms", "2000"));
+        long sleepMs = Long.parseLong(o.get("sleep-ms", "0"));
+        long maxMs = Long.parseLong(o.get("timeout-ms", "300000"));
+        Properties pp = clientProps(o, txnProducerDefaults());
+        Map<String, String> cd = new HashMap<>();
+        cd.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        cd.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        cd.put("group.id", group);
+        cd.put("enable.auto.commit", "false");
+        cd.put("auto.offset.reset", "earliest");
+        cd.put("isolation.level", "read_committed");
+        cd.put("max.poll.records", String.valueOf(every));
+        cd.put("request.timeout.ms", "10000");
+        cd.put("default.api.timeout.ms", "20000");
+        cd.put("session.timeout.ms", "10000");
+        cd.put("heartbeat.interval.ms", "1000");
+        Properties cp = new Properties();
+        cp.put("bootstrap.servers", o.require("bootstrap"));
+        cp.putAll(cd);
+        for (Map.Entry<String, String> e : pairs(o.all("consumer-prop")).entrySet()) {
+            cp.put(e.getKey(), e.getValue());
+        }
+        long copied = 0;
+        long transactions = 0;
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp);
+             KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(cp)) {
+            producer.initTransactions();
+            consumer.subscribe(List.of(input));
+            ObjectNode ready = JSON.createObjectNode();
+            ready.put("event", "ready");
+            emit(ready);
+            long deadline = System.currentTimeMillis() + maxMs;
+            long lastData = System.currentTimeMillis();
+            while (System.currentTimeMillis() < deadline) {
+                ConsumerRecords<byte[], byte[]> recs = consumer.poll(Duration.ofMillis(200));
+                if (recs.isEmpty()) {
+                    Set<TopicPartition> assigned = consumer.assignment();
+                    if (!assigned.isEmpty() && System.currentTimeMillis() - lastData >= idleMs) {
+                        Map<TopicPartition, Long> end = consumer.endOffsets(assigned);
+                        boolean done = true;
+                        for (TopicPartition tp : assigned) {
+                            if (consumer.position(tp) < end.get(tp)) {
+                                done = false;
+                            }
+                        }
+                        if (done) {
+                            break;
+                        }
+                    }
+                    continue;
+                }
+                lastData = System.currentTimeMillis();
+                producer.beginTransaction();
+                Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                for (ConsumerRecord<byte[], byte[]> r : recs) {
+                    producer.send(new ProducerRecord<>(output, r.partition(), r.key(), r.value()));
+                    offsets.put(new TopicPartition(r.topic(), r.partition()),
+                            new OffsetAndMetadata(r.offset() + 1));
+                    copied++;
+                }
+                if (sleepMs > 0) {
+                    Thread.sleep(sleepMs);
+                }
+                producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+                producer.commitTransaction();
+                transactions++;
+                ObjectNode ev = JSON.createObjectNode();
+                ev.put("event", "committed");
+                ev.put("copied", copied);
+                ev.put("transactions", transactions);
+                emit(ev);
+            }
+        }
+        ObjectNode done = JSON.createObjectNode();
+        done.put("event", "done");
+        done.put("copied", copied);
+        done.put("transactions", transactions);
+        emit(done);
+        return 0;
+    }
+
     // ------------------------------------------------------------------ offsets
 
     static int offsetsForTimes(Opts o) throws Exception {
@@ -840,8 +1231,78 @@ public final class KafkaTool {
                     }
                     return 0;
                 }
+                case "alter-group-offsets": {
+                    String g = o.require("group");
+                    Map<TopicPartition, OffsetAndMetadata> offs = new LinkedHashMap<>();
+                    for (String item : o.all("offset")) {
+                        int eq = item.indexOf('=');
+                        offs.put(parseTp(item.substring(0, eq)),
+                                new OffsetAndMetadata(Long.parseLong(item.substring(eq + 1))));
+                    }
+                    admin.alterConsumerGroupOffsets(g, offs).all().get();
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("altered", g);
+                    n.set("partitions", tpsJson(offs.keySet()));
+                    emit(n);
+                    return 0;
+                }
+                case "delete-group-offsets": {
+                    String g = o.require("group");
+                    Set<TopicPartition> parts = new HashSet<>();
+                    for (String item : o.all("partition")) {
+                        parts.add(parseTp(item));
+                    }
+                    var res = admin.deleteConsumerGroupOffsets(g, parts);
+                    for (TopicPartition tp : parts) {
+                        ObjectNode n = JSON.createObjectNode();
+                        n.put("partition", tp.topic() + ":" + tp.partition());
+                        try {
+                            res.partitionResult(tp).get();
+                            n.put("deleted", true);
+                        } catch (ExecutionException e) {
+                            n.put("deleted", false);
+                            n.set("failure", errorNode(e));
+                        }
+                        emit(n);
+                    }
+                    return 0;
+                }
+                case "delete-groups": {
+                    List<String> groups = o.all("group");
+                    var res = admin.deleteConsumerGroups(groups).deletedGroups();
+                    for (String g : groups) {
+                        ObjectNode n = JSON.createObjectNode();
+                        n.put("group", g);
+                        try {
+                            res.get(g).get();
+                            n.put("deleted", true);
+                        } catch (ExecutionException e) {
+                            n.put("deleted", false);
+                            n.set("failure", errorNode(e));
+                        }
+                        emit(n);
+                    }
+                    return 0;
+                }
                 case "list-offsets":
                     return listOffsets(o, admin);
+                case "describe-transactions": {
+                    for (String id : o.all("transactional-id")) {
+                        var d = admin.describeTransactions(List.of(id)).description(id).get();
+                        ObjectNode n = JSON.createObjectNode();
+                        n.put("transactional_id", id);
+                        n.put("state", d.state().toString());
+                        n.put("producer_id", d.producerId());
+                        n.put("producer_epoch", d.producerEpoch());
+                        n.put("timeout_ms", d.transactionTimeoutMs());
+                        ArrayNode ps = n.putArray("partitions");
+                        for (TopicPartition tp : d.topicPartitions()) {
+                            ps.addObject().put("topic", tp.topic()).put("partition", tp.partition());
+                        }
+                        emit(n);
+                    }
+                    return 0;
+                }
                 default:
                     throw new IllegalArgumentException("unknown command: " + o.command);
             }
@@ -869,6 +1330,15 @@ public final class KafkaTool {
                     break;
                 case "offsets-for-times":
                     status = offsetsForTimes(o);
+                    break;
+                case "txn-producer":
+                    status = txnProducer(o);
+                    break;
+                case "ctp":
+                    status = ctp(o);
+                    break;
+                case "group-member":
+                    status = groupMember(o);
                     break;
                 default:
                     if (o.flag("help")) {
