@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+import sys
 from pathlib import Path
 
 from broker import logs, metrics
@@ -70,6 +71,9 @@ async def run(config: BrokerConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # kio registers hypothesis strategies whenever hypothesis is importable (it is in
+    # test environments), which costs ~150 ms of start-up; the broker never uses them.
+    sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
     args = parse_args(argv)
     logs.configure(args.log_level)
     config = build_config(args)
