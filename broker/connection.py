@@ -31,6 +31,7 @@ OWN_BUFFER_ABOVE = 64 * 1024  # frames larger than this are received into their 
 MAX_WAITING_FRAMES = 64
 MAX_WAITING_BYTES = 16 * 1024 * 1024
 JOIN_BELOW = 64 * 1024
+PRODUCE_KEY = b"\x00\x00"
 
 Chunks = list[bytes | bytearray | memoryview]
 Dispatch = Callable[[bytearray, str, Any], Awaitable[Chunks | None]]
@@ -64,6 +65,8 @@ class Connection(asyncio.BufferedProtocol):
         self._writable.set()
         self._closed = False
         self._eof = False
+        self._outgoing: Chunks = []
+        self._outgoing_size = 0
         self.transport: Any = None  # uvloop's TCPTransport is not an asyncio.Transport subclass
         self._worker: asyncio.Task[None] | None = None
 
@@ -156,6 +159,19 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- handling ------------------------------------------------------------------
 
+    def _more_produce_waiting(self) -> bool:
+        """Only Produce answers wait for the next request: a parked Fetch could hold them."""
+        return bool(self._frames) and self._frames[0][:2] == PRODUCE_KEY
+
+    def _send(self) -> None:
+        chunks, self._outgoing, self._outgoing_size = self._outgoing, [], 0
+        if len(chunks) == 1:
+            self.transport.write(chunks[0])
+        elif sum(len(chunk) for chunk in chunks) < JOIN_BELOW:
+            self.transport.write(b"".join(chunks))  # one send for small answers
+        else:
+            self.transport.writelines(chunks)
+
     async def _serve(self) -> None:
         try:
             while True:
@@ -171,14 +187,16 @@ class Connection(asyncio.BufferedProtocol):
                     if self.transport is not None and not self._closed:
                         self.transport.resume_reading()
                 response = await self._dispatch(frame, self.connection_id, self.log)
-                if response is None or self._closed or self.transport is None:
+                if self._closed or self.transport is None:
                     continue
-                if len(response) == 1:
-                    self.transport.write(response[0])
-                elif sum(len(chunk) for chunk in response) < JOIN_BELOW:
-                    self.transport.write(b"".join(response))  # one send for a small answer
-                else:
-                    self.transport.writelines(response)
+                if response is not None:
+                    self._outgoing.extend(response)
+                    self._outgoing_size += sum(len(chunk) for chunk in response)
+                if not self._outgoing:
+                    continue
+                if self._more_produce_waiting() and self._outgoing_size < JOIN_BELOW:
+                    continue  # answer a run of pipelined Produce requests with one send
+                self._send()
                 await self._writable.wait()
         except FrameError as exc:
             self.log.warning("closing connection", reason=str(exc))
