@@ -67,3 +67,11 @@ test: install-test lint
 
 clean:
 	rm -rf tests/java/classes .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST)
+
+# Data-plane benchmark, Odradek beside librdkafka's mock cluster (bench/data_plane.py).
+#   make bench                       full run (~3 min), table + bench/results/data_plane.json
+#   make bench BENCH_ARGS=--quick    short run (<1 min)
+BENCH_ARGS ?=
+.PHONY: bench
+bench: $(STAMP_TEST)
+	$(PY) -m bench.data_plane $(BENCH_ARGS)

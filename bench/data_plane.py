@@ -32,9 +32,11 @@ Results: a Markdown table on stdout and JSON in bench/results/data_plane.json.
 Every ratio is oriented so that >1 means Odradek is better: Odradek/mock for
 throughput, mock/Odradek for latency, start-up time and RSS.
 
-`--profile` attaches py-spy (if installed) to Odradek during the produce and the
-consume cases and prints the hottest functions; its numbers are perturbed, so it
-writes bench/results/data_plane_profile.json instead.
+`--profile` attaches py-spy (`pip install py-spy`; skipped when absent) to Odradek
+during the produce and the consume cases, prints the hottest functions and writes
+collapsed stacks (for flamegraph.pl or speedscope) to
+bench/results/profile_{produce,fetch}.collapsed; its numbers are perturbed, so it
+writes bench/results/data_plane_profile.json instead of data_plane.json.
 """
 
 from __future__ import annotations
@@ -42,11 +44,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import functools
 import glob
 import json
 import logging
 import os
 import platform
+import resource
 import shlex
 import shutil
 import socket
@@ -69,9 +73,9 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "bench" / "results"
 KB = 1000
 MB = 1_000_000
-# The mock drops its oldest batches beyond 5 MiB per partition; stay under it.
-MOCK_RETAINED_BYTES = 5 * 1024 * 1024
-CONSUME_FILL = {1000: 4_000, 100: 40_000}  # records per partition for the consume cases
+# Records per partition for the consume cases, by record size: the mock drops its
+# oldest batches beyond 5 MiB per partition, so stay under that.
+CONSUME_FILL = {1000: 4_000, 100: 40_000}
 STALL_SECONDS = 20.0
 FLUSH_TIMEOUT = 60.0
 
@@ -131,6 +135,62 @@ def rss_mib(pid: int) -> dict[str, float]:
             if key in ("VmRSS", "VmHWM"):
                 values[key] = int(rest.split()[0]) / 1024
     return values
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads), from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as stat:
+        after_name = stat.read().rsplit(")", 1)[1].split()
+    # after "(comm)" the list starts at field 3 (state): utime is field 14, stime 15
+    return (int(after_name[11]) + int(after_name[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def machine_busy_seconds() -> float:
+    """CPU time spent by the whole machine (all cores), idle and iowait excluded."""
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+# "other" CPU (% of one core) seen during every measured case: a noisy-machine indicator
+OTHER_CPU: list[float] = []
+
+
+class CpuMeter:
+    """CPU use over a `with` block, as % of one core: the broker process, this (client)
+    process, and everything else on the machine (other processes, kernel threads)."""
+
+    def __init__(self, broker_pid: int) -> None:
+        self.broker_pid = broker_pid
+        self.broker_pct = 0.0
+        self.client_pct = 0.0
+        self.other_pct = 0.0
+
+    def __enter__(self) -> CpuMeter:
+        self._wall = time.perf_counter()
+        self._broker = process_cpu_seconds(self.broker_pid)
+        self._client = own_cpu_seconds()
+        self._machine = machine_busy_seconds()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall = time.perf_counter() - self._wall
+        with contextlib.suppress(OSError):
+            self.broker_pct = 100 * (process_cpu_seconds(self.broker_pid) - self._broker) / wall
+        self.client_pct = 100 * (own_cpu_seconds() - self._client) / wall
+        machine_pct = 100 * (machine_busy_seconds() - self._machine) / wall
+        self.other_pct = max(0.0, machine_pct - self.broker_pct - self.client_pct)
+        OTHER_CPU.append(self.other_pct)
+
+    @property
+    def percentages(self) -> tuple[float, float, float]:
+        return self.broker_pct, self.client_pct, self.other_pct
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -302,7 +362,7 @@ class Peer:
 
 
 def wait_until_accepting(proc: subprocess.Popen[Any], port: int, timeout: float = 30.0) -> float:
-    """Poll the port until it accepts; returns seconds since `started` (set by caller)."""
+    """Poll the port until it accepts a connection; returns the perf_counter() then."""
     deadline = time.monotonic() + timeout
     while not port_accepts(port):
         if proc.poll() is not None:
@@ -378,12 +438,16 @@ class MockPeer(Peer):
             stderr=self._log,
             text=True,
         )
-        hello = json.loads(self._readline())
-        if "bootstrap" not in hello:
-            raise RuntimeError(f"mock host failed: {hello}")
-        self.bootstrap = str(hello["bootstrap"]).split(",")[0]
-        port = int(self.bootstrap.rsplit(":", 1)[1])
-        self.startup_s = wait_until_accepting(self.proc, port) - started
+        try:
+            hello = json.loads(self._readline())
+            if "bootstrap" not in hello:
+                raise RuntimeError(f"mock host failed: {hello}")
+            self.bootstrap = str(hello["bootstrap"]).split(",")[0]
+            port = int(self.bootstrap.rsplit(":", 1)[1])
+            self.startup_s = wait_until_accepting(self.proc, port) - started
+        except (RuntimeError, ValueError):
+            self.stop()
+            raise
 
     def _readline(self) -> str:
         assert self.proc.stdout is not None
@@ -430,6 +494,9 @@ class ProduceResult:
     undelivered: int = 0
     first_error: str | None = None
     client_errors: list[str] = field(default_factory=list)
+    broker_cpu_pct: float = 0.0
+    client_cpu_pct: float = 0.0
+    other_cpu_pct: float = 0.0
 
     @property
     def mb_per_s(self) -> float:
@@ -525,6 +592,9 @@ class LatencyResult:
     errors: int
     undelivered: int
     client_errors: list[str] = field(default_factory=list)
+    broker_cpu_pct: float = 0.0
+    client_cpu_pct: float = 0.0
+    other_cpu_pct: float = 0.0
 
 
 def produce_latency(
@@ -566,7 +636,7 @@ def produce_latency(
             topic,
             values[i & 15],
             partition=0,
-            on_delivery=lambda e, m, t=sent_at: delivered(e, m, t),
+            on_delivery=functools.partial(delivered, sent_at=sent_at),
         )
         producer.poll(0)
     sending = time.perf_counter() - started
@@ -595,6 +665,9 @@ class ConsumeResult:
     errors: int = 0
     first_error: str | None = None
     client_errors: list[str] = field(default_factory=list)
+    broker_cpu_pct: float = 0.0
+    client_cpu_pct: float = 0.0
+    other_cpu_pct: float = 0.0
 
     @property
     def mb_per_s(self) -> float:
@@ -669,8 +742,9 @@ def consume(
                         continue
                     records += 1
                     value_bytes += len(message)
-                    if message.offset() + 1 >= highs[message.partition()]:
-                        remaining.discard(message.partition())
+                    offset, index = message.offset(), message.partition()
+                    if offset is not None and index is not None and offset + 1 >= highs[index]:
+                        remaining.discard(index)
                 if time.perf_counter() >= deadline:
                     break
             consumer.unassign()
@@ -759,6 +833,18 @@ def hottest(raw_files: list[Path], top: int = 15) -> dict[str, list[tuple[str, f
     }
 
 
+def merge_collapsed(raw_files: list[Path], out: Path) -> None:
+    """One collapsed-stack file (flamegraph.pl, speedscope) from several py-spy raw files."""
+    stacks: Counter[str] = Counter()
+    for raw in raw_files:
+        if raw.exists():
+            for line in raw.read_text().splitlines():
+                stack, _, count = line.rpartition(" ")
+                if stack and count.isdigit():
+                    stacks[stack] += int(count)
+    out.write_text("".join(f"{stack} {count}\n" for stack, count in stacks.most_common()))
+
+
 def _frame_name(frame: str) -> str:
     """'handle (broker/handlers/produce.py:97)' -> 'handle (broker/handlers/produce.py)'."""
     if frame.startswith("process ") or frame.startswith("thread "):
@@ -807,8 +893,11 @@ class Run:
     profiles: dict[str, list[Path]] = field(default_factory=dict)
 
 
-def throughput_text(mb: float, records: float) -> str:
-    return f"{mb:.1f} MB/s, {records / 1000:.0f}k rec/s"
+def throughput_text(result: ProduceResult | ConsumeResult) -> str:
+    return (
+        f"{result.mb_per_s:.1f} MB/s, {result.records_per_s / 1000:.0f}k rec/s, "
+        f"CPU {result.broker_cpu_pct:.0f}%/{result.client_cpu_pct:.0f}%"
+    )
 
 
 def size_text(size: int) -> str:
@@ -863,11 +952,14 @@ def run_produce_cases(run: Run, peers: list[Peer]) -> None:
                         if s.profile and peer.name == "odradek"
                         else contextlib.nullcontext()
                     )
-                    with profile:
+                    with profile, CpuMeter(peer.pid) as cpu:
                         result = produce(
                             peer.bootstrap, topic, partitions, size, acks,
                             linger_ms=s.linger_ms, seconds=s.produce_seconds,
                         )  # fmt: skip
+                    result.broker_cpu_pct, result.client_cpu_pct, result.other_cpu_pct = (
+                        cpu.percentages
+                    )
                     if isinstance(profile, Profiler):
                         run.profiles.setdefault("produce", []).append(profile.out)
                     repeats.setdefault(peer.name, []).append(result)
@@ -901,16 +993,18 @@ def run_large_consume(run: Run, peer: Peer, topic: str, partitions: int) -> None
     """Odradek only: one pass over everything a produce case wrote (the mock keeps 5 MiB)."""
     label = "consume 1 KB, 1 partition, single pass over the produce case's topic (Odradek only)"
     try:
-        result = consume(
-            peer.bootstrap, topic, partitions, run.settings.consume_seconds, single_pass=True
-        )
+        with CpuMeter(peer.pid) as cpu:
+            result = consume(
+                peer.bootstrap, topic, partitions, run.settings.consume_seconds, single_pass=True
+            )
+        result.broker_cpu_pct, result.client_cpu_pct, result.other_cpu_pct = cpu.percentages
         row = Row(
             case=label,
             unit="MB/s",
             better="higher",
             odradek=result.mb_per_s,
             mock=None,
-            odradek_text=throughput_text(result.mb_per_s, result.records_per_s)
+            odradek_text=throughput_text(result)
             + f" ({result.records / 1000:.0f}k of {result.available_records / 1000:.0f}k rec)",
             mock_text="n/a (keeps 5 MiB)",
             details={"odradek": asdict(result)},
@@ -931,7 +1025,7 @@ def add_throughput_row(run: Run, label: str, results: dict[str, Any]) -> Row:
         result = results.get(name)
         if result is None or not result.records:
             return "failed"
-        return throughput_text(result.mb_per_s, result.records_per_s)
+        return throughput_text(result)
 
     row = Row(
         case=label,
@@ -956,9 +1050,12 @@ def run_latency_cases(run: Run, peers: list[Peer]) -> None:
             topic = topic_name(f"lat-{acks}")
             try:
                 peer.create_topic(topic, 1)
-                results[peer.name] = produce_latency(
-                    peer.bootstrap, topic, size, acks, s.latency_rate, s.latency_seconds
-                )
+                with CpuMeter(peer.pid) as cpu:
+                    result = produce_latency(
+                        peer.bootstrap, topic, size, acks, s.latency_rate, s.latency_seconds
+                    )
+                result.broker_cpu_pct, result.client_cpu_pct, result.other_cpu_pct = cpu.percentages
+                results[peer.name] = result
                 peer.delete_topic(topic)
                 check_peer(run, peer, f"latency acks={acks}")
             except (KafkaException, RuntimeError) as exc:
@@ -1022,8 +1119,9 @@ def run_consume_cases(run: Run, peers: list[Peer]) -> None:
                     if s.profile and peer.name == "odradek"
                     else contextlib.nullcontext()
                 )
-                with profile:
+                with profile, CpuMeter(peer.pid) as cpu:
                     result = consume(peer.bootstrap, topic, partitions, s.consume_seconds)
+                result.broker_cpu_pct, result.client_cpu_pct, result.other_cpu_pct = cpu.percentages
                 if isinstance(profile, Profiler):
                     run.profiles.setdefault("fetch", []).append(profile.out)
                 results[peer.name] = result
@@ -1056,13 +1154,13 @@ def measure_startup(run: Run) -> None:
             broker = OdradekPeer(run.python, run.workdir, label=f"startup-{i}")
             odradek.append(broker.startup_s)
             broker.stop()
-        except RuntimeError as exc:
+        except (RuntimeError, ValueError, OSError) as exc:
             run.problems.append(f"odradek start-up run {i}: {exc}")
         try:
             host = MockPeer(run.python, run.workdir)
             mock.append(host.startup_s)
             host.stop()
-        except RuntimeError as exc:
+        except (RuntimeError, ValueError, OSError) as exc:
             run.problems.append(f"mock host start-up run {i}: {exc}")
     run.extra["startup_runs_s"] = {"odradek": odradek, "mock": mock}
     median_odr = statistics.median(odradek) * 1000 if odradek else None
@@ -1154,15 +1252,41 @@ def render(run: Run, command: str) -> str:
     lines += [
         "",
         "ratio > 1 means Odradek is better: Odradek/mock for throughput, "
-        "mock/Odradek for latency, start-up and RSS. MB = 10^6 bytes of record values.",
+        "mock/Odradek for latency, start-up and RSS. MB = 10^6 bytes of record values. "
+        f"CPU b%/c%: broker process / client process, % of one core ({os.cpu_count()} cores here).",
         f"produce: median of {s.produce_repeats} run(s) of {s.produce_seconds:g} s (then flush) "
         f"per peer, round-robin partitions, linger.ms={s.linger_ms}, no compression; "
         f"consume: {s.consume_seconds:g} s of passes from the low to the high watermark "
         f"after one untimed pass; latency: {s.latency_rate} msg/s for {s.latency_seconds:g} s.",
+        noise_note(),
         "",
         f"command: `{command}`",
     ]
     return "\n".join(lines)
+
+
+def git_head() -> str | None:
+    """The checked-out commit (the working tree may hold uncommitted changes on top)."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+def noise_note() -> str:
+    if not OTHER_CPU:
+        return ""
+    worst = max(OTHER_CPU)
+    note = (
+        f"Other load on the machine during the cases (CPU outside broker and client, "
+        f"% of one core): median {statistics.median(OTHER_CPU):.0f}%, max {worst:.0f}%."
+    )
+    if worst > 30:
+        note += " Above ~30% the figures are disturbed by other work; rerun on a quiet machine."
+    return note
 
 
 def command_line() -> str:
@@ -1224,6 +1348,9 @@ def main(argv: list[str] | None = None) -> int:
     if findings:
         run.problems.append(f"odradek log has {len(findings)} warning/error lines (see JSON)")
     profile_summary = {kind: hottest(files) for kind, files in run.profiles.items()}
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    for kind, files in run.profiles.items():
+        merge_collapsed(files, RESULTS_DIR / f"profile_{kind}.collapsed")
 
     table = render(run, command)
     print()
@@ -1260,13 +1387,16 @@ def main(argv: list[str] | None = None) -> int:
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
-            "confluent_kafka": confluent_kafka.version()[0],
+            "confluent_kafka": str(confluent_kafka.version()),
             "librdkafka": confluent_kafka.libversion()[0],
+            "git_head": git_head(),
         },
         "ratio_meaning": ">1 means Odradek is better (throughput Odradek/mock; "
         "latency, start-up, RSS mock/Odradek)",
         "rows": [{**asdict(row), "ratio": row.ratio} for row in run.rows],
         "problems": run.problems,
+        "other_cpu_pct_per_case": [round(v, 1) for v in OTHER_CPU],
+        "loadavg_at_end": os.getloadavg(),
         "odradek_log_findings": findings,
         "librdkafka_warnings": CLIENT_LOG.lines,
         "profile": profile_summary,
