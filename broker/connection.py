@@ -15,6 +15,8 @@ send buffer is full.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import struct
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -23,6 +25,7 @@ from typing import Any
 import structlog
 
 from protocol.header import FrameError, frame_size
+from protocol.messages import Chunk, FileRegion
 
 log = structlog.get_logger("broker")
 
@@ -33,7 +36,7 @@ MAX_WAITING_BYTES = 16 * 1024 * 1024
 JOIN_BELOW = 64 * 1024
 PRODUCE_KEY = b"\x00\x00"
 
-Chunks = list[bytes | bytearray | memoryview]
+Chunks = list[Chunk]
 Dispatch = Callable[[bytearray, str, Any], Awaitable[Chunks | None]]
 
 
@@ -67,6 +70,7 @@ class Connection(asyncio.BufferedProtocol):
         self._eof = False
         self._outgoing: Chunks = []
         self._outgoing_size = 0
+        self._socket_fd = -1
         self.transport: Any = None  # uvloop's TCPTransport is not an asyncio.Transport subclass
         self._worker: asyncio.Task[None] | None = None
 
@@ -74,6 +78,8 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
+        sock = transport.get_extra_info("socket")
+        self._socket_fd = sock.fileno() if sock is not None else -1
         self._worker = asyncio.get_running_loop().create_task(self._serve())
         self._on_open(self)
 
@@ -165,12 +171,39 @@ class Connection(asyncio.BufferedProtocol):
 
     def _send(self) -> None:
         chunks, self._outgoing, self._outgoing_size = self._outgoing, [], 0
+        pending: list[bytes | bytearray | memoryview] = []
+        for chunk in chunks:
+            if isinstance(chunk, bytes | bytearray | memoryview):
+                pending.append(chunk)
+                continue
+            self._write_bytes(pending)
+            pending = []
+            self._send_file(chunk)
+        self._write_bytes(pending)
+
+    def _write_bytes(self, chunks: list[bytes | bytearray | memoryview]) -> None:
+        if not chunks:
+            return
         if len(chunks) == 1:
             self.transport.write(chunks[0])
         elif sum(len(chunk) for chunk in chunks) < JOIN_BELOW:
             self.transport.write(b"".join(chunks))  # one send for small answers
         else:
             self.transport.writelines(chunks)
+
+    def _send_file(self, region: FileRegion) -> None:
+        """sendfile what the socket takes now; the rest is read and queued.
+
+        Writing to the socket past the transport is safe only while the
+        transport has nothing queued, or bytes would go out of order.
+        """
+        sent = 0
+        size = len(region)
+        if self.transport.get_write_buffer_size() == 0 and self._socket_fd >= 0:
+            with contextlib.suppress(OSError):  # would block, or the peer is gone
+                sent = os.sendfile(self._socket_fd, region.fileno(), region.position, size)
+        if sent < size:
+            self.transport.write(region.read(sent))
 
     async def _serve(self) -> None:
         try:

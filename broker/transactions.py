@@ -93,17 +93,23 @@ class TransactionCoordinator:
         last_expiry = time.monotonic()
         while True:
             await asyncio.sleep(interval)
-            for shard in list(self.runtime.shards.values()):
-                plans = await shard.submit(lambda s: s.abort_timed_out(_now()))
-                for plan in plans:
-                    log.info(
-                        "aborting a timed-out transaction", transactional_id=plan.transactional_id
-                    )
-                    await self.finish(plan)
-            if time.monotonic() - last_expiry > 3600:
-                last_expiry = time.monotonic()
-                for shard in list(self.runtime.shards.values()):
-                    await shard.submit(lambda s: s.expire_idle(_now()))
+            try:
+                await self._abort_timed_out()
+                if time.monotonic() - last_expiry > 3600:
+                    last_expiry = time.monotonic()
+                    for shard in list(self.runtime.shards.values()):
+                        await shard.submit(lambda s: s.expire_idle(_now()))
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # keep scanning: a failed round is retried at the next one
+                log.exception("transaction maintenance failed")
+
+    async def _abort_timed_out(self) -> None:
+        for shard in list(self.runtime.shards.values()):
+            plans = await shard.submit(lambda s: s.abort_timed_out(_now()))
+            for plan in plans:
+                log.info("aborting a timed-out transaction", transactional_id=plan.transactional_id)
+                await self.finish(plan)
 
     # -- ending transactions ------------------------------------------------------------
 

@@ -92,25 +92,40 @@ def encode(entity: Any) -> bytes:
     return out.getvalue()
 
 
+class FileRegion(typing.Protocol):
+    """Bytes still in a file (record batches in a segment): sent with sendfile."""
+
+    position: int
+
+    def __len__(self) -> int: ...
+
+    def fileno(self) -> int: ...
+
+    def read(self, skip: int = 0) -> bytes: ...
+
+
+Chunk = bytes | bytearray | memoryview | FileRegion
+
+
 class ChunkWriter:
     """A write target that keeps large pieces (record batches) as they are.
 
     Small writes are gathered into one bytearray; anything of LARGE bytes or
-    more is kept by reference, so a response is a list of chunks for
-    `transport.writelines` and record data is never copied on its way out.
+    more, and any file region, is kept by reference, so a response is a list of
+    chunks and record data is never copied on its way out.
     """
 
     LARGE = 4096
 
     def __init__(self) -> None:
-        self.chunks: list[bytes | bytearray | memoryview] = []
+        self.chunks: list[Chunk] = []
         self._small = bytearray()
         self.size = 0
 
-    def write(self, data: bytes | bytearray | memoryview) -> int:
+    def write(self, data: Chunk) -> int:
         length = len(data)
         self.size += length
-        if length >= self.LARGE:
+        if length >= self.LARGE or not isinstance(data, bytes | bytearray | memoryview):
             if self._small:
                 self.chunks.append(self._small)
                 self._small = bytearray()
@@ -119,7 +134,7 @@ class ChunkWriter:
             self._small += data
         return length
 
-    def finish(self) -> list[bytes | bytearray | memoryview]:
+    def finish(self) -> list[Chunk]:
         if self._small:
             self.chunks.append(self._small)
             self._small = bytearray()

@@ -85,17 +85,21 @@ class LogSlice:
     size: int
     handle: SharedFd | None = field(default=None, repr=False, compare=False)
 
+    def __len__(self) -> int:
+        return self.size
+
     def fileno(self) -> int:
         if self.handle is None:
             raise ValueError("this slice has no open file")
         return self.handle.fd
 
-    def read(self) -> bytes:
+    def read(self, skip: int = 0) -> bytes:
+        """The slice's bytes, from `skip` bytes into it."""
         if self.handle is not None:
-            return pread_exact(self.handle.fd, self.size, self.position)
+            return pread_exact(self.handle.fd, self.size - skip, self.position + skip)
         fd = os.open(self.path, os.O_RDONLY)
         try:
-            return pread_exact(fd, self.size, self.position)
+            return pread_exact(fd, self.size - skip, self.position + skip)
         finally:
             os.close(fd)
 

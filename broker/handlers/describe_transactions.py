@@ -3,6 +3,7 @@ of each transactional id; TRANSACTIONAL_ID_NOT_FOUND for unknown ones."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,11 @@ from coordinator.txn.records import STATE_NAMES
 from coordinator.txn.shard import TRANSACTIONAL_ID_NOT_FOUND
 
 MIN_VERSION, MAX_VERSION = 0, 0
+
+
+def _start_time(start_ms: int) -> datetime.datetime:
+    """The field is a non-nullable timestamp; Kafka sends -1 when no transaction is open."""
+    return datetime.datetime.fromtimestamp(max(start_ms, -1) / 1000, tz=datetime.UTC)
 
 
 def _describer(transactional_id: str) -> Callable[[Any], Any]:
@@ -29,7 +35,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                     "transactional_id": transactional_id,
                     "transaction_state": "",
                     "transaction_timeout": 0,
-                    "transaction_start_time": -1,
+                    "transaction_start_time": _start_time(-1),
                     "producer_id": -1,
                     "producer_epoch": -1,
                     "topics": [],
@@ -45,7 +51,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 "transactional_id": transactional_id,
                 "transaction_state": STATE_NAMES[meta.state],
                 "transaction_timeout": meta.timeout_ms,
-                "transaction_start_time": meta.start_ms,
+                "transaction_start_time": _start_time(meta.start_ms),
                 "producer_id": meta.producer_id,
                 "producer_epoch": meta.epoch,
                 "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
