@@ -75,3 +75,14 @@ BENCH_ARGS ?=
 .PHONY: bench
 bench: $(STAMP_TEST)
 	$(PY) -m bench.data_plane $(BENCH_ARGS)
+
+# Consumer-group and transaction benchmarks, Odradek beside librdkafka's mock cluster
+# (bench/groups.py, bench/transactions.py); BENCH_ARGS=--quick for a short run (<1 min).
+#   make bench-groups         join time 1/10/100 members, commits/s, memory per group
+#   make bench-transactions   txn/s, commit latency, read_committed consume
+.PHONY: bench-groups bench-transactions
+bench-groups: $(STAMP_TEST)
+	$(PY) -m bench.groups $(BENCH_ARGS)
+
+bench-transactions: $(STAMP_TEST)
+	$(PY) -m bench.transactions $(BENCH_ARGS)

@@ -1,0 +1,625 @@
+"""Consumer-group benchmark: Odradek side by side with librdkafka's mock cluster.
+
+Run from the repository root:
+
+    .venv/bin/python -m bench.groups [--quick]
+
+Both peers run in child processes (see bench/data_plane.py and bench/common.py);
+every client is confluent-kafka (librdkafka) in this process.
+
+- Odradek runs with `group.initial.rebalance.delay.ms=0`; the mock's initial
+  rebalance delay (librdkafka default for the mock: 3000 ms) is set to 0 as well.
+- memory per group: broker RSS before and after N groups are created with one
+  offset commit each (AdminClient.alter_consumer_group_offsets, i.e. OffsetCommit
+  with generation -1), divided by N. Run first, on a fresh broker.
+- join: a group of 1, 10 and 100 consumers (subscribe to a topic with as many
+  partitions as members, default eager assignor "range,roundrobin", client
+  defaults otherwise: heartbeat.interval.ms=3000, session.timeout.ms=45000). All
+  consumers are created first, then subscribed one after the other and polled
+  round-robin from one thread; the time is from the first subscribe() to the moment
+  every member holds a non-empty assignment (on_assign / on_revoke bookkeeping).
+- offset commits/s: 10 members of one (already balanced) group, one thread each,
+  commit their partition's offset synchronously in a loop; total commits/s and
+  per-commit latency p50/p99.
+
+Ratios are oriented so that >1 means Odradek is better: mock/Odradek for times and
+memory, Odradek/mock for commits/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import (
+    Consumer as KafkaConsumer,
+)
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+
+from bench.common import (
+    ConfiguredMock,
+    ConfiguredOdradek,
+    check_alive,
+    command_line,
+    log_excerpt,
+    report,
+    stop_all,
+)
+from bench.data_plane import (
+    CpuMeter,
+    ErrorSink,
+    Peer,
+    Row,
+    client_config,
+    log_tail,
+    peers_in_order,
+    percentile,
+    rss_mib,
+    topic_name,
+    venv_python,
+)
+
+ODRADEK_OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
+JOIN_TIMEOUT = 60.0
+# Both peers: the mock completes a rebalance of a group that already has members only
+# when a timer of session.timeout.ms - 1 s fires (44 s with the default 45 s), so
+# the group members use the smallest session timeout Odradek accepts by default
+# (group.min.session.timeout.ms=6000) and a heartbeat interval of a third of it.
+MEMBER_CONFIG = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 2000}
+
+
+@dataclass(frozen=True)
+class Settings:
+    quick: bool
+    join_sizes: tuple[int, ...]
+    join_repeats: dict[int, int]
+    commit_members: int
+    commit_seconds: float
+    memory_groups: int
+
+    @classmethod
+    def make(cls, quick: bool) -> Settings:
+        if quick:
+            return cls(quick, (1, 10, 100), {1: 1, 10: 1, 100: 1}, 10, 2.0, 1000)
+        return cls(quick, (1, 10, 100), {1: 5, 10: 7, 100: 5}, 10, 5.0, 2000)
+
+
+@dataclass
+class Run:
+    settings: Settings
+    workdir: Path
+    python: str
+    rows: list[Row] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- join
+
+
+@dataclass
+class JoinResult:
+    members: int
+    seconds: float | None = None
+    create_seconds: float = 0.0
+    rebalances_seen: int = 0  # on_assign calls over all members
+    close_seconds: float = 0.0
+    client_errors: list[str] = field(default_factory=list)
+    broker_cpu_pct: float = 0.0
+    client_cpu_pct: float = 0.0
+    other_cpu_pct: float = 0.0
+
+
+class Member:
+    """One consumer and its current assignment as seen by the rebalance callbacks."""
+
+    def __init__(self, bootstrap: str, group: str, sink: ErrorSink, **extra: Any) -> None:
+        self.assigned = 0
+        self.assign_calls = 0
+        config = client_config(
+            bootstrap,
+            sink,
+            **{
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                **extra,
+            },
+        )
+        self.consumer = KafkaConsumer(config)
+
+    def on_assign(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        self.assigned = len(partitions)
+        self.assign_calls += 1
+
+    def on_revoke(self, _consumer: Any, _partitions: list[TopicPartition]) -> None:
+        self.assigned = 0
+
+    def subscribe(self, topic: str) -> None:
+        self.consumer.subscribe(
+            [topic], on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_revoke
+        )
+
+
+def close_members(members: list[Member]) -> float:
+    """Close all consumers in parallel (each close() leaves the group and waits)."""
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=min(len(members), 50)) as pool:
+        list(pool.map(lambda m: m.consumer.close(), members))
+    return time.perf_counter() - started
+
+
+def join_group(
+    bootstrap: str, topic: str, count: int, sink: ErrorSink, result: JoinResult
+) -> list[Member]:
+    """Create `count` consumers, subscribe them all, poll until all are assigned."""
+    group = f"bench-join-{count}-{uuid.uuid4().hex[:8]}"
+    started = time.perf_counter()
+    members = [Member(bootstrap, group, sink, **MEMBER_CONFIG) for _ in range(count)]
+    # Let every client learn the cluster before timing (not part of the join).
+    for member in members:
+        member.consumer.list_topics(topic, timeout=10)
+    result.create_seconds = time.perf_counter() - started
+    began = time.perf_counter()
+    for member in members:
+        member.subscribe(topic)
+    deadline = time.monotonic() + JOIN_TIMEOUT
+    while True:
+        for member in members:
+            member.consumer.poll(0)
+        if all(m.assigned > 0 for m in members):
+            result.seconds = time.perf_counter() - began
+            break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.002)
+    result.rebalances_seen = sum(m.assign_calls for m in members)
+    return members
+
+
+def run_join_cases(run: Run, peers: list[Peer]) -> None:
+    s = run.settings
+    for index, size in enumerate(s.join_sizes):
+        label = f"join: {size} member{'s' * (size > 1)}, first subscribe to all assigned"
+        runs: dict[str, list[JoinResult]] = {}
+        for repeat in range(s.join_repeats[size]):
+            for peer in peers_in_order(peers, index + repeat):
+                topic = topic_name(f"join{size}")
+                sink = ErrorSink()
+                result = JoinResult(members=size)
+                try:
+                    peer.create_topic(topic, size)
+                    members: list[Member] = []
+                    with CpuMeter(peer.pid) as cpu:
+                        members = join_group(peer.bootstrap, topic, size, sink, result)
+                    result.broker_cpu_pct, result.client_cpu_pct, result.other_cpu_pct = (
+                        cpu.percentages
+                    )
+                    if result.seconds is None:
+                        assigned = sum(1 for m in members if m.assigned)
+                        run.problems.append(
+                            f"{peer.name} {label}: only {assigned}/{size} members assigned "
+                            f"after {JOIN_TIMEOUT:.0f}s"
+                        )
+                    result.close_seconds = close_members(members)
+                    result.client_errors = sink.errors
+                    runs.setdefault(peer.name, []).append(result)
+                    peer.delete_topic(topic)
+                    check_alive(run.problems, peer, label)
+                except (KafkaException, RuntimeError) as exc:
+                    run.problems.append(f"{peer.name} {label}: {exc}")
+                print(
+                    f"    {peer.name} {size} members: "
+                    + ("failed" if result.seconds is None else f"{result.seconds * 1000:.0f} ms")
+                    + f" ({result.rebalances_seen} assignments; close {result.close_seconds:.1f}s)",
+                    flush=True,
+                )
+        medians: dict[str, float] = {}
+        for name, results in runs.items():
+            times = [r.seconds for r in results if r.seconds is not None]
+            if times and len(times) == len(results):
+                medians[name] = statistics.median(times) * 1000
+
+        if s.join_repeats[size] > 1:
+            label += f", median of {s.join_repeats[size]}"
+        run.rows.append(
+            Row(
+                case=label,
+                unit="ms",
+                better="lower",
+                odradek=medians.get("odradek"),
+                mock=medians.get("mock"),
+                odradek_text=join_text(runs.get("odradek"), medians.get("odradek")),
+                mock_text=join_text(runs.get("mock"), medians.get("mock")),
+                details={name: [asdict(r) for r in results] for name, results in runs.items()},
+            )
+        )
+
+
+def join_text(results: list[JoinResult] | None, median_ms: float | None) -> str:
+    if results is None:
+        return "n/a"
+    if median_ms is None:
+        return "failed"
+    spread = ", ".join(f"{r.seconds * 1000:.0f}" for r in results if r.seconds is not None)
+    assigns = statistics.median(r.rebalances_seen for r in results)
+    cpu = statistics.median(r.broker_cpu_pct for r in results)
+    return f"{median_ms:.0f} ms (runs: {spread}; {assigns:.0f} on_assign; broker CPU {cpu:.0f}%)"
+
+
+# --------------------------------------------------------------------------- commits
+
+
+@dataclass
+class CommitResult:
+    members: int
+    commits: int = 0
+    errors: int = 0
+    first_error: str | None = None
+    seconds: float = 0.0
+    p50_ms: float = 0.0
+    p99_ms: float = 0.0
+    join_seconds: float | None = None
+    client_errors: list[str] = field(default_factory=list)
+    broker_cpu_pct: float = 0.0
+    client_cpu_pct: float = 0.0
+    other_cpu_pct: float = 0.0
+
+    @property
+    def per_second(self) -> float:
+        return self.commits / self.seconds if self.seconds else 0.0
+
+
+def commit_loop(peer: Peer, topic: str, count: int, seconds: float) -> CommitResult:
+    sink = ErrorSink()
+    result = CommitResult(members=count)
+    join = JoinResult(members=count)
+    members = join_group(peer.bootstrap, topic, count, sink, join)
+    result.join_seconds = join.seconds
+    if join.seconds is None:
+        close_members(members)
+        raise RuntimeError(f"{count} members not assigned within {JOIN_TIMEOUT:.0f}s")
+    latencies: list[list[float]] = [[] for _ in members]
+    errors = [0] * count
+    first_errors: list[str | None] = [None] * count
+    start = threading.Barrier(count + 1)
+    deadline = 0.0
+
+    def work(i: int) -> None:
+        consumer = members[i].consumer
+        partitions = [TopicPartition(topic, tp.partition) for tp in consumer.assignment()]
+        offset = 0
+        own = latencies[i]
+        start.wait()
+        while time.perf_counter() < deadline:
+            offset += 1
+            for tp in partitions:
+                tp.offset = offset
+            sent = time.perf_counter()
+            try:
+                consumer.commit(offsets=partitions, asynchronous=False)
+            except KafkaException as exc:
+                errors[i] += 1
+                first_errors[i] = first_errors[i] or str(exc)
+                time.sleep(0.01)
+                continue
+            own.append((time.perf_counter() - sent) * 1000)
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    with CpuMeter(peer.pid) as cpu:
+        began = time.perf_counter()
+        deadline = began + seconds
+        start.wait()
+        for thread in threads:
+            thread.join(seconds + 30)
+        result.seconds = time.perf_counter() - began
+    result.broker_cpu_pct, result.client_cpu_pct, result.other_cpu_pct = cpu.percentages
+    close_members(members)
+    every = [v for own in latencies for v in own]
+    result.commits = len(every)
+    result.p50_ms = percentile(every, 50)
+    result.p99_ms = percentile(every, 99)
+    result.errors = sum(errors)
+    result.first_error = next((e for e in first_errors if e), None)
+    result.client_errors = sink.errors
+    return result
+
+
+def run_commit_cases(run: Run, peers: list[Peer]) -> None:
+    s = run.settings
+    count = s.commit_members
+    label = (
+        f"offset commits/s: {count} members of one group, sync commit loop, {s.commit_seconds:g} s"
+    )
+    results: dict[str, CommitResult] = {}
+    for peer in peers:
+        topic = topic_name("commit")
+        try:
+            peer.create_topic(topic, count)
+            result = commit_loop(peer, topic, count, s.commit_seconds)
+            results[peer.name] = result
+            if result.errors:
+                run.problems.append(
+                    f"{peer.name} {label}: {result.errors} commit errors; "
+                    f"first: {result.first_error}"
+                )
+            peer.delete_topic(topic)
+            check_alive(run.problems, peer, label)
+        except (KafkaException, RuntimeError) as exc:
+            run.problems.append(f"{peer.name} {label}: {exc}")
+        done = results.get(peer.name)
+        print(
+            f"    {peer.name}: "
+            + ("failed" if done is None else f"{done.per_second:.0f} commits/s"),
+            flush=True,
+        )
+
+    def value(name: str) -> float | None:
+        result = results.get(name)
+        return result.per_second if result is not None and result.commits else None
+
+    def text(name: str) -> str:
+        result = results.get(name)
+        if result is None or not result.commits:
+            return "failed"
+        return (
+            f"{result.per_second:.0f}/s (p50 {result.p50_ms:.1f} ms, p99 {result.p99_ms:.1f} ms; "
+            f"CPU {result.broker_cpu_pct:.0f}%/{result.client_cpu_pct:.0f}%)"
+        )
+
+    run.rows.append(
+        Row(
+            case=label,
+            unit="commits/s",
+            better="higher",
+            odradek=value("odradek"),
+            mock=value("mock"),
+            odradek_text=text("odradek"),
+            mock_text=text("mock"),
+            details={name: asdict(r) for name, r in results.items()},
+        )
+    )
+    for quantile in ("p50", "p99"):
+        values = {
+            name: float(getattr(r, f"{quantile}_ms")) for name, r in results.items() if r.commits
+        }
+        run.rows.append(
+            Row(
+                case=f"offset commit latency (same loop): {quantile}",
+                unit="ms",
+                better="lower",
+                odradek=values.get("odradek"),
+                mock=values.get("mock"),
+                odradek_text=f"{values['odradek']:.2f} ms" if "odradek" in values else "failed",
+                mock_text=f"{values['mock']:.2f} ms" if "mock" in values else "failed",
+            )
+        )
+
+
+# --------------------------------------------------------------------------- memory
+
+
+@dataclass
+class MemoryResult:
+    groups: int
+    committed: int = 0
+    errors: int = 0
+    first_error: str | None = None
+    seconds: float = 0.0
+    rss_before_mib: float = 0.0
+    rss_after_mib: float = 0.0
+
+    @property
+    def kib_per_group(self) -> float:
+        return (self.rss_after_mib - self.rss_before_mib) * 1024 / self.groups
+
+
+def settled_rss(pid: int, wait: float = 1.5) -> float:
+    time.sleep(wait)
+    return rss_mib(pid)["VmRSS"]
+
+
+def create_groups(peer: Peer, groups: int) -> MemoryResult:
+    """`groups` groups with one committed offset each, through AdminClient."""
+    result = MemoryResult(groups=groups)
+    sink = ErrorSink()
+    admin = AdminClient(client_config(peer.bootstrap, sink))
+    topic = topic_name("mem")
+    peer.create_topic(topic, 1)
+    prefix = f"bench-mem-{uuid.uuid4().hex[:6]}"
+
+    def commit_batch(names: list[str]) -> None:
+        futures = [
+            admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(name, [TopicPartition(topic, 0, 1)])],
+                request_timeout=30,
+            )[name]
+            for name in names
+        ]
+        for future in futures:
+            try:
+                future.result(timeout=60)
+                result.committed += 1
+            except KafkaException as exc:
+                result.errors += 1
+                result.first_error = result.first_error or str(exc)
+
+    # warm-up: the first commits create the offsets partitions' state
+    commit_batch([f"{prefix}-warm-{i}" for i in range(20)])
+    result.committed = 0
+    result.rss_before_mib = settled_rss(peer.pid)
+    started = time.perf_counter()
+    names = [f"{prefix}-{i}" for i in range(groups)]
+    for at in range(0, groups, 200):  # at most 200 admin requests in flight
+        commit_batch(names[at : at + 200])
+    result.seconds = time.perf_counter() - started
+    result.rss_after_mib = settled_rss(peer.pid)
+    peer.delete_topic(topic)
+    return result
+
+
+def run_memory_case(run: Run, peers: list[Peer]) -> None:
+    s = run.settings
+    label = (
+        f"memory per group: broker RSS delta / {s.memory_groups} groups, one offset commit each "
+        "(AdminClient alter_consumer_group_offsets)"
+    )
+    results: dict[str, MemoryResult] = {}
+    for peer in peers:
+        try:
+            result = create_groups(peer, s.memory_groups)
+            results[peer.name] = result
+            if result.errors:
+                run.problems.append(
+                    f"{peer.name} memory case: {result.errors} failed commits; "
+                    f"first: {result.first_error}"
+                )
+            check_alive(run.problems, peer, label)
+        except (KafkaException, RuntimeError, OSError) as exc:
+            run.problems.append(f"{peer.name} memory case: {exc}")
+        done = results.get(peer.name)
+        if done is not None:
+            print(
+                f"    {peer.name}: {done.kib_per_group:.2f} KiB/group "
+                f"({done.rss_before_mib:.1f} -> {done.rss_after_mib:.1f} MiB, "
+                f"{done.committed} groups in {done.seconds:.1f}s)",
+                flush=True,
+            )
+
+    def value(name: str) -> float | None:
+        result = results.get(name)
+        if result is None or result.committed < result.groups:
+            return None
+        # a zero or negative delta (allocator reuse) cannot be compared
+        return result.kib_per_group if result.kib_per_group > 0 else None
+
+    def text(name: str) -> str:
+        result = results.get(name)
+        if result is None:
+            return "failed"
+        return (
+            f"{result.kib_per_group:.2f} KiB/group ({result.rss_before_mib:.1f} -> "
+            f"{result.rss_after_mib:.1f} MiB; {result.committed} groups in {result.seconds:.1f} s)"
+        )
+
+    run.rows.append(
+        Row(
+            case=label,
+            unit="KiB/group",
+            better="lower",
+            odradek=value("odradek"),
+            mock=value("mock"),
+            odradek_text=text("odradek"),
+            mock_text=text("mock"),
+            details={name: asdict(r) for name, r in results.items()},
+        )
+    )
+    rates = {
+        name: r.committed / r.seconds for name, r in results.items() if r.seconds and r.committed
+    }
+    run.rows.append(
+        Row(
+            case="  (same case) group creations/s through the admin client, 200 in flight",
+            unit="groups/s",
+            better="higher",
+            odradek=rates.get("odradek"),
+            mock=rates.get("mock"),
+            odradek_text=f"{rates['odradek']:.0f}/s" if "odradek" in rates else "failed",
+            mock_text=f"{rates['mock']:.0f}/s" if "mock" in rates else "failed",
+        )
+    )
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="a short run (under a minute)")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir and logs")
+    args = parser.parse_args(argv)
+    settings = Settings.make(args.quick)
+    command = command_line("bench.groups")
+    workdir = Path(tempfile.mkdtemp(prefix="odradek-bench-groups-"))
+    run = Run(settings=settings, workdir=workdir, python=venv_python())
+    began = time.perf_counter()
+    print(f"odradek group bench ({'quick' if args.quick else 'full'}), work dir {workdir}")
+    peers: list[Peer] = []
+    odradek: ConfiguredOdradek | None = None
+    try:
+        odradek = ConfiguredOdradek(run.python, workdir, overrides=ODRADEK_OVERRIDES)
+        mock = ConfiguredMock(run.python, workdir)
+        mock.set_rebalance_delay(0)
+        peers = [odradek, mock]
+        steps = [
+            ("memory per group", run_memory_case),
+            ("join", run_join_cases),
+            ("offset commits", run_commit_cases),
+        ]
+        for name, step in steps:
+            print(f"  {name} ... ({time.perf_counter() - began:.0f}s)", flush=True)
+            step(run, peers)
+            for peer in peers:
+                if peer.died():
+                    raise RuntimeError(f"{peer.died()}; log tail:\n{log_tail(peer.log_path)}")
+    except Exception as exc:  # report what was measured so far
+        run.problems.append(f"run aborted: {exc!r}")
+    finally:
+        stop_all(peers)
+    elapsed = time.perf_counter() - began
+    findings = log_excerpt(odradek.log_path if odradek is not None else None)
+    if findings:
+        run.problems.append(f"odradek log has {len(findings)} warning/error lines (see below)")
+    notes = [
+        "ratio > 1 means Odradek is better: mock/Odradek for times, latencies and memory, "
+        "Odradek/mock for rates. CPU: broker process / client process, % of one core.",
+        "Odradek: --override group.initial.rebalance.delay.ms=0; mock: "
+        "rd_kafka_mock_group_initial_rebalance_delay_ms(0) (its default is 3000 ms).",
+        "Consumers: confluent-kafka with session.timeout.ms=6000, heartbeat.interval.ms=2000, "
+        "other settings default (eager range,roundrobin assignor), all in this process, "
+        "polled round-robin from one thread. Members that joined earlier learn of a new "
+        "rebalance from a heartbeat, so a join that takes more than one generation includes "
+        "heartbeat waits on both peers: with delay 0 the first member may get a generation of "
+        "its own, and the others then wait for its next heartbeat (2 s), so Odradek's runs are "
+        "either a few ms or about 2 s (see 'runs'); the median is of an odd number. "
+        "The mock elects a leader for a group that already has "
+        "members only when its timer of session.timeout.ms - 1000 ms (5 s here) fires, not when "
+        "all members have rejoined, so its multi-member join times mostly measure that timer.",
+    ]
+    report(
+        name="groups",
+        command=command,
+        rows=run.rows,
+        notes=notes,
+        problems=run.problems,
+        findings=findings,
+        settings=asdict(settings) | {"odradek_overrides": ODRADEK_OVERRIDES},
+        elapsed=elapsed,
+        extra=run.extra,
+    )
+    if args.keep:
+        print(f"kept {workdir}")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
