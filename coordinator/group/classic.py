@@ -20,7 +20,7 @@ STABLE = "Stable"
 DEAD = "Dead"
 
 
-@dataclass
+@dataclass(slots=True)
 class Member:
     member_id: str
     group_instance_id: str | None
@@ -45,7 +45,7 @@ class Member:
         return [name for name, _ in self.protocols]
 
 
-@dataclass
+@dataclass(slots=True)
 class ClassicGroup:
     group_id: str
     state: str = EMPTY

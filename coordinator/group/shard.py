@@ -62,7 +62,7 @@ class GroupConfig:
     offsets_retention_check_interval_ms: int = 600000
 
 
-@dataclass
+@dataclass(slots=True)
 class CommittedOffset:
     offset: int
     leader_epoch: int
