@@ -91,11 +91,16 @@ class TransactionCoordinator:
             for plan in await shard.submit(lambda s: s.unfinished()):
                 await self.finish(plan)
         last_expiry = time.monotonic()
+        # Kafka's transaction.remove.expired.transaction.cleanup.interval.ms (1 hour), or
+        # more often when ids expire sooner than that
+        expiry_interval = min(
+            3600.0, max(self.config.transactional_id_expiration_ms / 1000, interval)
+        )
         while True:
             await asyncio.sleep(interval)
             try:
                 await self._abort_timed_out()
-                if time.monotonic() - last_expiry > 3600:
+                if time.monotonic() - last_expiry > expiry_interval:
                     last_expiry = time.monotonic()
                     for shard in list(self.runtime.shards.values()):
                         await shard.submit(lambda s: s.expire_idle(_now()))

@@ -126,6 +126,9 @@ class ShardRuntime:
         self._queue: asyncio.Queue[tuple[Operation, asyncio.Future[Any]]] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._busy = False  # an operation (and the flush it owes) is under way
+        self._pending_answers: dict[asyncio.Future[Any], Any] = {}
+        self._background: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
         self._worker = asyncio.get_running_loop().create_task(self._run())
@@ -174,22 +177,42 @@ class ShardRuntime:
             operation, future = await self._queue.get()
             if future.cancelled():
                 continue
+            self._busy = True
             try:
-                result = operation(self.shard)
-                if result.records or result.control:
-                    self._append(result)
+                if self._execute(operation, future):
                     await self._flush(self.partition)
-            except CoordinatorError as exc:
-                if not future.done():
-                    future.set_exception(exc)
-                continue
-            except Exception as exc:
-                log.exception("coordinator operation failed", partition=self.index)
-                if not future.done():
-                    future.set_exception(exc)
-                continue
+                    self._answer(future)
+            finally:
+                self._busy = False
+
+    def _execute(self, operation: Operation, future: asyncio.Future[Any]) -> bool:
+        """Run one operation and append its records. True when the answer must
+        wait for a flush (it is then parked on the future's `pending` attribute)."""
+        try:
+            result = operation(self.shard)
+            wrote = bool(result.records or result.control)
+            if wrote:
+                self._append(result)
+        except CoordinatorError as exc:
             if not future.done():
-                future.set_result(result.response)
+                future.set_exception(exc)
+            return False
+        except Exception as exc:
+            log.exception("coordinator operation failed", partition=self.index)
+            if not future.done():
+                future.set_exception(exc)
+            return False
+        if wrote and self.partition.log.needs_flush(int(time.time() * 1000)):
+            self._pending_answers[future] = result.response
+            return True
+        if not future.done():
+            future.set_result(result.response)
+        return False
+
+    def _answer(self, future: asyncio.Future[Any]) -> None:
+        response = self._pending_answers.pop(future, None)
+        if not future.done():
+            future.set_result(response)
 
     def _append(self, result: Result[Any]) -> None:
         now_ms = int(time.time() * 1000)
@@ -223,8 +246,32 @@ class ShardRuntime:
         if not self.loaded:
             raise CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((operation, future))
+        if self._busy or not self._queue.empty():
+            self._queue.put_nowait((operation, future))
+            return future
+        # Nothing runs on this shard now: run the operation at once instead of
+        # handing it to the worker task (same order, two fewer task switches).
+        self._busy = True
+        try:
+            if self._execute(operation, future):
+                flushing = asyncio.get_running_loop().create_task(self._flush_then_answer(future))
+                self._background.add(flushing)
+                flushing.add_done_callback(self._background.discard)
+                return future
+        finally:
+            if not self._background:
+                self._busy = False
         return future
+
+    async def _flush_then_answer(self, future: asyncio.Future[Any]) -> None:
+        try:
+            await self._flush(self.partition)
+            self._answer(future)
+        except Exception as exc:
+            if not future.done():
+                future.set_exception(exc)
+        finally:
+            self._busy = False
 
     # Timers: a firing timer submits its operation like any request.
     def schedule(self, key: str, delay_ms: float, operation: Operation) -> None:

@@ -82,6 +82,10 @@ class TxnShard:
         self.runtime = runtime
         self.config = config
         self.transactions: dict[str, TxnMetadata] = {}
+        # (last producer id, last epoch) for the record being written: as in Kafka, the
+        # last epoch is kept only for a bump the producer itself asked for (KIP-360), so
+        # only that producer's retry gets the bumped epoch again; -1 otherwise
+        self._last_epoch_hint: dict[str, tuple[int, int]] = {}
 
     # -- replay --------------------------------------------------------------------
 
@@ -95,8 +99,12 @@ class TxnShard:
         if meta is None:
             meta = TxnMetadata(transactional_id, v.producer_id, v.producer_epoch, v.timeout_ms)
             self.transactions[transactional_id] = meta
+        hint = self._last_epoch_hint.pop(transactional_id, None)
+        if hint is not None:
+            meta.last_producer_id, meta.last_epoch = hint
         elif meta.producer_id != v.producer_id or meta.epoch != v.producer_epoch:
-            meta.last_producer_id, meta.last_epoch = meta.producer_id, meta.epoch
+            # loading: not persisted, so a retried bump spanning a restart is fenced
+            meta.last_producer_id, meta.last_epoch = meta.producer_id, -1
         meta.producer_id = v.producer_id
         meta.epoch = v.producer_epoch
         meta.timeout_ms = v.timeout_ms
@@ -159,6 +167,7 @@ class TxnShard:
         """Answers (error, producer id, epoch), or a MarkerPlan when an open
         transaction must be aborted first (the caller then answers
         CONCURRENT_TRANSACTIONS and the client retries)."""
+        self._last_epoch_hint.clear()
         if timeout_ms <= 0 or timeout_ms > self.config.max_timeout_ms:
             return Result([], (INVALID_TRANSACTION_TIMEOUT, -1, -1))
         meta = self.transactions.get(transactional_id)
@@ -167,21 +176,30 @@ class TxnShard:
             fresh = TxnMetadata(transactional_id, pid, -1, timeout_ms)
             record = self._record(fresh, epoch=0, state=EMPTY, partitions=set(), now=now)
             return Result([record], (NONE, pid, 0))
+        expected = expected_pid >= 0
+        if expected and not (
+            expected_pid == meta.producer_id
+            or (expected_pid == meta.last_producer_id and expected_epoch >= MAX_EPOCH)
+        ):
+            return Result([], (PRODUCER_FENCED, -1, -1))
         if meta.state in (PREPARE_COMMIT, PREPARE_ABORT, PREPARE_EPOCH_FENCE):
             return Result([], (CONCURRENT_TRANSACTIONS, -1, -1))
-        if expected_pid >= 0:
-            retry = expected_pid == meta.last_producer_id and expected_epoch == meta.last_epoch
-            if retry and meta.state != ONGOING:
-                return Result([], (NONE, meta.producer_id, meta.epoch))
-            if expected_pid != meta.producer_id or expected_epoch != meta.epoch:
-                return Result([], (PRODUCER_FENCED, -1, -1))
         if meta.state == ONGOING:
             record, plan = self._fence_and_abort(meta, now)
             return Result([record], plan)
-        if meta.epoch >= MAX_EPOCH:
+        if meta.epoch >= MAX_EPOCH and (not expected or expected_epoch == meta.epoch):
             pid, epoch = new_producer_id(), 0
+            last_epoch = meta.epoch if expected else -1
+        elif not expected:
+            pid, epoch, last_epoch = meta.producer_id, meta.epoch + 1, -1
+        elif expected_epoch == meta.epoch:
+            pid, epoch, last_epoch = meta.producer_id, meta.epoch + 1, meta.epoch
+        elif expected_epoch == meta.last_epoch:
+            # a retry of the bump this producer made: the same answer, no new bump
+            return Result([], (NONE, meta.producer_id, meta.epoch))
         else:
-            pid, epoch = meta.producer_id, meta.epoch + 1
+            return Result([], (PRODUCER_FENCED, -1, -1))
+        self._last_epoch_hint[transactional_id] = (meta.producer_id, last_epoch)
         record = self._record(
             meta,
             producer_id=pid,
@@ -196,7 +214,9 @@ class TxnShard:
 
     def _fence_and_abort(self, meta: TxnMetadata, now: int) -> tuple[Record, MarkerPlan]:
         """Bump the epoch so the old producer is fenced, and abort its transaction."""
-        epoch = min(meta.epoch + 1, MAX_EPOCH)
+        # up to Short.MAX_VALUE: a fenced epoch is never handed to a producer
+        epoch = min(meta.epoch + 1, MAX_EPOCH + 1)
+        self._last_epoch_hint[meta.transactional_id] = (meta.producer_id, -1)
         record = self._record(meta, epoch=epoch, state=PREPARE_ABORT, now=now)
         plan = MarkerPlan(
             meta.transactional_id, meta.producer_id, epoch, False, frozenset(meta.partitions)

@@ -89,6 +89,7 @@ class Broker:
         log_dir: Path | None = None,
         python: str | None = None,
         external: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.host = host
@@ -102,6 +103,9 @@ class Broker:
         # external: a broker this object does not own (ODRADEK_EXTERNAL_BOOTSTRAP), used to
         # check the tests themselves against another Kafka; start/stop/kill do nothing.
         self.external = external
+        # extra environment variables for the broker process (e.g. ODRADEK_TXN_CRASH_AT);
+        # may be changed between restarts
+        self.env: dict[str, str] = dict(env or {})
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self._log_file: IO[bytes] | None = None
@@ -174,6 +178,7 @@ class Broker:
         self._log_file.flush()
         self._expected_exit = False
         env = dict(os.environ)
+        env.update(self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p
