@@ -9,6 +9,8 @@ from typing import Any
 from broker.handlers.base import RequestContext
 from coordinator.runtime import CoordinatorError
 
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
 
 async def on_group_shard(
     ctx: RequestContext, group_id: str, operation: Callable[[Any], Any]
@@ -25,3 +27,52 @@ async def on_group_shard(
 
 def client_host(ctx: RequestContext) -> str:
     return "/" + ctx.connection_id.rsplit(":", 1)[0]
+
+
+TopicPartition = tuple[str, int]
+OffsetToCommit = tuple[int, int, str | None]  # offset, leader epoch, metadata
+
+
+async def commit_offsets(
+    ctx: RequestContext,
+    request: Any,
+    details: dict[str, Any],
+    map_code: Callable[[int], int],
+    refuse: int = 0,
+) -> list[dict[str, Any]]:
+    """Shared by OffsetCommit and TxnOffsetCommit: commit the offsets of known
+    partitions through the group's shard (`details` says who commits and how),
+    or answer them all with `refuse` when it is set; answers per topic, with
+    UNKNOWN_TOPIC_OR_PARTITION for partitions of unknown topics."""
+    offsets: dict[TopicPartition, OffsetToCommit] = {}
+    unknown: set[TopicPartition] = set()
+    for topic in request.topics:
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if ctx.broker.topics.partition(*tp) is None:
+                unknown.add(tp)
+            else:
+                epoch = getattr(p, "committed_leader_epoch", -1)
+                offsets[tp] = (p.committed_offset, epoch, p.committed_metadata)
+    codes: dict[TopicPartition, int] = {tp: refuse for tp in offsets}
+    if offsets and not refuse:
+        request_details = {**details, "offsets": offsets}
+        code, answer = await on_group_shard(
+            ctx, request.group_id, lambda s: s.commit_offsets(request_details)
+        )
+        codes = {tp: code for tp in offsets} if code else answer
+    return [
+        {
+            "name": topic.name,
+            "partitions": [
+                {
+                    "partition_index": p.partition_index,
+                    "error_code": UNKNOWN_TOPIC_OR_PARTITION
+                    if (topic.name, p.partition_index) in unknown
+                    else map_code(codes.get((topic.name, p.partition_index), 0)),
+                }
+                for p in topic.partitions
+            ],
+        }
+        for topic in request.topics
+    ]

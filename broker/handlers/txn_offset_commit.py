@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
-from broker.handlers.groups_common import on_group_shard
+from broker.handlers.groups_common import commit_offsets
 from broker.handlers.txn_common import fenced_code
 from coordinator.txn.shard import INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE, PRODUCER_FENCED
 from protocol.errors import ErrorCode
@@ -42,49 +42,18 @@ def _transaction_code(ctx: RequestContext, request: Any) -> int:
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     await ctx.broker.transactions.ensure_started()
     await ctx.broker.groups.ensure_started()
-    topics = ctx.broker.topics
-    offsets = {}
-    unknown = set()
-    for topic in request.topics:
-        for p in topic.partitions:
-            tp = (topic.name, p.partition_index)
-            if topics.partition(*tp) is None:
-                unknown.add(tp)
-            else:
-                epoch = getattr(p, "committed_leader_epoch", -1)
-                offsets[tp] = (p.committed_offset, epoch, p.committed_metadata)
-    code = _transaction_code(ctx, request)
-    codes: dict[tuple[str, int], int] = {tp: code for tp in offsets}
-    if offsets and code == 0:
-        details = {
-            "group_id": request.group_id,
-            "generation": getattr(request, "generation_id", -1),
-            "member_id": getattr(request, "member_id", ""),
-            "group_instance_id": getattr(request, "group_instance_id", None),
-            "offsets": offsets,
-            "producer": (request.producer_id, request.producer_epoch),
-        }
-        code, answer = await on_group_shard(
-            ctx, request.group_id, lambda s: s.commit_offsets(details)
-        )
-        codes = {tp: code for tp in offsets} if code else answer
-    return {
-        "throttle_time": 0,
-        "topics": [
-            {
-                "name": topic.name,
-                "partitions": [
-                    {
-                        "partition_index": p.partition_index,
-                        "error_code": ErrorCode.unknown_topic_or_partition
-                        if (topic.name, p.partition_index) in unknown
-                        else fenced_code(
-                            codes.get((topic.name, p.partition_index), 0), ctx.version, 3
-                        ),
-                    }
-                    for p in topic.partitions
-                ],
-            }
-            for topic in request.topics
-        ],
+    details = {
+        "group_id": request.group_id,
+        "generation": getattr(request, "generation_id", -1),
+        "member_id": getattr(request, "member_id", ""),
+        "group_instance_id": getattr(request, "group_instance_id", None),
+        "producer": (request.producer_id, request.producer_epoch),
     }
+    topics = await commit_offsets(
+        ctx,
+        request,
+        details,
+        lambda code: fenced_code(code, ctx.version, 3),
+        refuse=_transaction_code(ctx, request),
+    )
+    return {"throttle_time": 0, "topics": topics}
