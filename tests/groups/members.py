@@ -34,8 +34,14 @@ class JavaMember:
     """One Java consumer in a group. Events: started, assigned, revoked, lost,
     assignment, committed, polled, closed (each with assignment and generation)."""
 
-    def __init__(self, bootstrap: str, group: str, topics: Sequence[str], client_id: str,
-                 props: Mapping[str, object] | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        group: str,
+        topics: Sequence[str],
+        client_id: str,
+        props: Mapping[str, object] | None = None,
+    ) -> None:
         self.client_id = client_id
         all_props: dict[str, object] = {"client.id": client_id, **FAST, **(props or {})}
         args = ["group-member", "--bootstrap", bootstrap, "--group", group]
@@ -43,8 +49,13 @@ class JavaMember:
             args += ["--topic", t]
         args += java.props_args(all_props)
         self.args = args
-        self.proc = subprocess.Popen(java.command(args), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            java.command(args),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.events: list[dict[str, Any]] = []
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._lock = threading.Lock()
@@ -69,8 +80,9 @@ class JavaMember:
             self._stderr.append(line)
 
     def describe(self) -> str:
-        return (f"{self.client_id}: events {self.snapshot()}\n"
-                f"stderr: {''.join(self._stderr)[-3000:]}")
+        return (
+            f"{self.client_id}: events {self.snapshot()}\nstderr: {''.join(self._stderr)[-3000:]}"
+        )
 
     def snapshot(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -109,13 +121,15 @@ class JavaMember:
             if self.proc.poll() is not None and self._queue.empty():
                 time.sleep(0.2)
                 if not any(e.get("event") == name for e in self.snapshot()[after:]):
-                    raise JavaToolError(f"member exited ({self.proc.returncode})\n"
-                                        f"{self.describe()}")
+                    raise JavaToolError(
+                        f"member exited ({self.proc.returncode})\n{self.describe()}"
+                    )
             time.sleep(0.05)
         raise JavaToolError(f"no {name!r} event within {timeout}s\n{self.describe()}")
 
-    def commit(self, offsets: Mapping[str, int] | None = None, timeout: float = 20.0
-               ) -> dict[str, Any]:
+    def commit(
+        self, offsets: Mapping[str, int] | None = None, timeout: float = 20.0
+    ) -> dict[str, Any]:
         mark = len(self.snapshot())
         words = " ".join(f"{k}={v}" for k, v in (offsets or {}).items())
         self.send(f"commit {words}".strip())
@@ -150,8 +164,9 @@ class Members:
         self.group = group
         self.members: list[JavaMember] = []
 
-    def start(self, client_id: str, topics: Sequence[str],
-              props: Mapping[str, object] | None = None) -> JavaMember:
+    def start(
+        self, client_id: str, topics: Sequence[str], props: Mapping[str, object] | None = None
+    ) -> JavaMember:
         m = JavaMember(self.bootstrap, self.group, topics, client_id, props)
         self.members.append(m)
         return m
@@ -183,9 +198,12 @@ def settled(members: Iterable[JavaMember], partitions: set[str]) -> dict[str, se
     return out
 
 
-def wait_settled(members: Sequence[JavaMember], partitions: set[str], timeout: float = 45.0,
-                 extra: Callable[[dict[str, set[str]]], bool] | None = None
-                 ) -> dict[str, set[str]]:
+def wait_settled(
+    members: Sequence[JavaMember],
+    partitions: set[str],
+    timeout: float = 45.0,
+    extra: Callable[[dict[str, set[str]]], bool] | None = None,
+) -> dict[str, set[str]]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for m in members:
@@ -197,11 +215,13 @@ def wait_settled(members: Sequence[JavaMember], partitions: set[str], timeout: f
         time.sleep(0.1)
     raise JavaToolError(
         f"group did not settle on {sorted(partitions)} within {timeout}s\n"
-        + "\n".join(m.describe() for m in members))
+        + "\n".join(m.describe() for m in members)
+    )
 
 
-def wait_until(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.1
-               ) -> Any:
+def wait_until(
+    condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.1
+) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = condition()

@@ -46,12 +46,15 @@ def short(assignment: dict[str, set[str]], names: list[str]) -> dict[str, list[s
     return out
 
 
-def run_group(members: Members, names: list[str], sizes: list[int],
-              subs: dict[str, list[int]], strategy: str
-              ) -> tuple[list[JavaMember], dict[str, list[str]]]:
-    started = [members.start(client, [names[i] for i in topics],
-                             {"partition.assignment.strategy": strategy})
-               for client, topics in subs.items()]
+def run_group(
+    members: Members, names: list[str], sizes: list[int], subs: dict[str, list[int]], strategy: str
+) -> tuple[list[JavaMember], dict[str, list[str]]]:
+    started = [
+        members.start(
+            client, [names[i] for i in topics], {"partition.assignment.strategy": strategy}
+        )
+        for client, topics in subs.items()
+    ]
     wanted = all_partitions({names[i]: sizes[i] for i in set().union(*subs.values())})
     got = wait_settled(started, wanted)
     return started, short(got, names)
@@ -63,34 +66,73 @@ def assert_balanced(assignment: dict[str, list[str]], subs: dict[str, list[int]]
     for a, parts_a in assignment.items():
         for b, parts_b in assignment.items():
             if len(parts_a) > len(parts_b) + 1:
-                movable = [x for x in parts_a if int(x[1:x.index("p")]) in subs[b]]
+                movable = [x for x in parts_a if int(x[1 : x.index("p")]) in subs[b]]
                 assert not movable, f"unbalanced: {a}={parts_a} vs {b}={parts_b}"
 
 
-@pytest.mark.parametrize(("case", "strategy", "sizes", "subs", "expected"), [
-    ("R1", RANGE, [4, 4], {"C0": [0, 1], "C1": [0, 1]},
-     {"C0": ["t0p0", "t0p1", "t1p0", "t1p1"], "C1": ["t0p2", "t0p3", "t1p2", "t1p3"]}),
-    ("R2", RANGE, [3, 3], {"C0": [0, 1], "C1": [0, 1]},
-     {"C0": ["t0p0", "t0p1", "t1p0", "t1p1"], "C1": ["t0p2", "t1p2"]}),
-    ("RR1", ROUNDROBIN, [3, 3], {"C0": [0, 1], "C1": [0, 1]},
-     {"C0": ["t0p0", "t0p2", "t1p1"], "C1": ["t0p1", "t1p0", "t1p2"]}),
-    ("RR2", ROUNDROBIN, [1, 2, 3], {"C0": [0], "C1": [0, 1], "C2": [0, 1, 2]},
-     {"C0": ["t0p0"], "C1": ["t1p0"], "C2": ["t1p1", "t2p0", "t2p1", "t2p2"]}),
-    ("RR4", ROUNDROBIN, [2, 2, 2, 2], {"C0": [0, 1, 2, 3], "C1": [0, 1, 2, 3],
-                                       "C2": [0, 1, 2, 3]},
-     {"C0": ["t0p0", "t1p1", "t3p0"], "C1": ["t0p1", "t2p0", "t3p1"], "C2": ["t1p0", "t2p1"]}),
-])
-def test_exact_vectors(shared_broker: Broker, name_factory: Callable[[str], str],
-                       unique_group: str, case: str, strategy: str, sizes: list[int],
-                       subs: dict[str, list[int]], expected: dict[str, list[str]]) -> None:
+@pytest.mark.parametrize(
+    ("case", "strategy", "sizes", "subs", "expected"),
+    [
+        (
+            "R1",
+            RANGE,
+            [4, 4],
+            {"C0": [0, 1], "C1": [0, 1]},
+            {"C0": ["t0p0", "t0p1", "t1p0", "t1p1"], "C1": ["t0p2", "t0p3", "t1p2", "t1p3"]},
+        ),
+        (
+            "R2",
+            RANGE,
+            [3, 3],
+            {"C0": [0, 1], "C1": [0, 1]},
+            {"C0": ["t0p0", "t0p1", "t1p0", "t1p1"], "C1": ["t0p2", "t1p2"]},
+        ),
+        (
+            "RR1",
+            ROUNDROBIN,
+            [3, 3],
+            {"C0": [0, 1], "C1": [0, 1]},
+            {"C0": ["t0p0", "t0p2", "t1p1"], "C1": ["t0p1", "t1p0", "t1p2"]},
+        ),
+        (
+            "RR2",
+            ROUNDROBIN,
+            [1, 2, 3],
+            {"C0": [0], "C1": [0, 1], "C2": [0, 1, 2]},
+            {"C0": ["t0p0"], "C1": ["t1p0"], "C2": ["t1p1", "t2p0", "t2p1", "t2p2"]},
+        ),
+        (
+            "RR4",
+            ROUNDROBIN,
+            [2, 2, 2, 2],
+            {"C0": [0, 1, 2, 3], "C1": [0, 1, 2, 3], "C2": [0, 1, 2, 3]},
+            {
+                "C0": ["t0p0", "t1p1", "t3p0"],
+                "C1": ["t0p1", "t2p0", "t3p1"],
+                "C2": ["t1p0", "t2p1"],
+            },
+        ),
+    ],
+)
+def test_exact_vectors(
+    shared_broker: Broker,
+    name_factory: Callable[[str], str],
+    unique_group: str,
+    case: str,
+    strategy: str,
+    sizes: list[int],
+    subs: dict[str, list[int]],
+    expected: dict[str, list[str]],
+) -> None:
     names = make_topics(shared_broker, name_factory, sizes)
     with Members(shared_broker.bootstrap, unique_group) as members:
         _, got = run_group(members, names, sizes, subs, strategy)
     assert got == expected, case
 
 
-def test_sticky_s2_member_leaves(shared_broker: Broker, name_factory: Callable[[str], str],
-                                 unique_group: str) -> None:
+def test_sticky_s2_member_leaves(
+    shared_broker: Broker, name_factory: Callable[[str], str], unique_group: str
+) -> None:
     """S2: RR4's input with the sticky assignor, then C1 leaves: C0 and C2 keep
     everything they had and end with 4 partitions each."""
     sizes = [2, 2, 2, 2]
@@ -102,16 +144,20 @@ def test_sticky_s2_member_leaves(shared_broker: Broker, name_factory: Callable[[
         generation = started[0].generation()
         started[1].close()
         rest = [started[0], started[2]]
-        got = wait_settled(rest, all_partitions(dict(zip(names, sizes, strict=True))),
-                           extra=lambda _: all(m.generation() > generation for m in rest))
+        got = wait_settled(
+            rest,
+            all_partitions(dict(zip(names, sizes, strict=True))),
+            extra=lambda _: all(m.generation() > generation for m in rest),
+        )
         after = short(got, names)
     for client in ("C0", "C2"):
         assert set(before[client]) <= set(after[client]), (before, after)
     assert [len(after["C0"]), len(after["C2"])] == [4, 4]
 
 
-def test_sticky_s3_s4(shared_broker: Broker, name_factory: Callable[[str], str],
-                      unique_group: str) -> None:
+def test_sticky_s3_s4(
+    shared_broker: Broker, name_factory: Callable[[str], str], unique_group: str
+) -> None:
     """S3: RR2's input with the sticky assignor is balanced (C0: t0p0, C1: t1p0 t1p1,
     C2: t2p*); S4: when C0 leaves, C1 and C2 keep theirs and t0p0 goes to C1."""
     sizes = [1, 2, 3]
@@ -121,22 +167,24 @@ def test_sticky_s3_s4(shared_broker: Broker, name_factory: Callable[[str], str],
         started, s3 = run_group(members, names, sizes, subs, STICKY)
         assert_balanced(s3, subs)
         for client, topics in subs.items():
-            assert all(int(x[1:x.index("p")]) in topics for x in s3[client])
-        assert s3 == {"C0": ["t0p0"], "C1": ["t1p0", "t1p1"],
-                      "C2": ["t2p0", "t2p1", "t2p2"]}
+            assert all(int(x[1 : x.index("p")]) in topics for x in s3[client])
+        assert s3 == {"C0": ["t0p0"], "C1": ["t1p0", "t1p1"], "C2": ["t2p0", "t2p1", "t2p2"]}
         generation = started[0].generation()
         started[0].close()
         rest = started[1:]
-        got = wait_settled(rest, all_partitions(dict(zip(names, sizes, strict=True))),
-                           extra=lambda _: all(m.generation() > generation for m in rest))
+        got = wait_settled(
+            rest,
+            all_partitions(dict(zip(names, sizes, strict=True))),
+            extra=lambda _: all(m.generation() > generation for m in rest),
+        )
         s4 = short(got, names)
     assert set(s3["C1"]) <= set(s4["C1"]) and set(s3["C2"]) <= set(s4["C2"])
     assert s4 == {"C1": ["t0p0", "t1p0", "t1p1"], "C2": ["t2p0", "t2p1", "t2p2"]}
 
 
-def test_cooperative_sticky_revokes_only_moved(shared_broker: Broker,
-                                               name_factory: Callable[[str], str],
-                                               unique_group: str) -> None:
+def test_cooperative_sticky_revokes_only_moved(
+    shared_broker: Broker, name_factory: Callable[[str], str], unique_group: str
+) -> None:
     """Cooperative-sticky: when C2 joins, C0 and C1 revoke only what moves to C2 (never
     everything), keep the rest, and the result is balanced 2/2/2; when C1 leaves, the
     others revoke nothing."""
@@ -144,20 +192,21 @@ def test_cooperative_sticky_revokes_only_moved(shared_broker: Broker,
     names = make_topics(shared_broker, name_factory, sizes)
     everything = all_partitions({names[0]: 6})
     with Members(shared_broker.bootstrap, unique_group) as members:
-        c0, c1 = (members.start(c, names, {"partition.assignment.strategy": COOPERATIVE})
-                  for c in ("C0", "C1"))
+        c0, c1 = (
+            members.start(c, names, {"partition.assignment.strategy": COOPERATIVE})
+            for c in ("C0", "C1")
+        )
         first = wait_settled([c0, c1], everything)
         assert sorted(len(v) for v in first.values()) == [3, 3]
         marks = {m.client_id: len(m.snapshot()) for m in (c0, c1)}
         c2 = members.start("C2", names, {"partition.assignment.strategy": COOPERATIVE})
         trio = [c0, c1, c2]
-        second = wait_settled(trio, everything,
-                              extra=lambda got: len(got["C2"]) == 2)
+        second = wait_settled(trio, everything, extra=lambda got: len(got["C2"]) == 2)
         assert sorted(len(v) for v in second.values()) == [2, 2, 2]
         for m in (c0, c1):
             assert second[m.client_id] <= first[m.client_id]
             revoked: set[str] = set()
-            for e in m.snapshot()[marks[m.client_id]:]:
+            for e in m.snapshot()[marks[m.client_id] :]:
                 if e.get("event") == "revoked":
                     revoked |= set(e["partitions"])
                 assert e.get("event") != "lost", m.describe()
@@ -165,10 +214,12 @@ def test_cooperative_sticky_revokes_only_moved(shared_broker: Broker,
         marks = {m.client_id: len(m.snapshot()) for m in (c0, c2)}
         generation = c0.generation()
         c1.close()
-        third = wait_settled([c0, c2], everything,
-                             extra=lambda _: c0.generation() > generation)
+        third = wait_settled([c0, c2], everything, extra=lambda _: c0.generation() > generation)
         assert sorted(len(v) for v in third.values()) == [3, 3]
         for m in (c0, c2):
             assert second[m.client_id] <= third[m.client_id]
-            assert not [e for e in m.snapshot()[marks[m.client_id]:]
-                        if e.get("event") in ("revoked", "lost")], m.describe()
+            assert not [
+                e
+                for e in m.snapshot()[marks[m.client_id] :]
+                if e.get("event") in ("revoked", "lost")
+            ], m.describe()

@@ -16,17 +16,31 @@ from helpers.topics import create_topic
 pytestmark = pytest.mark.timeout(120)
 
 VECTORS: dict[str, tuple[list[int], dict[str, list[int]], dict[str, list[str]]]] = {
-    "R1": ([4, 4], {"C0": [0, 1], "C1": [0, 1]},
-           {"C0": ["t0p0", "t0p1", "t1p0", "t1p1"], "C1": ["t0p2", "t0p3", "t1p2", "t1p3"]}),
-    "R2": ([3, 3], {"C0": [0, 1], "C1": [0, 1]},
-           {"C0": ["t0p0", "t0p1", "t1p0", "t1p1"], "C1": ["t0p2", "t1p2"]}),
-    "RR1": ([3, 3], {"C0": [0, 1], "C1": [0, 1]},
-            {"C0": ["t0p0", "t0p2", "t1p1"], "C1": ["t0p1", "t1p0", "t1p2"]}),
-    "RR2": ([1, 2, 3], {"C0": [0], "C1": [0, 1], "C2": [0, 1, 2]},
-            {"C0": ["t0p0"], "C1": ["t1p0"], "C2": ["t1p1", "t2p0", "t2p1", "t2p2"]}),
-    "RR4": ([2, 2, 2, 2], {c: [0, 1, 2, 3] for c in ("C0", "C1", "C2")},
-            {"C0": ["t0p0", "t1p1", "t3p0"], "C1": ["t0p1", "t2p0", "t3p1"],
-             "C2": ["t1p0", "t2p1"]}),
+    "R1": (
+        [4, 4],
+        {"C0": [0, 1], "C1": [0, 1]},
+        {"C0": ["t0p0", "t0p1", "t1p0", "t1p1"], "C1": ["t0p2", "t0p3", "t1p2", "t1p3"]},
+    ),
+    "R2": (
+        [3, 3],
+        {"C0": [0, 1], "C1": [0, 1]},
+        {"C0": ["t0p0", "t0p1", "t1p0", "t1p1"], "C1": ["t0p2", "t1p2"]},
+    ),
+    "RR1": (
+        [3, 3],
+        {"C0": [0, 1], "C1": [0, 1]},
+        {"C0": ["t0p0", "t0p2", "t1p1"], "C1": ["t0p1", "t1p0", "t1p2"]},
+    ),
+    "RR2": (
+        [1, 2, 3],
+        {"C0": [0], "C1": [0, 1], "C2": [0, 1, 2]},
+        {"C0": ["t0p0"], "C1": ["t1p0"], "C2": ["t1p1", "t2p0", "t2p1", "t2p2"]},
+    ),
+    "RR4": (
+        [2, 2, 2, 2],
+        {c: [0, 1, 2, 3] for c in ("C0", "C1", "C2")},
+        {"C0": ["t0p0", "t1p1", "t3p0"], "C1": ["t0p1", "t2p0", "t3p1"], "C2": ["t1p0", "t2p1"]},
+    ),
 }
 
 
@@ -51,9 +65,12 @@ def settled(current: dict[str, set[tuple[str, int]]], total: int) -> bool:
     return len(union) == total == sum(len(v) for v in current.values())
 
 
-def wait_for_assignment(pump: Callable[[], dict[str, set[tuple[str, int]]]], total: int,
-                        timeout: float = 45.0, steady: float = 1.0
-                        ) -> dict[str, set[tuple[str, int]]]:
+def wait_for_assignment(
+    pump: Callable[[], dict[str, set[tuple[str, int]]]],
+    total: int,
+    timeout: float = 45.0,
+    steady: float = 1.0,
+) -> dict[str, set[tuple[str, int]]]:
     """Pump the members until they settle and stay settled for ``steady`` seconds."""
     deadline = time.monotonic() + timeout
     since: float | None = None
@@ -73,34 +90,53 @@ def wait_for_assignment(pump: Callable[[], dict[str, set[tuple[str, int]]]], tot
 # --------------------------------------------------------------------------- librdkafka
 
 
-def rdkafka_members(b: Broker, group: str, names: list[str], subs: dict[str, list[int]],
-                    strategy: str) -> tuple[list[Any], Callable[[], dict[str, set[Any]]]]:
+def rdkafka_members(
+    b: Broker, group: str, names: list[str], subs: dict[str, list[int]], strategy: str
+) -> tuple[list[Any], Callable[[], dict[str, set[Any]]]]:
     require_module("confluent_kafka")
     from confluent_kafka import Consumer
 
     consumers = {}
     for client, topics in subs.items():
-        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "client.id": client,
-                      "partition.assignment.strategy": strategy,
-                      "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
-                      "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        c = Consumer(
+            {
+                "bootstrap.servers": b.bootstrap,
+                "group.id": group,
+                "client.id": client,
+                "partition.assignment.strategy": strategy,
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 500,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
         c.subscribe([names[i] for i in topics])
         consumers[client] = c
 
     def pump() -> dict[str, set[tuple[str, int]]]:
         for c in consumers.values():
             c.poll(0.05)
-        return {k: {(p.topic, p.partition) for p in c.assignment()}
-                for k, c in consumers.items()}
+        return {k: {(p.topic, p.partition) for p in c.assignment()} for k, c in consumers.items()}
 
     return list(consumers.values()), pump
 
 
-@pytest.mark.parametrize(("strategy", "case"), [
-    ("range", "R1"), ("range", "R2"), ("roundrobin", "RR1"), ("roundrobin", "RR4"),
-])
-def test_librdkafka_vectors(shared_broker: Broker, name_factory: Callable[[str], str],
-                            unique_group: str, strategy: str, case: str) -> None:
+@pytest.mark.parametrize(
+    ("strategy", "case"),
+    [
+        ("range", "R1"),
+        ("range", "R2"),
+        ("roundrobin", "RR1"),
+        ("roundrobin", "RR4"),
+    ],
+)
+def test_librdkafka_vectors(
+    shared_broker: Broker,
+    name_factory: Callable[[str], str],
+    unique_group: str,
+    strategy: str,
+    case: str,
+) -> None:
     sizes, subs, expected = VECTORS[case]
     names = make_topics(shared_broker, name_factory, sizes)
     consumers, pump = rdkafka_members(shared_broker, unique_group, names, subs, strategy)
@@ -112,9 +148,9 @@ def test_librdkafka_vectors(shared_broker: Broker, name_factory: Callable[[str],
     assert {k: short(v, names) for k, v in got.items()} == expected
 
 
-def test_librdkafka_cooperative_sticky(shared_broker: Broker,
-                                       name_factory: Callable[[str], str],
-                                       unique_group: str) -> None:
+def test_librdkafka_cooperative_sticky(
+    shared_broker: Broker, name_factory: Callable[[str], str], unique_group: str
+) -> None:
     """Two members settle 3/3; a third joins: the first two only lose partitions
     (incremental revokes), end 2/2/2 and keep what they kept."""
     require_module("confluent_kafka")
@@ -125,10 +161,17 @@ def test_librdkafka_cooperative_sticky(shared_broker: Broker,
     consumers: dict[str, Any] = {}
 
     def add(client: str) -> None:
-        c = Consumer({"bootstrap.servers": shared_broker.bootstrap, "group.id": unique_group,
-                      "client.id": client, "partition.assignment.strategy": "cooperative-sticky",
-                      "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
-                      "enable.auto.commit": False})
+        c = Consumer(
+            {
+                "bootstrap.servers": shared_broker.bootstrap,
+                "group.id": unique_group,
+                "client.id": client,
+                "partition.assignment.strategy": "cooperative-sticky",
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 500,
+                "enable.auto.commit": False,
+            }
+        )
 
         def on_revoke(consumer: Any, parts: Sequence[Any]) -> None:
             revoked[client].append({(p.topic, p.partition) for p in parts})
@@ -139,8 +182,7 @@ def test_librdkafka_cooperative_sticky(shared_broker: Broker,
     def pump() -> dict[str, set[tuple[str, int]]]:
         for c in consumers.values():
             c.poll(0.05)
-        return {k: {(p.topic, p.partition) for p in c.assignment()}
-                for k, c in consumers.items()}
+        return {k: {(p.topic, p.partition) for p in c.assignment()} for k, c in consumers.items()}
 
     try:
         add("C0")
@@ -165,26 +207,34 @@ def test_librdkafka_cooperative_sticky(shared_broker: Broker,
 # --------------------------------------------------------------------------- kafka-python
 
 
-def kafka_python_run(b: Broker, group: str, names: list[str], subs: dict[str, list[int]],
-                     assignor: Any, total: int) -> dict[str, set[tuple[str, int]]]:
+def kafka_python_run(
+    b: Broker, group: str, names: list[str], subs: dict[str, list[int]], assignor: Any, total: int
+) -> dict[str, set[tuple[str, int]]]:
     require_module("kafka")
     from kafka import KafkaConsumer
 
     consumers = {}
     try:
         for client, topics in subs.items():
-            c = KafkaConsumer(bootstrap_servers=b.bootstrap, group_id=group, client_id=client,
-                              partition_assignment_strategy=[assignor],
-                              session_timeout_ms=6000, heartbeat_interval_ms=500,
-                              enable_auto_commit=False, auto_offset_reset="earliest")
+            c = KafkaConsumer(
+                bootstrap_servers=b.bootstrap,
+                group_id=group,
+                client_id=client,
+                partition_assignment_strategy=[assignor],
+                session_timeout_ms=6000,
+                heartbeat_interval_ms=500,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+            )
             c.subscribe([names[i] for i in topics])
             consumers[client] = c
 
         def pump() -> dict[str, set[tuple[str, int]]]:
             for c in consumers.values():
                 c.poll(timeout_ms=50)
-            return {k: {(p.topic, p.partition) for p in c.assignment()}
-                    for k, c in consumers.items()}
+            return {
+                k: {(p.topic, p.partition) for p in c.assignment()} for k, c in consumers.items()
+            }
 
         return wait_for_assignment(pump, total)
     finally:
@@ -193,39 +243,49 @@ def kafka_python_run(b: Broker, group: str, names: list[str], subs: dict[str, li
 
 
 @pytest.mark.parametrize("case", ["R2", "RR1"])
-def test_kafka_python_vectors(shared_broker: Broker, name_factory: Callable[[str], str],
-                              unique_group: str, case: str) -> None:
+def test_kafka_python_vectors(
+    shared_broker: Broker, name_factory: Callable[[str], str], unique_group: str, case: str
+) -> None:
     require_module("kafka")
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
-    assignor = RangePartitionAssignor if case.startswith("R") and not case.startswith(
-        "RR") else RoundRobinPartitionAssignor
+    assignor = (
+        RangePartitionAssignor
+        if case.startswith("R") and not case.startswith("RR")
+        else RoundRobinPartitionAssignor
+    )
     sizes, subs, expected = VECTORS[case]
     names = make_topics(shared_broker, name_factory, sizes)
     got = kafka_python_run(shared_broker, unique_group, names, subs, assignor, sum(sizes))
     assert {k: short(v, names) for k, v in got.items()} == expected
 
 
-def test_kafka_python_sticky_s3(shared_broker: Broker, name_factory: Callable[[str], str],
-                                unique_group: str) -> None:
+def test_kafka_python_sticky_s3(
+    shared_broker: Broker, name_factory: Callable[[str], str], unique_group: str
+) -> None:
     require_module("kafka")
     from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
     sizes, subs, _ = VECTORS["RR2"]
     names = make_topics(shared_broker, name_factory, sizes)
-    got = kafka_python_run(shared_broker, unique_group, names, subs, StickyPartitionAssignor,
-                           sum(sizes))
+    got = kafka_python_run(
+        shared_broker, unique_group, names, subs, StickyPartitionAssignor, sum(sizes)
+    )
     assert {k: short(v, names) for k, v in got.items()} == {
-        "C0": ["t0p0"], "C1": ["t1p0", "t1p1"], "C2": ["t2p0", "t2p1", "t2p2"]}
+        "C0": ["t0p0"],
+        "C1": ["t1p0", "t1p1"],
+        "C2": ["t2p0", "t2p1", "t2p2"],
+    }
 
 
 # --------------------------------------------------------------------------- aiokafka
 
 
 @pytest.mark.parametrize("case", ["R1", "RR4"])
-async def test_aiokafka_vectors(shared_broker: Broker, name_factory: Callable[[str], str],
-                                unique_group: str, case: str) -> None:
+async def test_aiokafka_vectors(
+    shared_broker: Broker, name_factory: Callable[[str], str], unique_group: str, case: str
+) -> None:
     require_module("aiokafka")
     from aiokafka import AIOKafkaConsumer
     from aiokafka.coordinator.assignors.range import RangePartitionAssignor
@@ -235,11 +295,16 @@ async def test_aiokafka_vectors(shared_broker: Broker, name_factory: Callable[[s
     sizes, subs, expected = VECTORS[case]
     names = make_topics(shared_broker, name_factory, sizes)
     consumers = {
-        client: AIOKafkaConsumer(*[names[i] for i in topics], bootstrap_servers=shared_broker
-                                 .bootstrap, group_id=unique_group, client_id=client,
-                                 partition_assignment_strategy=(assignor,),
-                                 session_timeout_ms=6000, heartbeat_interval_ms=500,
-                                 enable_auto_commit=False)
+        client: AIOKafkaConsumer(
+            *[names[i] for i in topics],
+            bootstrap_servers=shared_broker.bootstrap,
+            group_id=unique_group,
+            client_id=client,
+            partition_assignment_strategy=(assignor,),
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+            enable_auto_commit=False,
+        )
         for client, topics in subs.items()
     }
     try:
@@ -250,8 +315,9 @@ async def test_aiokafka_vectors(shared_broker: Broker, name_factory: Callable[[s
         got: dict[str, set[tuple[str, int]]] = {}
         while time.monotonic() < deadline:
             await asyncio.gather(*(c.getmany(timeout_ms=50) for c in consumers.values()))
-            now = {k: {(p.topic, p.partition) for p in c.assignment()}
-                   for k, c in consumers.items()}
+            now = {
+                k: {(p.topic, p.partition) for p in c.assignment()} for k, c in consumers.items()
+            }
             if settled(now, sum(sizes)) and now == got:
                 since = since or time.monotonic()
                 if time.monotonic() - since >= 1.0:

@@ -17,8 +17,9 @@ pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
-def anchored(shared_broker: Broker, unique_topic: str, unique_group: str
-             ) -> Iterator[tuple[WireClient, str, str]]:
+def anchored(
+    shared_broker: Broker, unique_topic: str, unique_group: str
+) -> Iterator[tuple[WireClient, str, str]]:
     """A topic, and a committed offset in ``<group>-anchor`` checked after the test."""
     create_topic(shared_broker.bootstrap, unique_topic, 2)
     anchor = unique_group + "-anchor"
@@ -27,8 +28,10 @@ def anchored(shared_broker: Broker, unique_topic: str, unique_group: str
         yield w, unique_topic, unique_group
     with WireClient(shared_broker.bootstrap) as w:
         assert wg.fetch(w, anchor, [(unique_topic, 0)]) == {(unique_topic, 0): (77, "", 0)}
-        assert w.call(18, 3, {"client_software_name": "t", "client_software_version": "1"}
-                      ).error_code == 0
+        assert (
+            w.call(18, 3, {"client_software_name": "t", "client_software_version": "1"}).error_code
+            == 0
+        )
 
 
 def test_join_group_bad_input(anchored: tuple[WireClient, str, str]) -> None:
@@ -49,12 +52,21 @@ def test_join_group_bad_input(anchored: tuple[WireClient, str, str]) -> None:
     assert first.protocol_name == "range"
     # a second member whose protocols do not overlap, or another protocol type
     with WireClient(w.sock.getpeername()[0] + ":" + str(w.sock.getpeername()[1])) as other:
-        assert wg.join(other, group, protocols=[("roundrobin", b"")]
-                       ).error_code == wg.INCONSISTENT_GROUP_PROTOCOL
-        assert wg.join(other, group, protocol_type="connect"
-                       ).error_code == wg.INCONSISTENT_GROUP_PROTOCOL
-    s = wg.sync(w, group, first.generation_id, first.member_id,
-                {first.member_id: garbage[::-1], "not-a-member": b"x"})
+        assert (
+            wg.join(other, group, protocols=[("roundrobin", b"")]).error_code
+            == wg.INCONSISTENT_GROUP_PROTOCOL
+        )
+        assert (
+            wg.join(other, group, protocol_type="connect").error_code
+            == wg.INCONSISTENT_GROUP_PROTOCOL
+        )
+    s = wg.sync(
+        w,
+        group,
+        first.generation_id,
+        first.member_id,
+        {first.member_id: garbage[::-1], "not-a-member": b"x"},
+    )
     assert s.error_code == 0 and bytes(s.assignment) == garbage[::-1]
     described = wg.describe(w, group)
     assert described.group_state == "Stable"
@@ -86,9 +98,15 @@ def test_sync_heartbeat_bad_input(anchored: tuple[WireClient, str, str]) -> None
     again = wg.sync(w, group, gen, member)
     assert again.error_code == 0 and bytes(again.assignment) == wg.assignment({topic: [0]})
     # SyncGroup v5 with the wrong protocol type / name
-    body = {"group_id": group, "generation_id": gen, "member_id": member,
-            "group_instance_id": None, "protocol_type": "connect", "protocol_name": "range",
-            "assignments": []}
+    body = {
+        "group_id": group,
+        "generation_id": gen,
+        "member_id": member,
+        "group_instance_id": None,
+        "protocol_type": "connect",
+        "protocol_name": "range",
+        "assignments": [],
+    }
     assert w.call(wg.SYNC, 5, body).error_code == wg.INCONSISTENT_GROUP_PROTOCOL
     body.update(protocol_type="consumer", protocol_name="sticky")
     assert w.call(wg.SYNC, 5, body).error_code == wg.INCONSISTENT_GROUP_PROTOCOL
@@ -109,8 +127,10 @@ def test_leave_group_bad_input(anchored: tuple[WireClient, str, str]) -> None:
     assert codes["no-such-instance"] == wg.UNKNOWN_MEMBER_ID
     assert wg.describe(w, group).group_state == "Empty"
     # v0 leave of an unknown member
-    assert w.call(wg.LEAVE, 0, {"group_id": group, "member_id": "ghost"}
-                  ).error_code == wg.UNKNOWN_MEMBER_ID
+    assert (
+        w.call(wg.LEAVE, 0, {"group_id": group, "member_id": "ghost"}).error_code
+        == wg.UNKNOWN_MEMBER_ID
+    )
     # the group is empty: a new member starts generation gen + 1... + 1
     again = wg.join_full(w, group, topics=[topic])
     assert again.error_code == 0 and again.generation_id > gen
@@ -121,12 +141,14 @@ def test_offset_apis_bad_input(anchored: tuple[WireClient, str, str]) -> None:
     tp = (topic, 0)
     # unknown topic / partition
     codes = wg.commit(w, group, {("no-such-topic-" + group, 0): 1, (topic, 99): 1, tp: 5})
-    assert codes == {("no-such-topic-" + group, 0): wg.UNKNOWN_TOPIC_OR_PARTITION,
-                     (topic, 99): wg.UNKNOWN_TOPIC_OR_PARTITION, tp: 0}
+    assert codes == {
+        ("no-such-topic-" + group, 0): wg.UNKNOWN_TOPIC_OR_PARTITION,
+        (topic, 99): wg.UNKNOWN_TOPIC_OR_PARTITION,
+        tp: 0,
+    }
     # a member id / generation for a group without members
     assert wg.commit(w, group, {tp: 6}, 3, "made-up") == {tp: wg.UNKNOWN_MEMBER_ID}
-    assert wg.commit(w, group + "-new", {tp: 6}, 3, "made-up") == {
-        tp: wg.ILLEGAL_GENERATION}
+    assert wg.commit(w, group + "-new", {tp: 6}, 3, "made-up") == {tp: wg.ILLEGAL_GENERATION}
     # a simple commit while the group has members is refused
     member, gen = wg.join_and_sync(w, group, topic)
     assert wg.commit(w, group, {tp: 6}) == {tp: wg.UNKNOWN_MEMBER_ID}
@@ -136,24 +158,46 @@ def test_offset_apis_bad_input(anchored: tuple[WireClient, str, str]) -> None:
     assert wg.fetch(w, group, [tp])[tp][0] == 2**63 - 1
     # fetch: unknown group, unknown partitions -> -1 without error; v8 several groups
     assert wg.fetch(w, group + "-none", [tp]) == {tp: (-1, "", 0)}
-    resp = w.call(wg.FETCH, 8, {"groups": [
-        {"group_id": group, "topics": None},
-        {"group_id": group + "-none", "topics": [{"name": topic, "partition_indexes": [0]}]},
-    ], "require_stable": True})
+    resp = w.call(
+        wg.FETCH,
+        8,
+        {
+            "groups": [
+                {"group_id": group, "topics": None},
+                {
+                    "group_id": group + "-none",
+                    "topics": [{"name": topic, "partition_indexes": [0]}],
+                },
+            ],
+            "require_stable": True,
+        },
+    )
     assert [g.error_code for g in resp.groups] == [0, 0]
     assert resp.groups[0].topics[0].partitions[0].committed_offset == 2**63 - 1
     # OffsetDelete: unknown group, subscribed topic
-    resp = w.call(wg.OFFSET_DELETE, 0, {"group_id": group + "-none", "topics": [
-        {"name": topic, "partitions": [{"partition_index": 0}]}]})
+    resp = w.call(
+        wg.OFFSET_DELETE,
+        0,
+        {
+            "group_id": group + "-none",
+            "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}],
+        },
+    )
     assert resp.error_code == wg.GROUP_ID_NOT_FOUND
-    resp = w.call(wg.OFFSET_DELETE, 0, {"group_id": group, "topics": [
-        {"name": topic, "partitions": [{"partition_index": 0}]}]})
+    resp = w.call(
+        wg.OFFSET_DELETE,
+        0,
+        {"group_id": group, "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}]},
+    )
     assert resp.error_code == 0
     assert resp.topics[0].partitions[0].error_code == wg.GROUP_SUBSCRIBED_TO_TOPIC
     # DeleteGroups: unknown, non-empty, empty id
     resp = w.call(wg.DELETE, 2, {"groups_names": [group + "-none", group, ""]})
     assert [r.error_code for r in resp.results] == [
-        wg.GROUP_ID_NOT_FOUND, wg.NON_EMPTY_GROUP, wg.GROUP_ID_NOT_FOUND]
+        wg.GROUP_ID_NOT_FOUND,
+        wg.NON_EMPTY_GROUP,
+        wg.GROUP_ID_NOT_FOUND,
+    ]
     # DescribeGroups: unknown group is Dead, no error
     d = wg.describe(w, group + "-none")
     assert d.error_code == 0 and d.group_state == "Dead" and list(d.members) == []

@@ -23,7 +23,8 @@ SESSION_MS = 6000
 
 
 def test_closed_member_moves_at_once_killed_after_session_timeout(
-        shared_broker: Broker, unique_topic: str, unique_group: str) -> None:
+    shared_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
     create_topic(shared_broker.bootstrap, unique_topic, 6)
     everything = all_partitions({unique_topic: 6})
     props = {"partition.assignment.strategy": RANGE}
@@ -35,8 +36,12 @@ def test_closed_member_moves_at_once_killed_after_session_timeout(
         generation = c0.generation()
         started = time.monotonic()
         c2.close()
-        wait_settled([c0, c1], everything, timeout=SESSION_MS / 1000,
-                     extra=lambda _: c0.generation() > generation)
+        wait_settled(
+            [c0, c1],
+            everything,
+            timeout=SESSION_MS / 1000,
+            extra=lambda _: c0.generation() > generation,
+        )
         closed_after = time.monotonic() - started
         assert closed_after < 3.0, f"closed member's partitions moved after {closed_after:.1f}s"
 
@@ -53,23 +58,28 @@ def test_closed_member_moves_at_once_killed_after_session_timeout(
     assert SESSION_MS / 1000 - 1.0 <= killed_after <= SESSION_MS / 1000 + 6.0, killed_after
 
 
-def test_added_partitions_are_assigned(shared_broker: Broker, unique_topic: str,
-                                       unique_group: str) -> None:
+def test_added_partitions_are_assigned(
+    shared_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
     create_topic(shared_broker.bootstrap, unique_topic, 2)
     props = {"partition.assignment.strategy": RANGE, "metadata.max.age.ms": 1000}
     with Members(shared_broker.bootstrap, unique_group) as members:
         c0, c1 = (members.start(c, [unique_topic], props) for c in ("C0", "C1"))
         first = wait_settled([c0, c1], all_partitions({unique_topic: 2}))
         assert first == {"C0": {f"{unique_topic}:0"}, "C1": {f"{unique_topic}:1"}}
-        java.admin(shared_broker.bootstrap, "create-partitions", "--topic", unique_topic,
-                   "--total", "4")
+        java.admin(
+            shared_broker.bootstrap, "create-partitions", "--topic", unique_topic, "--total", "4"
+        )
         got = wait_settled([c0, c1], all_partitions({unique_topic: 4}), timeout=30)
-    assert got == {"C0": {f"{unique_topic}:0", f"{unique_topic}:1"},
-                   "C1": {f"{unique_topic}:2", f"{unique_topic}:3"}}
+    assert got == {
+        "C0": {f"{unique_topic}:0", f"{unique_topic}:1"},
+        "C1": {f"{unique_topic}:2", f"{unique_topic}:3"},
+    }
 
 
-def test_static_member_restart_keeps_partitions(shared_broker: Broker, unique_topic: str,
-                                                unique_group: str) -> None:
+def test_static_member_restart_keeps_partitions(
+    shared_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
     """A static member (group.instance.id) that comes back within the session timeout
     gets its partitions again and the group does not rebalance: the other member sees
     no revoke and no new generation."""
@@ -77,8 +87,11 @@ def test_static_member_restart_keeps_partitions(shared_broker: Broker, unique_to
     everything = all_partitions({unique_topic: 4})
 
     def props(instance: str) -> dict[str, object]:
-        return {"partition.assignment.strategy": RANGE, "group.instance.id": instance,
-                "session.timeout.ms": 20000}
+        return {
+            "partition.assignment.strategy": RANGE,
+            "group.instance.id": instance,
+            "session.timeout.ms": 20000,
+        }
 
     with Members(shared_broker.bootstrap, unique_group) as members:
         c0 = members.start("C0", [unique_topic], props("i0"))
@@ -92,19 +105,22 @@ def test_static_member_restart_keeps_partitions(shared_broker: Broker, unique_to
         assert c1b.assignment() == first["C1"]
         assert c1b.generation() == generation
         time.sleep(2.0)  # several heartbeats: a rebalance would show up now
-        late = [e for e in c0.snapshot()[mark:] if e.get("event") in ("revoked", "assigned",
-                                                                      "lost")]
+        late = [
+            e for e in c0.snapshot()[mark:] if e.get("event") in ("revoked", "assigned", "lost")
+        ]
         assert late == [], late
         assert c0.assignment() == first["C0"] and c0.generation() == generation
-        described = java.admin(shared_broker.bootstrap, "describe-groups", "--group",
-                               unique_group).records[0]
+        described = java.admin(
+            shared_broker.bootstrap, "describe-groups", "--group", unique_group
+        ).records[0]
     assert described["state"].lower() == "stable"
     assert sorted(m["group_instance_id"] for m in described["members"]) == ["i0", "i1"]
     assert len({m["member_id"] for m in described["members"]}) == 2
 
 
-def test_duplicate_static_instance_is_fenced(shared_broker: Broker, unique_topic: str,
-                                            unique_group: str) -> None:
+def test_duplicate_static_instance_is_fenced(
+    shared_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
     """Two live consumers with one group.instance.id: the newer takes the place, the
     older is told FENCED_INSTANCE_ID and fails with FencedInstanceIdException."""
     create_topic(shared_broker.bootstrap, unique_topic, 2)
@@ -125,14 +141,18 @@ def test_duplicate_static_instance_is_fenced(shared_broker: Broker, unique_topic
 
 
 def test_absent_static_member_keeps_place_through_rebalance(
-        shared_broker: Broker, unique_topic: str, unique_group: str) -> None:
+    shared_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
     """KIP-345: a rebalance that completes while a static member is down (not yet past
     its session timeout) keeps that member and its share; when it comes back it gets
     that share at once, without another rebalance."""
     create_topic(shared_broker.bootstrap, unique_topic, 6)
     p = [f"{unique_topic}:{i}" for i in range(6)]
-    common = {"partition.assignment.strategy": RANGE, "session.timeout.ms": 30000,
-              "max.poll.interval.ms": 6000}
+    common = {
+        "partition.assignment.strategy": RANGE,
+        "session.timeout.ms": 30000,
+        "max.poll.interval.ms": 6000,
+    }
 
     with Members(shared_broker.bootstrap, unique_group) as members:
         c0 = members.start("C0", [unique_topic], {**common, "group.instance.id": "i0"})
@@ -143,8 +163,11 @@ def test_absent_static_member_keeps_place_through_rebalance(
         c2 = members.start("C2", [unique_topic], common)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not (
-                c0.generation() > generation and c2.generation() == c0.generation()
-                and c0.assignment() and c2.assignment()):
+            c0.generation() > generation
+            and c2.generation() == c0.generation()
+            and c0.assignment()
+            and c2.assignment()
+        ):
             time.sleep(0.1)
         # range over i0, i1 (absent), then the dynamic member
         assert c0.assignment() == set(p[0:2]), c0.describe()

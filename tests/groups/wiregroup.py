@@ -49,16 +49,30 @@ def assignment(parts: Mapping[str, list[int]]) -> bytes:
     return out + struct.pack(">i", -1)
 
 
-def join(c: WireClient, group: str, member_id: str = "", *, topics: Iterable[str] = ("t",),
-         instance: str | None = None, session: int = 6000, rebalance: int = 6000,
-         protocol_type: str = "consumer", protocols: list[tuple[str, bytes]] | None = None,
-         version: int = 5) -> Any:
+def join(
+    c: WireClient,
+    group: str,
+    member_id: str = "",
+    *,
+    topics: Iterable[str] = ("t",),
+    instance: str | None = None,
+    session: int = 6000,
+    rebalance: int = 6000,
+    protocol_type: str = "consumer",
+    protocols: list[tuple[str, bytes]] | None = None,
+    version: int = 5,
+) -> Any:
     if protocols is None:
         protocols = [("range", subscription(topics))]
-    body = {"group_id": group, "session_timeout": session, "rebalance_timeout": rebalance,
-            "member_id": member_id, "group_instance_id": instance,
-            "protocol_type": protocol_type,
-            "protocols": [{"name": n, "metadata": m} for n, m in protocols]}
+    body = {
+        "group_id": group,
+        "session_timeout": session,
+        "rebalance_timeout": rebalance,
+        "member_id": member_id,
+        "group_instance_id": instance,
+        "protocol_type": protocol_type,
+        "protocols": [{"name": n, "metadata": m} for n, m in protocols],
+    }
     return c.call(JOIN, version, body)
 
 
@@ -71,13 +85,22 @@ def join_full(c: WireClient, group: str, **kw: Any) -> Any:
     return resp
 
 
-def sync(c: WireClient, group: str, generation: int, member_id: str,
-         assignments: Mapping[str, bytes] | None = None, instance: str | None = None,
-         version: int = 3) -> Any:
-    body = {"group_id": group, "generation_id": generation, "member_id": member_id,
-            "group_instance_id": instance,
-            "assignments": [{"member_id": m, "assignment": a}
-                            for m, a in (assignments or {}).items()]}
+def sync(
+    c: WireClient,
+    group: str,
+    generation: int,
+    member_id: str,
+    assignments: Mapping[str, bytes] | None = None,
+    instance: str | None = None,
+    version: int = 3,
+) -> Any:
+    body = {
+        "group_id": group,
+        "generation_id": generation,
+        "member_id": member_id,
+        "group_instance_id": instance,
+        "assignments": [{"member_id": m, "assignment": a} for m, a in (assignments or {}).items()],
+    }
     return c.call(SYNC, version, body)
 
 
@@ -87,46 +110,75 @@ def join_and_sync(c: WireClient, group: str, topic: str, **kw: Any) -> tuple[str
     resp = join_full(c, group, topics=[topic], **kw)
     assert resp.error_code == NONE, resp
     assigned = {resp.member_id: assignment({topic: [0]})}
-    s = sync(c, group, resp.generation_id, resp.member_id, assigned,
-             instance=kw.get("instance"))
+    s = sync(c, group, resp.generation_id, resp.member_id, assigned, instance=kw.get("instance"))
     assert s.error_code == NONE, s
     return resp.member_id, resp.generation_id
 
 
-def heartbeat(c: WireClient, group: str, generation: int, member_id: str,
-              instance: str | None = None, version: int = 3) -> int:
-    body = {"group_id": group, "generation_id": generation, "member_id": member_id,
-            "group_instance_id": instance}
+def heartbeat(
+    c: WireClient,
+    group: str,
+    generation: int,
+    member_id: str,
+    instance: str | None = None,
+    version: int = 3,
+) -> int:
+    body = {
+        "group_id": group,
+        "generation_id": generation,
+        "member_id": member_id,
+        "group_instance_id": instance,
+    }
     return int(c.call(HEARTBEAT, version, body).error_code)
 
 
-def leave(c: WireClient, group: str, members: list[tuple[str, str | None]],
-          version: int = 3) -> Any:
-    body = {"group_id": group,
-            "members": [{"member_id": m, "group_instance_id": i} for m, i in members]}
+def leave(
+    c: WireClient, group: str, members: list[tuple[str, str | None]], version: int = 3
+) -> Any:
+    body = {
+        "group_id": group,
+        "members": [{"member_id": m, "group_instance_id": i} for m, i in members],
+    }
     return c.call(LEAVE, version, body)
 
 
-def commit(c: WireClient, group: str, offsets: Mapping[tuple[str, int], int | tuple[int, str]],
-           generation: int = -1, member_id: str = "", instance: str | None = None,
-           version: int = 8) -> dict[tuple[str, int], int]:
+def commit(
+    c: WireClient,
+    group: str,
+    offsets: Mapping[tuple[str, int], int | tuple[int, str]],
+    generation: int = -1,
+    member_id: str = "",
+    instance: str | None = None,
+    version: int = 8,
+) -> dict[tuple[str, int], int]:
     """OffsetCommit; returns {(topic, partition): error code}."""
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (t, p), value in offsets.items():
         offset, metadata = value if isinstance(value, tuple) else (value, "")
-        by_topic.setdefault(t, []).append({"partition_index": p, "committed_offset": offset,
-                                           "committed_leader_epoch": -1,
-                                           "committed_metadata": metadata})
-    body = {"group_id": group, "generation_id_or_member_epoch": generation,
-            "member_id": member_id, "group_instance_id": instance,
-            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        by_topic.setdefault(t, []).append(
+            {
+                "partition_index": p,
+                "committed_offset": offset,
+                "committed_leader_epoch": -1,
+                "committed_metadata": metadata,
+            }
+        )
+    body = {
+        "group_id": group,
+        "generation_id_or_member_epoch": generation,
+        "member_id": member_id,
+        "group_instance_id": instance,
+        "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+    }
     resp = c.call(COMMIT, version, body)
-    return {(t.name, p.partition_index): int(p.error_code)
-            for t in resp.topics for p in t.partitions}
+    return {
+        (t.name, p.partition_index): int(p.error_code) for t in resp.topics for p in t.partitions
+    }
 
 
-def fetch(c: WireClient, group: str, parts: Iterable[tuple[str, int]] | None = None,
-          version: int = 7) -> dict[tuple[str, int], tuple[int, str, int]]:
+def fetch(
+    c: WireClient, group: str, parts: Iterable[tuple[str, int]] | None = None, version: int = 7
+) -> dict[tuple[str, int], tuple[int, str, int]]:
     """OffsetFetch; returns {(topic, partition): (offset, metadata, error code)}."""
     topics = None
     if parts is not None:
@@ -134,15 +186,15 @@ def fetch(c: WireClient, group: str, parts: Iterable[tuple[str, int]] | None = N
         for t, p in parts:
             by_topic.setdefault(t, []).append(p)
         topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
-    resp = c.call(FETCH, version, {"group_id": group, "topics": topics,
-                                   "require_stable": False})
+    resp = c.call(FETCH, version, {"group_id": group, "topics": topics, "require_stable": False})
     assert resp.error_code == NONE, resp
-    return {(t.name, p.partition_index): (int(p.committed_offset), p.metadata,
-                                          int(p.error_code))
-            for t in resp.topics for p in t.partitions}
+    return {
+        (t.name, p.partition_index): (int(p.committed_offset), p.metadata, int(p.error_code))
+        for t in resp.topics
+        for p in t.partitions
+    }
 
 
 def describe(c: WireClient, group: str, version: int = 5) -> Any:
-    resp = c.call(DESCRIBE, version, {"groups": [group],
-                                      "include_authorized_operations": False})
+    resp = c.call(DESCRIBE, version, {"groups": [group], "include_authorized_operations": False})
     return resp.groups[0]

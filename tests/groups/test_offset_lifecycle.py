@@ -1,0 +1,77 @@
+"""Committed offsets go away with their topic, and expire once their group is empty."""
+
+from __future__ import annotations
+
+import time
+
+from helpers.wire import WireClient
+
+from coordinator.group import records as rec
+from coordinator.group.classic import ClassicGroup, Member
+from coordinator.group.shard import GroupConfig, GroupShard
+
+from .wiregroup import NONE, commit, fetch
+
+
+def test_deleting_a_topic_deletes_its_committed_offsets(shared_broker, unique_topic, unique_group):
+    other = unique_topic + "-kept"
+    with WireClient(shared_broker.bootstrap) as c:
+        for name in (unique_topic, other):
+            created = c.call(
+                19,
+                7,
+                {
+                    "topics": [{"name": name, "num_partitions": 1, "replication_factor": 1}],
+                    "timeout": 5000,
+                },
+            )
+            assert created.topics[0].error_code == 0
+        assert commit(c, unique_group, {(unique_topic, 0): 5, (other, 0): 7}) == {
+            (unique_topic, 0): NONE,
+            (other, 0): NONE,
+        }
+        deleted = c.call(
+            20, 6, {"topics": [{"name": unique_topic, "topic_id": None}], "timeout": 5000}
+        )
+        assert deleted.responses[0].error_code == 0
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            offsets = fetch(c, unique_group, None)
+            if (unique_topic, 0) not in offsets:
+                break
+            time.sleep(0.1)
+        assert (unique_topic, 0) not in offsets
+        assert offsets[(other, 0)][0] == 7
+
+
+def _shard(retention_ms: int) -> GroupShard:
+    return GroupShard(None, GroupConfig(offsets_retention_ms=retention_ms))
+
+
+def _commit_record(shard: GroupShard, offset: int, group: str, topic: str, commit_ms: int) -> None:
+    key = rec.encode_key(rec.OffsetKey(group, topic, 0))
+    value = rec.encode_offset(rec.OffsetValue(offset, -1, "", commit_ms))
+    shard.replay(offset, key, value, -1)
+
+
+def test_offsets_of_an_empty_group_expire_after_retention() -> None:
+    shard = _shard(retention_ms=60_000)
+    _commit_record(shard, 1, "idle", "t", commit_ms=1_000)
+    _commit_record(shard, 2, "recent", "t", commit_ms=50_000)
+    records = shard.expired_offset_records(now=61_001)
+    keys = {rec.decode_key(k) for k, v in records if v is None}
+    assert rec.OffsetKey("idle", "t", 0) in keys
+    assert rec.OffsetKey("recent", "t", 0) not in keys
+    for key, value in records:
+        shard.replay(0, key, value, -1)
+    assert "idle" not in shard.offsets and "recent" in shard.offsets
+
+
+def test_offsets_of_a_group_with_members_do_not_expire() -> None:
+    shard = _shard(retention_ms=1)
+    _commit_record(shard, 1, "busy", "t", commit_ms=0)
+    assert shard.expired_offset_records(now=10_000), "while the group is empty they would expire"
+    group = ClassicGroup("busy")
+    group.add(Member("m-1", None, "c", "/127.0.0.1", 6000, 6000, "consumer", []))
+    shard.groups["busy"] = group
+    assert shard.expired_offset_records(now=10_000) == []
