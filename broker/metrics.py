@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 requests = Counter("odradek_requests_total", "Requests handled", ["api"])
@@ -20,3 +23,9 @@ log_size = Gauge("odradek_log_size_bytes", "Bytes in all partition logs")
 
 def serve(host: str, port: int) -> None:
     start_http_server(port, addr=host)
+
+
+@functools.cache
+def for_api(api: str) -> tuple[Any, Any]:
+    """The request counter and latency histogram of one API (label lookups are not free)."""
+    return requests.labels(api), latency.labels(api)

@@ -323,8 +323,9 @@ class Broker:
         ctx = RequestContext(self, header, connection_id)
         reply = await api.handle(ctx, body)
         elapsed = time.perf_counter() - started
-        metrics.requests.labels(api.name).inc()
-        metrics.latency.labels(api.name).observe(elapsed)
+        count, timing = metrics.for_api(api.name)
+        count.inc()
+        timing.observe(elapsed)
         bound.debug(
             "request",
             api=api.name,

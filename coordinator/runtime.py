@@ -20,6 +20,7 @@ operation to the shard like any request.
 from __future__ import annotations
 
 import asyncio
+import functools
 import struct
 import time
 from collections.abc import Awaitable, Callable
@@ -100,6 +101,7 @@ def java_string_hash(text: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+@functools.lru_cache(maxsize=65536)
 def partition_for(key: str, partitions: int) -> int:
     h = java_string_hash(key)
     return 0 if h == -(1 << 31) else abs(h) % partitions

@@ -119,25 +119,26 @@ class ChunkWriter:
 
     def __init__(self) -> None:
         self.chunks: list[Chunk] = []
-        self._small = bytearray()
+        self._small = io.BytesIO()
         self.size = 0
 
     def write(self, data: Chunk) -> int:
         length = len(data)
         self.size += length
-        if length >= self.LARGE or not isinstance(data, bytes | bytearray | memoryview):
-            if self._small:
-                self.chunks.append(self._small)
-                self._small = bytearray()
-            self.chunks.append(data)
-        else:
-            self._small += data
+        if length < self.LARGE and isinstance(data, bytes | bytearray | memoryview):
+            self._small.write(data)
+            return length
+        self._flush_small()
+        self.chunks.append(data)
         return length
 
+    def _flush_small(self) -> None:
+        if self._small.tell():
+            self.chunks.append(self._small.getvalue())
+            self._small = io.BytesIO()
+
     def finish(self) -> list[Chunk]:
-        if self._small:
-            self.chunks.append(self._small)
-            self._small = bytearray()
+        self._flush_small()
         return self.chunks
 
 
