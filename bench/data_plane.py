@@ -29,6 +29,8 @@ Cases, each run against Odradek and the mock one after the other:
   are shown beside them for scale.
 
 Results: a Markdown table on stdout and JSON in bench/results/data_plane.json.
+bench/groups.py and bench/transactions.py take the peers, the mock host, the run's
+skeleton and the report from this file.
 Every ratio is oriented so that >1 means Odradek is better: Odradek/mock for
 throughput, mock/Odradek for latency, start-up time and RSS.
 
@@ -61,6 +63,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -188,9 +191,11 @@ class CpuMeter:
         self.other_pct = max(0.0, machine_pct - self.broker_pct - self.client_pct)
         OTHER_CPU.append(self.other_pct)
 
-    @property
-    def percentages(self) -> tuple[float, float, float]:
-        return self.broker_pct, self.client_pct, self.other_pct
+    def record(self, result: Any) -> None:
+        """Copy the percentages to the result's broker_cpu_pct, client_cpu_pct, other_cpu_pct."""
+        result.broker_cpu_pct = self.broker_pct
+        result.client_cpu_pct = self.client_pct
+        result.other_cpu_pct = self.other_pct
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -273,13 +278,14 @@ class _Librdkafka:
         lib.rd_kafka_mock_topic_create.argtypes = [vp, cp, ci, ci]
         lib.rd_kafka_mock_topic_delete.restype = ci
         lib.rd_kafka_mock_topic_delete.argtypes = [vp, cp]
+        lib.rd_kafka_mock_group_initial_rebalance_delay_ms.restype = None
+        lib.rd_kafka_mock_group_initial_rebalance_delay_ms.argtypes = [vp, ctypes.c_int32]
         self.lib = lib
 
 
 def mock_host_main() -> int:
     """Child process: run a one-broker mock cluster, take commands as JSON lines."""
-    rdk = _Librdkafka()
-    lib = rdk.lib
+    lib = _Librdkafka().lib
     errstr = ctypes.create_string_buffer(512)
     conf = lib.rd_kafka_conf_new()
     lib.rd_kafka_conf_set(conf, b"log_level", b"4", errstr, len(errstr))
@@ -295,12 +301,15 @@ def mock_host_main() -> int:
         op = command.get("op")
         if op == "quit":
             break
+        err = 0
         if op == "create":
             err = lib.rd_kafka_mock_topic_create(
                 cluster, command["topic"].encode(), int(command["partitions"]), 1
             )
         elif op == "delete":
             err = lib.rd_kafka_mock_topic_delete(cluster, command["topic"].encode())
+        elif op == "rebalance_delay":
+            lib.rd_kafka_mock_group_initial_rebalance_delay_ms(cluster, int(command["ms"]))
         else:
             err = -1
         print(json.dumps({"err": err}), flush=True)
@@ -376,7 +385,13 @@ def wait_until_accepting(proc: subprocess.Popen[Any], port: int, timeout: float 
 class OdradekPeer(Peer):
     name = "odradek"
 
-    def __init__(self, python: str, workdir: Path, label: str = "main") -> None:
+    def __init__(
+        self,
+        python: str,
+        workdir: Path,
+        label: str = "main",
+        overrides: dict[str, str] | None = None,
+    ) -> None:
         self.data_dir = workdir / f"data-{label}"
         self.port = free_port()
         self.log_path = workdir / f"odradek-{label}.log"
@@ -386,6 +401,8 @@ class OdradekPeer(Peer):
             "--host", "127.0.0.1",
             "--port", str(self.port),
         ]  # fmt: skip
+        for key, value in (overrides or {}).items():
+            self.command += ["--override", f"{key}={value}"]
         self._log: IO[bytes] = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         started = time.perf_counter()
         self.proc = subprocess.Popen(
@@ -471,6 +488,12 @@ class MockPeer(Peer):
     def delete_topic(self, topic: str) -> None:
         self._command(op="delete", topic=topic)
 
+    def set_rebalance_delay(self, delay_ms: int) -> None:
+        """The mock's initial rebalance delay for new groups (librdkafka's default: 3000 ms)."""
+        err = self._command(op="rebalance_delay", ms=delay_ms)
+        if err:
+            raise RuntimeError(f"mock rebalance delay not set: {err}")
+
     def stop(self) -> None:
         if self.proc.poll() is None and self.proc.stdin is not None:
             with contextlib.suppress(OSError):
@@ -485,8 +508,24 @@ class MockPeer(Peer):
 # --------------------------------------------------------------------------- client runs
 
 
+class Rates:
+    """MB/s and records/s of a result with `records`, `value_bytes` and `seconds`."""
+
+    records: int
+    value_bytes: int
+    seconds: float
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.value_bytes / MB / self.seconds if self.seconds else 0.0
+
+    @property
+    def records_per_s(self) -> float:
+        return self.records / self.seconds if self.seconds else 0.0
+
+
 @dataclass
-class ProduceResult:
+class ProduceResult(Rates):
     records: int = 0
     value_bytes: int = 0
     seconds: float = 0.0
@@ -497,14 +536,6 @@ class ProduceResult:
     broker_cpu_pct: float = 0.0
     client_cpu_pct: float = 0.0
     other_cpu_pct: float = 0.0
-
-    @property
-    def mb_per_s(self) -> float:
-        return self.value_bytes / MB / self.seconds if self.seconds else 0.0
-
-    @property
-    def records_per_s(self) -> float:
-        return self.records / self.seconds if self.seconds else 0.0
 
 
 class DeliveryCounter:
@@ -655,7 +686,7 @@ def produce_latency(
 
 
 @dataclass
-class ConsumeResult:
+class ConsumeResult(Rates):
     records: int = 0
     value_bytes: int = 0
     seconds: float = 0.0
@@ -668,14 +699,6 @@ class ConsumeResult:
     broker_cpu_pct: float = 0.0
     client_cpu_pct: float = 0.0
     other_cpu_pct: float = 0.0
-
-    @property
-    def mb_per_s(self) -> float:
-        return self.value_bytes / MB / self.seconds if self.seconds else 0.0
-
-    @property
-    def records_per_s(self) -> float:
-        return self.records / self.seconds if self.seconds else 0.0
 
 
 def consume(
@@ -862,6 +885,7 @@ def _frame_name(frame: str) -> str:
 
 
 # --------------------------------------------------------------------------- the run
+# Shared with bench/groups.py and bench/transactions.py: rows, the run's skeleton, the report.
 
 
 @dataclass
@@ -882,26 +906,110 @@ class Row:
         return self.odradek / self.mock if self.better == "higher" else self.mock / self.odradek
 
 
+def peer_row(
+    case: str,
+    unit: str,
+    better: str,
+    value: Callable[[str], float | None],
+    text: Callable[[str], str],
+    details: dict[str, Any] | None = None,
+) -> Row:
+    """A row from a peer's value and text, each a function of the peer's name."""
+    return Row(
+        case=case,
+        unit=unit,
+        better=better,
+        odradek=value("odradek"),
+        mock=value("mock"),
+        odradek_text=text("odradek"),
+        mock_text=text("mock"),
+        details=details or {},
+    )
+
+
+def value_row(
+    case: str,
+    unit: str,
+    better: str,
+    values: dict[str, float],
+    fmt: str,
+    missing: str = "failed",
+    details: dict[str, Any] | None = None,
+) -> Row:
+    """A row from per-peer values shown with `fmt`; a peer without a value shows `missing`."""
+
+    def text(name: str) -> str:
+        return fmt.format(values[name]) if name in values else missing
+
+    return peer_row(case, unit, better, values.get, text, details)
+
+
 @dataclass
 class Run:
-    settings: Settings
+    settings: Any  # the benchmark's Settings
     workdir: Path
     python: str
     rows: list[Row] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     profiles: dict[str, list[Path]] = field(default_factory=dict)
+    began: float = field(default_factory=time.perf_counter)
 
 
-def throughput_text(result: ProduceResult | ConsumeResult) -> str:
-    return (
-        f"{result.mb_per_s:.1f} MB/s, {result.records_per_s / 1000:.0f}k rec/s, "
-        f"CPU {result.broker_cpu_pct:.0f}%/{result.client_cpu_pct:.0f}%"
-    )
+Step = Callable[[Run, list[Peer]], None]
 
 
-def size_text(size: int) -> str:
-    return f"{size // KB} KB" if size >= KB else f"{size} B"
+def arg_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The options every benchmark takes: --quick and --keep."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0] if doc else None)
+    parser.add_argument("--quick", action="store_true", help="a short run (under a minute)")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir and logs")
+    return parser
+
+
+def start_run(settings: Any, title: str, prefix: str) -> Run:
+    """A run in a new temp dir (`prefix`...), announced on stdout."""
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    run = Run(settings=settings, workdir=workdir, python=venv_python())
+    print(f"odradek {title} bench ({'quick' if settings.quick else 'full'}), work dir {workdir}")
+    return run
+
+
+def start_peers(run: Run, peers: list[Peer]) -> None:
+    """Odradek, then the mock; each is added once it is up (so that it gets stopped)."""
+    peers.append(OdradekPeer(run.python, run.workdir))
+    peers.append(MockPeer(run.python, run.workdir))
+
+
+def run_steps(
+    run: Run, start: Step, steps: list[tuple[str, Step]], end: Step | None = None
+) -> list[str]:
+    """Start the peers, run the steps, stop the peers; returns Odradek's log findings.
+
+    An exception ends the steps but not the run: what was measured so far is reported.
+    """
+    peers: list[Peer] = []
+    try:
+        start(run, peers)
+        for name, step in steps:
+            print(f"  {name} ... ({time.perf_counter() - run.began:.0f}s)", flush=True)
+            step(run, peers)
+            for peer in peers:
+                if peer.died():
+                    raise RuntimeError(f"{peer.died()}; log tail:\n{log_tail(peer.log_path)}")
+        if end is not None:
+            end(run, peers)
+    except Exception as exc:  # report what was measured so far
+        run.problems.append(f"run aborted: {exc!r}")
+    finally:
+        for peer in peers:
+            with contextlib.suppress(Exception):
+                peer.stop()
+    odradek = next((peer for peer in peers if peer.name == "odradek"), None)
+    findings = broker_log_findings(odradek.log_path) if odradek is not None else []
+    if findings:
+        run.problems.append(f"odradek log has {len(findings)} warning/error lines (see below)")
+    return findings
 
 
 def check_peer(run: Run, peer: Peer, when: str) -> None:
@@ -925,6 +1033,157 @@ def topic_name(label: str) -> str:
 def peers_in_order(peers: list[Peer], index: int) -> list[Peer]:
     """Alternate which peer goes first so neither always gets the warmer machine."""
     return peers if index % 2 == 0 else list(reversed(peers))
+
+
+def broker_log_findings(path: Path, limit: int = 40) -> list[str]:
+    """Warning/error lines and anything that is not a JSON log line (tracebacks)."""
+    found: list[str] = []
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            found.append(line)
+            continue
+        if isinstance(entry, dict) and entry.get("level") in ("warning", "error", "critical"):
+            found.append(line)
+    return found[:limit]
+
+
+def render_table(rows: list[Row]) -> str:
+    lines = ["| case | Odradek | mock | ratio |", "|---|---|---|---|"]
+    for row in rows:
+        ratio = "n/a" if row.ratio is None else f"{row.ratio:.2f}"
+        lines.append(f"| {row.case} | {row.odradek_text} | {row.mock_text} | {ratio} |")
+    return "\n".join(lines)
+
+
+def git_head() -> str | None:
+    """The checked-out commit (the working tree may hold uncommitted changes on top)."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+def noise_note() -> str:
+    if not OTHER_CPU:
+        return ""
+    worst = max(OTHER_CPU)
+    note = (
+        f"Other load on the machine during the cases (CPU outside broker and client, "
+        f"% of one core): median {statistics.median(OTHER_CPU):.0f}%, max {worst:.0f}%."
+    )
+    if worst > 30:
+        note += " Above ~30% the figures are disturbed by other work; rerun on a quiet machine."
+    return note
+
+
+def command_line() -> str:
+    """The command that reproduces this run (`python -m bench.NAME ...` or the script)."""
+    spec = sys.modules["__main__"].__spec__
+    if spec is not None and spec.name:
+        argv = [sys.executable, "-m", spec.name.removesuffix(".__main__"), *sys.argv[1:]]
+    else:
+        argv = [sys.executable, *sys.argv]
+    return f"cd {shlex.quote(str(Path.cwd()))} && {shlex.join(argv)}"
+
+
+def report(
+    run: Run,
+    *,
+    name: str,
+    notes: list[str],
+    findings: list[str],
+    settings: dict[str, Any] | None = None,
+    ratio_meaning: str = ">1 means Odradek is better",
+    extra: dict[str, Any] | None = None,
+    notes_in_table: bool = False,
+    appendix: list[str] | None = None,
+) -> None:
+    """Print the table, notes, problems and log excerpts; write bench/results/NAME.json.
+
+    `settings` defaults to the run's; `extra` adds entries to the JSON, `appendix` lines
+    to the printout. With `notes_in_table` the JSON has no "notes": they and the command
+    stand under the table in "table_markdown" (as data_plane.json has always had them).
+    """
+    elapsed = time.perf_counter() - run.began
+    command = command_line()
+    table = render_table(run.rows)
+    notes = [note for note in [*notes, noise_note()] if note]
+    text = "\n".join([table, "", *notes, "", f"command: `{command}`"])
+    print()
+    print(text)
+    if run.problems:
+        print("\nproblems:")
+        for problem in run.problems:
+            print(f"- {problem}")
+    if findings:
+        print("\nOdradek log excerpt (warnings/errors):")
+        for line in findings[:20]:
+            print(f"  {line}")
+    if CLIENT_LOG.lines:
+        print("\nlibrdkafka warnings (first 20):")
+        for line in CLIENT_LOG.lines[:20]:
+            print(f"  {line}")
+    for line in appendix or []:
+        print(line)
+    print(f"\ntook {elapsed:.0f}s")
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    out = RESULTS_DIR / f"{name}.json"
+    document = {
+        "command": command,
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "seconds": round(elapsed, 1),
+        "settings": asdict(run.settings) if settings is None else settings,
+        "environment": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "confluent_kafka": str(confluent_kafka.version()),
+            "librdkafka": confluent_kafka.libversion()[0],
+            "git_head": git_head(),
+        },
+        "ratio_meaning": ratio_meaning,
+        "rows": [{**asdict(row), "ratio": row.ratio} for row in run.rows],
+        **({} if notes_in_table else {"notes": notes}),
+        "problems": run.problems,
+        "other_cpu_pct_per_case": [round(v, 1) for v in OTHER_CPU],
+        "loadavg_at_end": os.getloadavg(),
+        "odradek_log_findings": findings,
+        "librdkafka_warnings": CLIENT_LOG.lines,
+        **(extra or {}),
+        "table_markdown": text if notes_in_table else table,
+    }
+    out.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    print(f"results: {out.relative_to(REPO)}")
+
+
+def remove_workdir(run: Run, keep: bool) -> None:
+    if keep:
+        print(f"kept {run.workdir}")
+    else:
+        shutil.rmtree(run.workdir, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- data-plane cases
+
+
+def throughput_text(result: ProduceResult | ConsumeResult) -> str:
+    return (
+        f"{result.mb_per_s:.1f} MB/s, {result.records_per_s / 1000:.0f}k rec/s, "
+        f"CPU {result.broker_cpu_pct:.0f}%/{result.client_cpu_pct:.0f}%"
+    )
+
+
+def size_text(size: int) -> str:
+    return f"{size // KB} KB" if size >= KB else f"{size} B"
 
 
 def run_produce_cases(run: Run, peers: list[Peer]) -> None:
@@ -957,9 +1216,7 @@ def run_produce_cases(run: Run, peers: list[Peer]) -> None:
                             peer.bootstrap, topic, partitions, size, acks,
                             linger_ms=s.linger_ms, seconds=s.produce_seconds,
                         )  # fmt: skip
-                    result.broker_cpu_pct, result.client_cpu_pct, result.other_cpu_pct = (
-                        cpu.percentages
-                    )
+                    cpu.record(result)
                     if isinstance(profile, Profiler):
                         run.profiles.setdefault("produce", []).append(profile.out)
                     repeats.setdefault(peer.name, []).append(result)
@@ -997,7 +1254,7 @@ def run_large_consume(run: Run, peer: Peer, topic: str, partitions: int) -> None
             result = consume(
                 peer.bootstrap, topic, partitions, run.settings.consume_seconds, single_pass=True
             )
-        result.broker_cpu_pct, result.client_cpu_pct, result.other_cpu_pct = cpu.percentages
+        cpu.record(result)
         row = Row(
             case=label,
             unit="MB/s",
@@ -1027,16 +1284,8 @@ def add_throughput_row(run: Run, label: str, results: dict[str, Any]) -> Row:
             return "failed"
         return throughput_text(result)
 
-    row = Row(
-        case=label,
-        unit="MB/s",
-        better="higher",
-        odradek=value("odradek"),
-        mock=value("mock"),
-        odradek_text=text("odradek"),
-        mock_text=text("mock"),
-        details={name: asdict(result) for name, result in results.items()},
-    )
+    details = {name: asdict(result) for name, result in results.items()}
+    row = peer_row(label, "MB/s", "higher", value, text, details)
     run.rows.append(row)
     return row
 
@@ -1054,7 +1303,7 @@ def run_latency_cases(run: Run, peers: list[Peer]) -> None:
                     result = produce_latency(
                         peer.bootstrap, topic, size, acks, s.latency_rate, s.latency_seconds
                     )
-                result.broker_cpu_pct, result.client_cpu_pct, result.other_cpu_pct = cpu.percentages
+                cpu.record(result)
                 results[peer.name] = result
                 peer.delete_topic(topic)
                 check_peer(run, peer, f"latency acks={acks}")
@@ -1067,28 +1316,15 @@ def run_latency_cases(run: Run, peers: list[Peer]) -> None:
                     f"{result.undelivered} undelivered"
                 )
         base = f"produce latency {size_text(size)}, acks={acks}, {s.latency_rate} msg/s, linger 0"
+        details = {name: asdict(result) for name, result in results.items()}
         for quantile in ("p50", "p99"):
             values = {
                 name: getattr(result, f"{quantile}_ms")
                 for name, result in results.items()
                 if result.samples
             }
-            run.rows.append(
-                Row(
-                    case=f"{base}: {quantile}",
-                    unit="ms",
-                    better="lower",
-                    odradek=values.get("odradek"),
-                    mock=values.get("mock"),
-                    odradek_text=_ms(values.get("odradek")),
-                    mock_text=_ms(values.get("mock")),
-                    details={name: asdict(result) for name, result in results.items()},
-                )
-            )
-
-
-def _ms(value: float | None) -> str:
-    return "failed" if value is None else f"{value:.2f} ms"
+            case = f"{base}: {quantile}"
+            run.rows.append(value_row(case, "ms", "lower", values, "{:.2f} ms", details=details))
 
 
 def run_consume_cases(run: Run, peers: list[Peer]) -> None:
@@ -1121,7 +1357,7 @@ def run_consume_cases(run: Run, peers: list[Peer]) -> None:
                 )
                 with profile, CpuMeter(peer.pid) as cpu:
                     result = consume(peer.bootstrap, topic, partitions, s.consume_seconds)
-                result.broker_cpu_pct, result.client_cpu_pct, result.other_cpu_pct = cpu.percentages
+                cpu.record(result)
                 if isinstance(profile, Profiler):
                     run.profiles.setdefault("fetch", []).append(profile.out)
                 results[peer.name] = result
@@ -1162,22 +1398,13 @@ def measure_startup(run: Run) -> None:
             host.stop()
         except (RuntimeError, ValueError, OSError) as exc:
             run.problems.append(f"mock host start-up run {i}: {exc}")
-    run.extra["startup_runs_s"] = {"odradek": odradek, "mock": mock}
-    median_odr = statistics.median(odradek) * 1000 if odradek else None
-    median_mock = statistics.median(mock) * 1000 if mock else None
-    run.rows.append(
-        Row(
-            case=f"start-up, spawn to accepting TCP (median of {len(odradek)}; "
-            "mock = Python process hosting it)",
-            unit="ms",
-            better="lower",
-            odradek=median_odr,
-            mock=median_mock,
-            odradek_text="failed" if median_odr is None else f"{median_odr:.0f} ms",
-            mock_text="failed" if median_mock is None else f"{median_mock:.0f} ms",
-            details=run.extra["startup_runs_s"],
-        )
+    runs = run.extra["startup_runs_s"] = {"odradek": odradek, "mock": mock}
+    medians = {name: statistics.median(times) * 1000 for name, times in runs.items() if times}
+    case = (
+        f"start-up, spawn to accepting TCP (median of {len(odradek)}; "
+        "mock = Python process hosting it)"
     )
+    run.rows.append(value_row(case, "ms", "lower", medians, "{:.0f} ms", details=runs))
 
 
 def rss_row(run: Run, label: str, peers: list[Peer]) -> None:
@@ -1187,38 +1414,8 @@ def rss_row(run: Run, label: str, peers: list[Peer]) -> None:
             values[peer.name] = rss_mib(peer.pid)
         except OSError as exc:
             run.problems.append(f"{peer.name}: cannot read RSS: {exc}")
-    odr = values.get("odradek", {}).get("VmRSS")
-    mock = values.get("mock", {}).get("VmRSS")
-    run.rows.append(
-        Row(
-            case=label,
-            unit="MiB",
-            better="lower",
-            odradek=odr,
-            mock=mock,
-            odradek_text="n/a" if odr is None else f"{odr:.1f} MiB",
-            mock_text="n/a" if mock is None else f"{mock:.1f} MiB",
-            details=values,
-        )
-    )
-
-
-def broker_log_findings(path: Path, limit: int = 40) -> list[str]:
-    """Warning/error lines and anything that is not a JSON log line (tracebacks)."""
-    found: list[str] = []
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return found
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            found.append(line)
-            continue
-        if isinstance(entry, dict) and entry.get("level") in ("warning", "error", "critical"):
-            found.append(line)
-    return found[:limit]
+    rss = {name: value["VmRSS"] for name, value in values.items() if "VmRSS" in value}
+    run.rows.append(value_row(label, "MiB", "lower", rss, "{:.1f} MiB", "n/a", details=values))
 
 
 def warm_up(run: Run, peers: list[Peer]) -> None:
@@ -1233,24 +1430,9 @@ def warm_up(run: Run, peers: list[Peer]) -> None:
             run.problems.append(f"{peer.name} warm-up: {exc}")
 
 
-def format_number(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.2f}"
-
-
-def render(run: Run, command: str) -> str:
-    s = run.settings
-    lines = [
-        "| case | Odradek | mock | ratio |",
-        "|---|---|---|---|",
-    ]
-    for row in run.rows:
-        lines.append(
-            f"| {row.case} | {row.odradek_text} | {row.mock_text} | {format_number(row.ratio)} |"
-        )
-    lines += [
-        "",
+def notes(settings: Settings) -> list[str]:
+    s = settings
+    return [
         "ratio > 1 means Odradek is better: Odradek/mock for throughput, "
         "mock/Odradek for latency, start-up and RSS. MB = 10^6 bytes of record values. "
         f"CPU b%/c%: broker process / client process, % of one core ({os.cpu_count()} cores here).",
@@ -1258,156 +1440,65 @@ def render(run: Run, command: str) -> str:
         f"per peer, round-robin partitions, linger.ms={s.linger_ms}, no compression; "
         f"consume: {s.consume_seconds:g} s of passes from the low to the high watermark "
         f"after one untimed pass; latency: {s.latency_rate} msg/s for {s.latency_seconds:g} s.",
-        noise_note(),
-        "",
-        f"command: `{command}`",
     ]
-    return "\n".join(lines)
 
 
-def git_head() -> str | None:
-    """The checked-out commit (the working tree may hold uncommitted changes on top)."""
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None
+def profile_lines(summary: dict[str, dict[str, list[tuple[str, float]]]]) -> list[str]:
+    lines: list[str] = []
+    for kind, hot in summary.items():
+        lines.append(f"\npy-spy, Odradek during {kind} cases, self time (% of samples):")
+        lines += [f"  {share:5.1f}%  {name}" for name, share in hot["self"]]
+        lines.append(f"py-spy, Odradek during {kind} cases, inclusive time:")
+        lines += [f"  {share:5.1f}%  {name}" for name, share in hot["inclusive"]]
+    return lines
 
 
-def noise_note() -> str:
-    if not OTHER_CPU:
-        return ""
-    worst = max(OTHER_CPU)
-    note = (
-        f"Other load on the machine during the cases (CPU outside broker and client, "
-        f"% of one core): median {statistics.median(OTHER_CPU):.0f}%, max {worst:.0f}%."
-    )
-    if worst > 30:
-        note += " Above ~30% the figures are disturbed by other work; rerun on a quiet machine."
-    return note
+def start(run: Run, peers: list[Peer]) -> None:
+    """Start-up times first (nothing else running), then the two peers and their idle RSS."""
+    measure_startup(run)
+    start_peers(run, peers)
+    time.sleep(1.0)
+    rss_row(run, "idle RSS after start (VmRSS)", peers)
 
 
-def command_line() -> str:
-    if __spec__ is not None and __spec__.name:
-        argv = [sys.executable, "-m", __spec__.name.removesuffix(".__main__"), *sys.argv[1:]]
-    else:
-        argv = [sys.executable, *sys.argv]
-    return f"cd {shlex.quote(str(Path.cwd()))} && {shlex.join(argv)}"
+def end(run: Run, peers: list[Peer]) -> None:
+    time.sleep(2.0)
+    rss_row(run, "idle RSS after the runs (VmRSS, topics deleted)", peers)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="a short run (under a minute)")
+    parser = arg_parser(__doc__)
     parser.add_argument("--profile", action="store_true", help="attach py-spy to Odradek")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir and logs")
     parser.add_argument("--mock-host", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.mock_host:
         return mock_host_main()
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
-    settings = Settings.make(args.quick, args.profile)
-    command = command_line()
-    workdir = Path(tempfile.mkdtemp(prefix="odradek-bench-"))
-    run = Run(settings=settings, workdir=workdir, python=venv_python())
-    began = time.perf_counter()
-    print(f"odradek data-plane bench ({'quick' if args.quick else 'full'}), work dir {workdir}")
-    peers: list[Peer] = []
-    odradek: OdradekPeer | None = None
-    try:
-        measure_startup(run)
-        odradek = OdradekPeer(run.python, workdir)
-        mock = MockPeer(run.python, workdir)
-        peers = [odradek, mock]
-        time.sleep(1.0)
-        rss_row(run, "idle RSS after start (VmRSS)", peers)
-        steps = [
-            ("warm-up", warm_up),
-            ("produce throughput", run_produce_cases),
-            ("produce latency", run_latency_cases),
-            ("consume throughput", run_consume_cases),
-        ]
-        for name, step in steps:
-            print(f"  {name} ... ({time.perf_counter() - began:.0f}s)", flush=True)
-            step(run, peers)
-            for peer in peers:
-                if peer.died():
-                    raise RuntimeError(f"{peer.died()}; log tail:\n{log_tail(peer.log_path)}")
-        time.sleep(2.0)
-        rss_row(run, "idle RSS after the runs (VmRSS, topics deleted)", peers)
-    except Exception as exc:  # report what was measured so far
-        run.problems.append(f"run aborted: {exc!r}")
-    finally:
-        for peer in peers:
-            peer.stop()
-    elapsed = time.perf_counter() - began
-
-    findings = broker_log_findings(odradek.log_path) if odradek is not None else []
-    if findings:
-        run.problems.append(f"odradek log has {len(findings)} warning/error lines (see JSON)")
+    run = start_run(Settings.make(args.quick, args.profile), "data-plane", "odradek-bench-")
+    steps: list[tuple[str, Step]] = [
+        ("warm-up", warm_up),
+        ("produce throughput", run_produce_cases),
+        ("produce latency", run_latency_cases),
+        ("consume throughput", run_consume_cases),
+    ]
+    findings = run_steps(run, start, steps, end)
     profile_summary = {kind: hottest(files) for kind, files in run.profiles.items()}
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     for kind, files in run.profiles.items():
         merge_collapsed(files, RESULTS_DIR / f"profile_{kind}.collapsed")
-
-    table = render(run, command)
-    print()
-    print(table)
-    if run.problems:
-        print("\nproblems:")
-        for problem in run.problems:
-            print(f"- {problem}")
-    if findings:
-        print("\nOdradek log excerpt (warnings/errors):")
-        for line in findings[:20]:
-            print(f"  {line}")
-    if CLIENT_LOG.lines:
-        print("\nlibrdkafka warnings:")
-        for line in CLIENT_LOG.lines[:20]:
-            print(f"  {line}")
-    for kind, summary in profile_summary.items():
-        print(f"\npy-spy, Odradek during {kind} cases, self time (% of samples):")
-        for name, share in summary["self"]:
-            print(f"  {share:5.1f}%  {name}")
-        print(f"py-spy, Odradek during {kind} cases, inclusive time:")
-        for name, share in summary["inclusive"]:
-            print(f"  {share:5.1f}%  {name}")
-    print(f"\ntook {elapsed:.0f}s")
-
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / ("data_plane_profile.json" if args.profile else "data_plane.json")
-    document = {
-        "command": command,
-        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "seconds": round(elapsed, 1),
-        "settings": asdict(settings),
-        "environment": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "confluent_kafka": str(confluent_kafka.version()),
-            "librdkafka": confluent_kafka.libversion()[0],
-            "git_head": git_head(),
-        },
-        "ratio_meaning": ">1 means Odradek is better (throughput Odradek/mock; "
+    report(
+        run,
+        name="data_plane_profile" if args.profile else "data_plane",
+        notes=notes(run.settings),
+        findings=findings,
+        ratio_meaning=">1 means Odradek is better (throughput Odradek/mock; "
         "latency, start-up, RSS mock/Odradek)",
-        "rows": [{**asdict(row), "ratio": row.ratio} for row in run.rows],
-        "problems": run.problems,
-        "other_cpu_pct_per_case": [round(v, 1) for v in OTHER_CPU],
-        "loadavg_at_end": os.getloadavg(),
-        "odradek_log_findings": findings,
-        "librdkafka_warnings": CLIENT_LOG.lines,
-        "profile": profile_summary,
-        "table_markdown": table,
-    }
-    out.write_text(json.dumps(document, indent=2, default=str) + "\n")
-    print(f"results: {out.relative_to(REPO)}")
-    if args.keep:
-        print(f"kept {workdir}")
-    else:
-        shutil.rmtree(workdir, ignore_errors=True)
+        extra={"profile": profile_summary},
+        notes_in_table=True,
+        appendix=profile_lines(profile_summary),
+    )
+    remove_workdir(run, args.keep)
     return 0
 
 

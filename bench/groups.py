@@ -4,8 +4,8 @@ Run from the repository root:
 
     .venv/bin/python -m bench.groups [--quick]
 
-Both peers run in child processes (see bench/data_plane.py and bench/common.py);
-every client is confluent-kafka (librdkafka) in this process.
+Both peers run in child processes (see bench/data_plane.py); every client is
+confluent-kafka (librdkafka) in this process.
 
 - Odradek runs with `group.initial.rebalance.delay.ms=0`; the mock's initial
   rebalance delay (librdkafka default for the mock: 3000 ms) is set to 0 as well.
@@ -28,17 +28,13 @@ memory, Odradek/mock for commits/s.
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from confluent_kafka import (
@@ -51,27 +47,27 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
-from bench.common import (
-    ConfiguredMock,
-    ConfiguredOdradek,
-    check_alive,
-    command_line,
-    log_excerpt,
-    report,
-    stop_all,
-)
 from bench.data_plane import (
     CpuMeter,
     ErrorSink,
+    MockPeer,
+    OdradekPeer,
     Peer,
-    Row,
+    Run,
+    Step,
+    arg_parser,
+    check_peer,
     client_config,
-    log_tail,
+    peer_row,
     peers_in_order,
     percentile,
+    remove_workdir,
+    report,
     rss_mib,
+    run_steps,
+    start_run,
     topic_name,
-    venv_python,
+    value_row,
 )
 
 ODRADEK_OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
@@ -97,16 +93,6 @@ class Settings:
         if quick:
             return cls(quick, (1, 10, 100), {1: 1, 10: 1, 100: 1}, 10, 2.0, 1000)
         return cls(quick, (1, 10, 100), {1: 5, 10: 7, 100: 5}, 10, 5.0, 2000)
-
-
-@dataclass
-class Run:
-    settings: Settings
-    workdir: Path
-    python: str
-    rows: list[Row] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- join
@@ -207,9 +193,7 @@ def run_join_cases(run: Run, peers: list[Peer]) -> None:
                     members: list[Member] = []
                     with CpuMeter(peer.pid) as cpu:
                         members = join_group(peer.bootstrap, topic, size, sink, result)
-                    result.broker_cpu_pct, result.client_cpu_pct, result.other_cpu_pct = (
-                        cpu.percentages
-                    )
+                    cpu.record(result)
                     if result.seconds is None:
                         assigned = sum(1 for m in members if m.assigned)
                         run.problems.append(
@@ -220,7 +204,7 @@ def run_join_cases(run: Run, peers: list[Peer]) -> None:
                     result.client_errors = sink.errors
                     runs.setdefault(peer.name, []).append(result)
                     peer.delete_topic(topic)
-                    check_alive(run.problems, peer, label)
+                    check_peer(run, peer, label)
                 except (KafkaException, RuntimeError) as exc:
                     run.problems.append(f"{peer.name} {label}: {exc}")
                 print(
@@ -237,18 +221,12 @@ def run_join_cases(run: Run, peers: list[Peer]) -> None:
 
         if s.join_repeats[size] > 1:
             label += f", median of {s.join_repeats[size]}"
-        run.rows.append(
-            Row(
-                case=label,
-                unit="ms",
-                better="lower",
-                odradek=medians.get("odradek"),
-                mock=medians.get("mock"),
-                odradek_text=join_text(runs.get("odradek"), medians.get("odradek")),
-                mock_text=join_text(runs.get("mock"), medians.get("mock")),
-                details={name: [asdict(r) for r in results] for name, results in runs.items()},
-            )
-        )
+
+        def text(name: str, runs: Any = runs, medians: Any = medians) -> str:
+            return join_text(runs.get(name), medians.get(name))
+
+        details = {name: [asdict(r) for r in results] for name, results in runs.items()}
+        run.rows.append(peer_row(label, "ms", "lower", medians.get, text, details))
 
 
 def join_text(results: list[JoinResult] | None, median_ms: float | None) -> str:
@@ -330,7 +308,7 @@ def commit_loop(peer: Peer, topic: str, count: int, seconds: float) -> CommitRes
         for thread in threads:
             thread.join(seconds + 30)
         result.seconds = time.perf_counter() - began
-    result.broker_cpu_pct, result.client_cpu_pct, result.other_cpu_pct = cpu.percentages
+    cpu.record(result)
     close_members(members)
     every = [v for own in latencies for v in own]
     result.commits = len(every)
@@ -361,7 +339,7 @@ def run_commit_cases(run: Run, peers: list[Peer]) -> None:
                     f"first: {result.first_error}"
                 )
             peer.delete_topic(topic)
-            check_alive(run.problems, peer, label)
+            check_peer(run, peer, label)
         except (KafkaException, RuntimeError) as exc:
             run.problems.append(f"{peer.name} {label}: {exc}")
         done = results.get(peer.name)
@@ -384,33 +362,14 @@ def run_commit_cases(run: Run, peers: list[Peer]) -> None:
             f"CPU {result.broker_cpu_pct:.0f}%/{result.client_cpu_pct:.0f}%)"
         )
 
-    run.rows.append(
-        Row(
-            case=label,
-            unit="commits/s",
-            better="higher",
-            odradek=value("odradek"),
-            mock=value("mock"),
-            odradek_text=text("odradek"),
-            mock_text=text("mock"),
-            details={name: asdict(r) for name, r in results.items()},
-        )
-    )
+    details = {name: asdict(r) for name, r in results.items()}
+    run.rows.append(peer_row(label, "commits/s", "higher", value, text, details))
     for quantile in ("p50", "p99"):
         values = {
             name: float(getattr(r, f"{quantile}_ms")) for name, r in results.items() if r.commits
         }
-        run.rows.append(
-            Row(
-                case=f"offset commit latency (same loop): {quantile}",
-                unit="ms",
-                better="lower",
-                odradek=values.get("odradek"),
-                mock=values.get("mock"),
-                odradek_text=f"{values['odradek']:.2f} ms" if "odradek" in values else "failed",
-                mock_text=f"{values['mock']:.2f} ms" if "mock" in values else "failed",
-            )
-        )
+        case = f"offset commit latency (same loop): {quantile}"
+        run.rows.append(value_row(case, "ms", "lower", values, "{:.2f} ms"))
 
 
 # --------------------------------------------------------------------------- memory
@@ -491,7 +450,7 @@ def run_memory_case(run: Run, peers: list[Peer]) -> None:
                     f"{peer.name} memory case: {result.errors} failed commits; "
                     f"first: {result.first_error}"
                 )
-            check_alive(run.problems, peer, label)
+            check_peer(run, peer, label)
         except (KafkaException, RuntimeError, OSError) as exc:
             run.problems.append(f"{peer.name} memory case: {exc}")
         done = results.get(peer.name)
@@ -519,74 +478,35 @@ def run_memory_case(run: Run, peers: list[Peer]) -> None:
             f"{result.rss_after_mib:.1f} MiB; {result.committed} groups in {result.seconds:.1f} s)"
         )
 
-    run.rows.append(
-        Row(
-            case=label,
-            unit="KiB/group",
-            better="lower",
-            odradek=value("odradek"),
-            mock=value("mock"),
-            odradek_text=text("odradek"),
-            mock_text=text("mock"),
-            details={name: asdict(r) for name, r in results.items()},
-        )
-    )
+    details = {name: asdict(r) for name, r in results.items()}
+    run.rows.append(peer_row(label, "KiB/group", "lower", value, text, details))
     rates = {
         name: r.committed / r.seconds for name, r in results.items() if r.seconds and r.committed
     }
-    run.rows.append(
-        Row(
-            case="  (same case) group creations/s through the admin client, 200 in flight",
-            unit="groups/s",
-            better="higher",
-            odradek=rates.get("odradek"),
-            mock=rates.get("mock"),
-            odradek_text=f"{rates['odradek']:.0f}/s" if "odradek" in rates else "failed",
-            mock_text=f"{rates['mock']:.0f}/s" if "mock" in rates else "failed",
-        )
-    )
+    case = "  (same case) group creations/s through the admin client, 200 in flight"
+    run.rows.append(value_row(case, "groups/s", "higher", rates, "{:.0f}/s"))
 
 
 # --------------------------------------------------------------------------- main
 
 
+def start(run: Run, peers: list[Peer]) -> None:
+    """Odradek with ODRADEK_OVERRIDES, the mock with an initial rebalance delay of 0."""
+    peers.append(OdradekPeer(run.python, run.workdir, overrides=ODRADEK_OVERRIDES))
+    mock = MockPeer(run.python, run.workdir)
+    peers.append(mock)
+    mock.set_rebalance_delay(0)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="a short run (under a minute)")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir and logs")
-    args = parser.parse_args(argv)
-    settings = Settings.make(args.quick)
-    command = command_line("bench.groups")
-    workdir = Path(tempfile.mkdtemp(prefix="odradek-bench-groups-"))
-    run = Run(settings=settings, workdir=workdir, python=venv_python())
-    began = time.perf_counter()
-    print(f"odradek group bench ({'quick' if args.quick else 'full'}), work dir {workdir}")
-    peers: list[Peer] = []
-    odradek: ConfiguredOdradek | None = None
-    try:
-        odradek = ConfiguredOdradek(run.python, workdir, overrides=ODRADEK_OVERRIDES)
-        mock = ConfiguredMock(run.python, workdir)
-        mock.set_rebalance_delay(0)
-        peers = [odradek, mock]
-        steps = [
-            ("memory per group", run_memory_case),
-            ("join", run_join_cases),
-            ("offset commits", run_commit_cases),
-        ]
-        for name, step in steps:
-            print(f"  {name} ... ({time.perf_counter() - began:.0f}s)", flush=True)
-            step(run, peers)
-            for peer in peers:
-                if peer.died():
-                    raise RuntimeError(f"{peer.died()}; log tail:\n{log_tail(peer.log_path)}")
-    except Exception as exc:  # report what was measured so far
-        run.problems.append(f"run aborted: {exc!r}")
-    finally:
-        stop_all(peers)
-    elapsed = time.perf_counter() - began
-    findings = log_excerpt(odradek.log_path if odradek is not None else None)
-    if findings:
-        run.problems.append(f"odradek log has {len(findings)} warning/error lines (see below)")
+    args = arg_parser(__doc__).parse_args(argv)
+    run = start_run(Settings.make(args.quick), "group", "odradek-bench-groups-")
+    steps: list[tuple[str, Step]] = [
+        ("memory per group", run_memory_case),
+        ("join", run_join_cases),
+        ("offset commits", run_commit_cases),
+    ]
+    findings = run_steps(run, start, steps)
     notes = [
         "ratio > 1 means Odradek is better: mock/Odradek for times, latencies and memory, "
         "Odradek/mock for rates. CPU: broker process / client process, % of one core.",
@@ -604,20 +524,13 @@ def main(argv: list[str] | None = None) -> int:
         "all members have rejoined, so its multi-member join times mostly measure that timer.",
     ]
     report(
+        run,
         name="groups",
-        command=command,
-        rows=run.rows,
         notes=notes,
-        problems=run.problems,
         findings=findings,
-        settings=asdict(settings) | {"odradek_overrides": ODRADEK_OVERRIDES},
-        elapsed=elapsed,
-        extra=run.extra,
+        settings=asdict(run.settings) | {"odradek_overrides": ODRADEK_OVERRIDES},
     )
-    if args.keep:
-        print(f"kept {workdir}")
-    else:
-        shutil.rmtree(workdir, ignore_errors=True)
+    remove_workdir(run, args.keep)
     return 0
 
 

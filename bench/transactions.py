@@ -26,34 +26,36 @@ throughput, mock/Odradek for latency.
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from bench.common import check_alive, command_line, log_excerpt, report, stop_all
 from bench.data_plane import (
-    MB,
+    STALL_SECONDS,
     CpuMeter,
     ErrorSink,
-    MockPeer,
-    OdradekPeer,
     Peer,
-    Row,
+    Rates,
+    Run,
+    Step,
+    arg_parser,
+    check_peer,
     client_config,
-    log_tail,
     payloads,
+    peer_row,
     peers_in_order,
     percentile,
+    remove_workdir,
+    report,
+    run_steps,
+    start_peers,
+    start_run,
     topic_name,
-    venv_python,
+    value_row,
 )
 
 RECORDS_PER_TXN = 10
@@ -62,7 +64,6 @@ CONSUME_PARTITIONS = 4
 CONSUME_VALUE_SIZE = 1000
 CONSUME_PER_PARTITION = 4000  # 4 MB per partition: under the mock's ~5 MiB retention
 CONSUME_TXN_RECORDS = 100
-STALL_SECONDS = 20.0
 WARMUP_TXNS = 5
 
 
@@ -77,15 +78,6 @@ class Settings:
         if quick:
             return cls(quick, 3.0, 1.5)
         return cls(quick, 12.0, 5.0)
-
-
-@dataclass
-class Run:
-    settings: Settings
-    workdir: Path
-    python: str
-    rows: list[Row] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- transactions
@@ -264,7 +256,7 @@ def run_txn_cases(run: Run, peers: list[Peer]) -> None:
                     result = run_transactions(
                         peer.bootstrap, topic, partitions, s.txn_seconds, source
                     )
-                result.broker_cpu_pct, result.client_cpu_pct, result.other_cpu_pct = cpu.percentages
+                cpu.record(result)
                 if result.failed_transactions or result.delivery_errors:
                     run.problems.append(
                         f"{peer.name} {label}: {result.failed_transactions} failed transactions, "
@@ -277,7 +269,7 @@ def run_txn_cases(run: Run, peers: list[Peer]) -> None:
                 peer.delete_topic(topic)
                 if source is not None:
                     peer.delete_topic(source)
-                check_alive(run.problems, peer, label)
+                check_peer(run, peer, label)
             except (KafkaException, RuntimeError) as exc:
                 failures[peer.name] = str(exc)
                 run.problems.append(f"{peer.name} {label}: {exc}")
@@ -292,36 +284,33 @@ def run_txn_cases(run: Run, peers: list[Peer]) -> None:
                 flush=True,
             )
 
-        def text(name: str, value: str, results: Any = results, failures: Any = failures) -> str:
-            if name in failures:
-                return f"n/a ({failures[name][:120]})"
-            return value if name in results else "n/a"
+        add_txn_rows(run, label, results, failures)
 
-        run.rows.append(
-            Row(
-                case=label,
-                unit="txn/s",
-                better="higher",
-                odradek=results["odradek"].per_second if "odradek" in results else None,
-                mock=results["mock"].per_second if "mock" in results else None,
-                odradek_text=text("odradek", txn_text(results.get("odradek"))),
-                mock_text=text("mock", txn_text(results.get("mock"))),
-                details={name: asdict(r) for name, r in results.items()} | {"failures": failures},
-            )
-        )
-        for quantile in ("p50", "p99"):
-            values = {n: float(getattr(r, f"commit_{quantile}_ms")) for n, r in results.items()}
-            run.rows.append(
-                Row(
-                    case=f"  commit_transaction() latency {quantile} (same loop)",
-                    unit="ms",
-                    better="lower",
-                    odradek=values.get("odradek"),
-                    mock=values.get("mock"),
-                    odradek_text=text("odradek", f"{values.get('odradek', 0):.2f} ms"),
-                    mock_text=text("mock", f"{values.get('mock', 0):.2f} ms"),
-                )
-            )
+
+def add_txn_rows(
+    run: Run, label: str, results: dict[str, TxnResult], failures: dict[str, str]
+) -> None:
+    """The transactions/s row and its commit latency rows."""
+
+    def text(name: str, value: str) -> str:
+        if name in failures:
+            return f"n/a ({failures[name][:120]})"
+        return value if name in results else "n/a"
+
+    def rate_text(name: str) -> str:
+        return text(name, txn_text(results.get(name)))
+
+    rates = {name: r.per_second for name, r in results.items()}
+    details = {name: asdict(r) for name, r in results.items()} | {"failures": failures}
+    run.rows.append(peer_row(label, "txn/s", "higher", rates.get, rate_text, details))
+    for quantile in ("p50", "p99"):
+        values = {n: float(getattr(r, f"commit_{quantile}_ms")) for n, r in results.items()}
+
+        def latency_text(name: str, values: dict[str, float] = values) -> str:
+            return text(name, f"{values.get(name, 0):.2f} ms")
+
+        case = f"  commit_transaction() latency {quantile} (same loop)"
+        run.rows.append(peer_row(case, "ms", "lower", values.get, latency_text))
 
 
 def txn_text(result: TxnResult | None) -> str:
@@ -392,7 +381,7 @@ def fill(bootstrap: str, topic: str, transactional: bool) -> FillResult:
 
 
 @dataclass
-class ConsumeResult:
+class ConsumeResult(Rates):
     isolation: str
     records: int = 0
     value_bytes: int = 0
@@ -405,14 +394,6 @@ class ConsumeResult:
     broker_cpu_pct: float = 0.0
     client_cpu_pct: float = 0.0
     other_cpu_pct: float = 0.0
-
-    @property
-    def mb_per_s(self) -> float:
-        return self.value_bytes / MB / self.seconds if self.seconds else 0.0
-
-    @property
-    def records_per_s(self) -> float:
-        return self.records / self.seconds if self.seconds else 0.0
 
 
 def consume(
@@ -525,7 +506,7 @@ def run_consume_cases(run: Run, peers: list[Peer]) -> None:
                     result = consume(
                         peer.bootstrap, topic, filled.last_offset, isolation, s.consume_seconds
                     )
-                result.broker_cpu_pct, result.client_cpu_pct, result.other_cpu_pct = cpu.percentages
+                cpu.record(result)
                 if result.errors:
                     run.problems.append(
                         f"{peer.name} {label}: {result.errors} consume errors: {result.first_error}"
@@ -538,7 +519,7 @@ def run_consume_cases(run: Run, peers: list[Peer]) -> None:
                 results[peer.name] = result
                 per_peer.setdefault(peer.name, {})[isolation] = result
                 peer.delete_topic(topic)
-                check_alive(run.problems, peer, label)
+                check_peer(run, peer, label)
             except (KafkaException, RuntimeError) as exc:
                 failures[peer.name] = str(exc)
                 run.problems.append(f"{peer.name} {label}: {exc}")
@@ -559,75 +540,31 @@ def run_consume_cases(run: Run, peers: list[Peer]) -> None:
                 f"{result.client_cpu_pct:.0f}%)"
             )
 
-        run.rows.append(
-            Row(
-                case=label,
-                unit="MB/s",
-                better="higher",
-                odradek=results["odradek"].mb_per_s if "odradek" in results else None,
-                mock=results["mock"].mb_per_s if "mock" in results else None,
-                odradek_text=text("odradek"),
-                mock_text=text("mock"),
-                details={name: asdict(r) for name, r in results.items()} | {"failures": failures},
-            )
-        )
+        rates = {name: r.mb_per_s for name, r in results.items()}
+        details = {name: asdict(r) for name, r in results.items()} | {"failures": failures}
+        run.rows.append(peer_row(label, "MB/s", "higher", rates.get, text, details))
     shares: dict[str, float] = {}
     for name, by_isolation in per_peer.items():
         committed = by_isolation.get("read_committed")
         plain = by_isolation.get("read_uncommitted")
         if committed and plain and plain.mb_per_s:
             shares[name] = committed.mb_per_s / plain.mb_per_s
-    run.rows.append(
-        Row(
-            case="  read_committed (txn data) / read_uncommitted (plain data) throughput",
-            unit="fraction",
-            better="higher",
-            odradek=shares.get("odradek"),
-            mock=shares.get("mock"),
-            odradek_text=f"{shares['odradek']:.2f}" if "odradek" in shares else "n/a",
-            mock_text=f"{shares['mock']:.2f}" if "mock" in shares else "n/a",
-        )
-    )
+    case = "  read_committed (txn data) / read_uncommitted (plain data) throughput"
+    run.rows.append(value_row(case, "fraction", "higher", shares, "{:.2f}", "n/a"))
 
 
 # --------------------------------------------------------------------------- main
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="a short run (under a minute)")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir and logs")
-    args = parser.parse_args(argv)
+    args = arg_parser(__doc__).parse_args(argv)
     settings = Settings.make(args.quick)
-    command = command_line("bench.transactions")
-    workdir = Path(tempfile.mkdtemp(prefix="odradek-bench-txn-"))
-    run = Run(settings=settings, workdir=workdir, python=venv_python())
-    began = time.perf_counter()
-    print(f"odradek transactions bench ({'quick' if args.quick else 'full'}), work dir {workdir}")
-    peers: list[Peer] = []
-    odradek: OdradekPeer | None = None
-    try:
-        odradek = OdradekPeer(run.python, workdir)
-        mock = MockPeer(run.python, workdir)
-        peers = [odradek, mock]
-        steps = [
-            ("transactions", run_txn_cases),
-            ("consume", run_consume_cases),
-        ]
-        for name, step in steps:
-            print(f"  {name} ... ({time.perf_counter() - began:.0f}s)", flush=True)
-            step(run, peers)
-            for peer in peers:
-                if peer.died():
-                    raise RuntimeError(f"{peer.died()}; log tail:\n{log_tail(peer.log_path)}")
-    except Exception as exc:  # report what was measured so far
-        run.problems.append(f"run aborted: {exc!r}")
-    finally:
-        stop_all(peers)
-    elapsed = time.perf_counter() - began
-    findings = log_excerpt(odradek.log_path if odradek is not None else None)
-    if findings:
-        run.problems.append(f"odradek log has {len(findings)} warning/error lines (see below)")
+    run = start_run(settings, "transactions", "odradek-bench-txn-")
+    steps: list[tuple[str, Step]] = [
+        ("transactions", run_txn_cases),
+        ("consume", run_consume_cases),
+    ]
+    findings = run_steps(run, start_peers, steps)
     notes = [
         "ratio > 1 means Odradek is better: Odradek/mock for rates and throughput, "
         "mock/Odradek for latency. CPU: broker process / client process, % of one core. "
@@ -640,20 +577,8 @@ def main(argv: list[str] | None = None) -> int:
         "broker, so they show that read_committed costs no throughput here rather than "
         "which broker serves fetches faster.",
     ]
-    report(
-        name="transactions",
-        command=command,
-        rows=run.rows,
-        notes=notes,
-        problems=run.problems,
-        findings=findings,
-        settings=asdict(settings),
-        elapsed=elapsed,
-    )
-    if args.keep:
-        print(f"kept {workdir}")
-    else:
-        shutil.rmtree(workdir, ignore_errors=True)
+    report(run, name="transactions", notes=notes, findings=findings)
+    remove_workdir(run, args.keep)
     return 0
 
 
