@@ -58,7 +58,14 @@ from typing import TYPE_CHECKING
 
 from protocol.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, TruncatedBatch, read_header
 from storage.batch_rewrite import decode_records, delete_horizon, rebuild_batch
-from storage.checkpoint import VERSION, fsync_dir, read_lines, write_all, write_atomic
+from storage.checkpoint import (
+    VERSION,
+    fsync_dir,
+    fsync_path,
+    read_lines,
+    write_all,
+    write_atomic,
+)
 from storage.config import INT32_MAX, LogConfig
 from storage.index import SegmentIndex
 from storage.segment import (
@@ -68,8 +75,8 @@ from storage.segment import (
     Segment,
     SharedFd,
     parse_segment_name,
-    peek_header,
     pread_exact,
+    scan_headers,
 )
 
 if TYPE_CHECKING:
@@ -250,7 +257,7 @@ def _scan_transactions(plan: _Plan) -> _Transactions:
     last_batches = []
     for segment, file in zip(plan.segments, plan.files, strict=True):
         last: dict[int, int] = {}
-        for header in _headers(file.fd, segment.size):
+        for header in scan_headers(file.fd, 0, segment.size):
             producer_id = header.producer_id
             if producer_id < 0:
                 continue
@@ -502,7 +509,7 @@ class _Pass:
             new.unsynced.clear()
         fsync_dir(directory)  # before the next group: a marker never goes before its data
         for path in unsynced:
-            _fsync_path(path)
+            fsync_path(path)
         self.stats.segments_written += 1
         return True
 
@@ -607,28 +614,11 @@ def _read_batches(fd: int, end: int) -> Iterator[tuple[int, BatchHeader, bytes]]
         position += at
 
 
-def _headers(fd: int, end: int) -> Iterator[BatchHeader]:
-    """Headers (with file positions) of the batches in [0, end), without their bodies."""
-    position = 0
-    buf = b""
-    buf_start = 0
-    while position < end:
-        at = position - buf_start
-        if at + HEADER_SIZE > len(buf):
-            buf = os.pread(fd, min(_SCAN_CHUNK, end - position), position)
-            buf_start, at = position, 0
-        header = peek_header(buf, at, position)
-        if position + header.size > end:
-            raise TruncatedBatch(f"batch at {position} runs past the end of a segment")
-        yield header
-        position += header.size
-
-
 def _index_of(path: Path, base: int, size: int, end: int, interval: int) -> SegmentIndex:
     index = SegmentIndex(base)
     fd = os.open(path, os.O_RDONLY)
     try:
-        for header in _headers(fd, size):
+        for header in scan_headers(fd, 0, size):
             index.add_batch(
                 header.base_offset,
                 header.last_offset,
@@ -662,17 +652,6 @@ def _unlink(*paths: Path) -> None:
     for path in paths:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-
-
-def _fsync_path(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def recover_cleaner_files(directory: Path) -> None:

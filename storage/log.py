@@ -39,7 +39,14 @@ from protocol.batch import (
     set_max_timestamp,
     set_partition_leader_epoch,
 )
-from storage.checkpoint import fsync_dir, read_lines, read_offset, write_atomic, write_offset
+from storage.checkpoint import (
+    fsync_dir,
+    fsync_path,
+    read_lines,
+    read_offset,
+    write_atomic,
+    write_offset,
+)
 from storage.cleaner import CompactionState, CompactionStats, compact_log, recover_cleaner_files
 from storage.config import INT32_MAX, LogConfig
 from storage.epochs import LeaderEpochCache
@@ -691,7 +698,7 @@ class PartitionLog:
                     if fd >= 0:
                         os.fsync(fd)
                     for path in paths:
-                        _fsync_path(path)
+                        fsync_path(path)
                 if dir_dirty:
                     fsync_dir(self.directory)
             except BaseException:
@@ -775,17 +782,6 @@ class PartitionLog:
 
 def _base(segment: Segment) -> int:
     return segment.base_offset
-
-
-def _fsync_path(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _largest_timestamp(segment: Segment, interval: int) -> int:

@@ -66,6 +66,23 @@ class SharedFd:
             os.close(self.fd)
 
 
+def scan_headers(fd: int, position: int, end: int) -> Iterator[BatchHeader]:
+    """Headers (with file positions) of the batches in [position, end) of a file,
+    read in chunks without their bodies; no CRC check."""
+    buf = b""
+    buf_start = position
+    while position < end:
+        at = position - buf_start
+        if at + HEADER_SIZE > len(buf):
+            buf = os.pread(fd, min(_SCAN_CHUNK, end - position), position)
+            buf_start, at = position, 0
+        header = peek_header(buf, at, position)
+        if position + header.size > end:
+            raise TruncatedBatch(f"batch at file position {position} runs past {end}")
+        yield header
+        position += header.size
+
+
 def pread_exact(fd: int, size: int, position: int) -> bytes:
     data = os.pread(fd, size, position)
     if len(data) == size:
@@ -158,20 +175,7 @@ class Segment:
 
     def headers(self, position: int = 0, end: int | None = None) -> Iterator[BatchHeader]:
         """Headers of the batches from `position` on, with file positions; no CRC check."""
-        end = self.size if end is None else end
-        fd = self.file.fd
-        buf = b""
-        buf_start = position
-        while position < end:
-            at = position - buf_start
-            if at + HEADER_SIZE > len(buf):
-                buf = os.pread(fd, min(_SCAN_CHUNK, end - position), position)
-                buf_start, at = position, 0
-            header = peek_header(buf, at, position)
-            if position + header.size > end:
-                raise TruncatedBatch(f"batch at {position} runs past the end of {self.path}")
-            yield header
-            position += header.size
+        return scan_headers(self.file.fd, position, self.size if end is None else end)
 
     def first_header(self) -> BatchHeader | None:
         if self.size == 0:
