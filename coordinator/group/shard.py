@@ -262,6 +262,12 @@ class GroupShard:
         self._schedule(f"join:{group.group_id}", timeout, rebalance_timeout)
         return self._maybe_complete_join(group)
 
+    def _join_or_rebalance(self, group: ClassicGroup) -> list[Record]:
+        """A member now waits to join: end the join phase if it can, or start one."""
+        if group.state == PREPARING_REBALANCE:
+            return self._maybe_complete_join(group)
+        return self._prepare_rebalance(group)
+
     def _maybe_complete_join(self, group: ClassicGroup) -> list[Record]:
         if group.state != PREPARING_REBALANCE or not group.all_joined():
             return []
@@ -479,9 +485,7 @@ class GroupShard:
             future.set_result(current)
             return Result([self._group_record(group)] if group.state == STABLE else [], future)
         answer = member.join_future = loop.create_future()
-        records = self._prepare_rebalance(group) if group.state != PREPARING_REBALANCE else []
-        records += self._maybe_complete_join(group)
-        return Result(records, answer)
+        return Result(self._join_or_rebalance(group), answer)
 
     def _add_and_rebalance(
         self,
@@ -494,11 +498,7 @@ class GroupShard:
         answer = member.join_future = asyncio.get_running_loop().create_future()
         group.add(member)
         self._arm_session(group, member)
-        if group.state == PREPARING_REBALANCE:
-            records = self._maybe_complete_join(group)
-        else:
-            records = self._prepare_rebalance(group)
-        return Result(records, answer)
+        return Result(self._join_or_rebalance(group), answer)
 
     def _join_known(
         self,
@@ -521,11 +521,7 @@ class GroupShard:
         if member.join_future is not None and not member.join_future.done():
             member.join_future.set_result({"error_code": REBALANCE_IN_PROGRESS})
         answer = member.join_future = loop.create_future()
-        if group.state == PREPARING_REBALANCE:
-            records = self._maybe_complete_join(group)
-        else:
-            records = self._prepare_rebalance(group)
-        return Result(records, answer)
+        return Result(self._join_or_rebalance(group), answer)
 
     # -- SyncGroup -----------------------------------------------------------------
 
