@@ -11,6 +11,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from protocol.decoder import DecodeError, read_uvarint
+
 SIZE_PREFIX = struct.Struct(">i")
 _FIXED = struct.Struct(">hhi")
 _INT16 = struct.Struct(">h")
@@ -71,30 +73,18 @@ def parse_request_header(frame: bytes | bytearray, flexible: bool) -> RequestHea
     return RequestHeader(api_key, api_version, correlation_id, client_id, position)
 
 
-def read_uvarint(buf: bytes | bytearray, position: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        if position >= len(buf):
-            raise FrameError("varint runs past the end of the frame")
-        if shift > 28:
-            raise FrameError("varint is too long")
-        byte = buf[position]
-        position += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, position
-        shift += 7
-
-
 def skip_tagged_fields(buf: bytes | bytearray, position: int) -> int:
-    count, position = read_uvarint(buf, position)
-    for _ in range(count):
-        _tag, position = read_uvarint(buf, position)
-        size, position = read_uvarint(buf, position)
-        position += size
-        if position > len(buf):
-            raise FrameError("tagged field runs past the end of the frame")
+    view = memoryview(buf)
+    try:
+        count, position = read_uvarint(view, position)
+        for _ in range(count):
+            _tag, position = read_uvarint(view, position)
+            size, position = read_uvarint(view, position)
+            position += size
+            if position > len(buf):
+                raise FrameError("tagged field runs past the end of the frame")
+    except DecodeError as exc:
+        raise FrameError(f"bad tagged fields in the request header: {exc}") from exc
     return position
 
 
