@@ -36,6 +36,22 @@ def create(client: WireClient, topic: str, partitions: int = 1, **configs: str) 
     assert reply.topics[0].error_code == 0, reply
 
 
+def list_offset(client: WireClient, topic: str, timestamp: int) -> int:
+    """ListOffsets v7 for partition 0 (-1 latest, -2 earliest), read_uncommitted."""
+    reply = client.call(
+        LIST_OFFSETS,
+        7,
+        {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [
+                {"name": topic, "partitions": [{"partition_index": 0, "timestamp": timestamp}]}
+            ],
+        },
+    )
+    return int(reply.topics[0].partitions[0].offset)
+
+
 def produce(client: WireClient, topic: str, batch: bytes, acks: int = 1, partition: int = 0):
     body = {
         "acks": acks,
@@ -101,18 +117,7 @@ def test_acks_zero_gets_no_response(shared_broker, unique_topic) -> None:
         )
         client.send_raw(data)
         # The next answer on the wire belongs to the next request, not to the acks=0 one.
-        reply = client.call(
-            LIST_OFFSETS,
-            7,
-            {
-                "replica_id": -1,
-                "isolation_level": 0,
-                "topics": [
-                    {"name": unique_topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}
-                ],
-            },
-        )
-        assert reply.topics[0].partitions[0].offset == 1
+        assert list_offset(client, unique_topic, -1) == 1
 
 
 def test_incremental_fetch_session(shared_broker, unique_topic) -> None:
@@ -181,18 +186,7 @@ def test_out_of_range_and_log_start_after_delete_records(shared_broker, unique_t
         partition = early.responses[0].partitions[0]
         assert partition.error_code == 1  # OFFSET_OUT_OF_RANGE
         assert partition.log_start_offset == 3 and partition.high_watermark == 5
-        earliest = client.call(
-            LIST_OFFSETS,
-            7,
-            {
-                "replica_id": -1,
-                "isolation_level": 0,
-                "topics": [
-                    {"name": unique_topic, "partitions": [{"partition_index": 0, "timestamp": -2}]}
-                ],
-            },
-        )
-        assert earliest.topics[0].partitions[0].offset == 3
+        assert list_offset(client, unique_topic, -2) == 3
         epochs = client.call(
             OFFSET_FOR_LEADER_EPOCH,
             4,
@@ -242,18 +236,7 @@ def test_clean_shutdown_skips_recovery_scan(broker_factory, unique_topic) -> Non
     broker.stop()
     broker.start()
     with WireClient(broker.bootstrap) as client:
-        reply = client.call(
-            LIST_OFFSETS,
-            7,
-            {
-                "replica_id": -1,
-                "isolation_level": 0,
-                "topics": [
-                    {"name": unique_topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}
-                ],
-            },
-        )
-        assert reply.topics[0].partitions[0].offset == 50
+        assert list_offset(client, unique_topic, -1) == 50
     second_start = broker.log_text().split("==== start #2")[1]
     assert '"recovered_partitions": 0' in second_start
     with WireClient(broker.bootstrap) as client:
