@@ -701,6 +701,51 @@ class ConsumeResult(Rates):
     other_cpu_pct: float = 0.0
 
 
+def read_pass(
+    consumer: Consumer,
+    topic: str,
+    lows: dict[int, int],
+    ends: dict[int, int],
+    result: Any,
+    expected: int,
+    deadline: float = float("inf"),
+) -> tuple[int, int]:
+    """Read each partition from `lows` up to `ends` (exclusive) once: (records, value bytes).
+
+    Errors are counted on `result` (its `errors` and `first_error`). `expected`
+    records, when known, keeps consume() from asking for more than is left.
+    """
+    consumer.assign([TopicPartition(topic, p, low) for p, low in lows.items()])
+    remaining = {p for p in lows if ends[p] > lows[p]}
+    records = value_bytes = 0
+    last_progress = time.monotonic()
+    while remaining:
+        # consume() waits for a full batch (or the timeout): never ask for more
+        # than is left, or every pass would end with a wasted wait.
+        wanted = max(1, min(10000, expected - records)) if expected else 10000
+        batch = consumer.consume(num_messages=wanted, timeout=0.5)
+        now = time.monotonic()
+        if batch:
+            last_progress = now
+        elif now - last_progress > STALL_SECONDS:
+            raise RuntimeError(f"consume stalled; partitions left {sorted(remaining)}")
+        for message in batch:
+            error = message.error()
+            if error is not None:
+                result.errors += 1
+                result.first_error = result.first_error or str(error)
+                continue
+            records += 1
+            value_bytes += len(message)
+            offset, partition = message.offset(), message.partition()
+            if offset is not None and partition is not None and offset + 1 >= ends[partition]:
+                remaining.discard(partition)
+        if time.perf_counter() >= deadline:
+            break
+    consumer.unassign()
+    return records, value_bytes
+
+
 def consume(
     bootstrap: str, topic: str, partitions: int, seconds: float, *, single_pass: bool = False
 ) -> ConsumeResult:
@@ -742,36 +787,18 @@ def consume(
         if result.available_records == 0:
             raise RuntimeError(f"nothing to consume in {topic}")
 
+        ends = dict(enumerate(highs))
+
         def one_pass(deadline: float) -> tuple[int, int]:
-            consumer.assign([TopicPartition(topic, i, lows[i]) for i in range(partitions)])
-            remaining = {i for i in range(partitions) if highs[i] > lows[i]}
-            records = value_bytes = 0
-            last_progress = time.monotonic()
-            while remaining:
-                # consume() waits for a full batch (or the timeout): never ask for more
-                # than is left, or every pass would end with a wasted wait.
-                wanted = max(1, min(10000, result.available_records - records))
-                batch = consumer.consume(num_messages=wanted, timeout=0.5)
-                now = time.monotonic()
-                if batch:
-                    last_progress = now
-                elif now - last_progress > STALL_SECONDS:
-                    raise RuntimeError(f"consume stalled; partitions left {sorted(remaining)}")
-                for message in batch:
-                    error = message.error()
-                    if error is not None:
-                        result.errors += 1
-                        result.first_error = result.first_error or str(error)
-                        continue
-                    records += 1
-                    value_bytes += len(message)
-                    offset, index = message.offset(), message.partition()
-                    if offset is not None and index is not None and offset + 1 >= highs[index]:
-                        remaining.discard(index)
-                if time.perf_counter() >= deadline:
-                    break
-            consumer.unassign()
-            return records, value_bytes
+            return read_pass(
+                consumer,
+                topic,
+                dict(enumerate(lows)),
+                ends,
+                result,
+                result.available_records,
+                deadline,
+            )
 
         if single_pass:
             started = time.perf_counter()

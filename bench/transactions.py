@@ -35,7 +35,6 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from bench.data_plane import (
-    STALL_SECONDS,
     CpuMeter,
     ErrorSink,
     Peer,
@@ -49,6 +48,7 @@ from bench.data_plane import (
     peer_row,
     peers_in_order,
     percentile,
+    read_pass,
     remove_workdir,
     report,
     run_steps,
@@ -430,37 +430,10 @@ def consume(
         }
         wanted_total = 0
 
+        ends = {p: last_offset[p] + 1 for p in partitions}
+
         def one_pass() -> tuple[int, int]:
-            nonlocal wanted_total
-            consumer.assign([TopicPartition(topic, p, lows[p]) for p in partitions])
-            remaining = {p for p in partitions if last_offset[p] >= lows[p]}
-            records = value_bytes = 0
-            last_progress = time.monotonic()
-            while remaining:
-                want = max(1, min(10000, wanted_total - records)) if wanted_total else 10000
-                batch = consumer.consume(num_messages=want, timeout=0.5)
-                now = time.monotonic()
-                if batch:
-                    last_progress = now
-                elif now - last_progress > STALL_SECONDS:
-                    raise RuntimeError(f"consume stalled; partitions left {sorted(remaining)}")
-                for message in batch:
-                    error = message.error()
-                    if error is not None:
-                        result.errors += 1
-                        result.first_error = result.first_error or str(error)
-                        continue
-                    records += 1
-                    value_bytes += len(message)
-                    offset, partition = message.offset(), message.partition()
-                    if (
-                        partition is not None
-                        and offset is not None
-                        and offset >= last_offset.get(partition, -1)
-                    ):
-                        remaining.discard(partition)
-            consumer.unassign()
-            return records, value_bytes
+            return read_pass(consumer, topic, lows, ends, result, wanted_total)
 
         result.available_records, _ = one_pass()  # untimed: warms up both sides
         wanted_total = result.available_records
