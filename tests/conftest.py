@@ -119,8 +119,10 @@ def shared_broker(request: pytest.FixtureRequest, _session_broker: Broker) -> It
     yield broker
     if not broker.is_running():
         code = broker.proc.returncode if broker.proc is not None else None
-        pytest.fail(f"shared broker died during this test (status {code})\n{broker.log_tail()}",
-                    pytrace=False)
+        pytest.fail(
+            f"shared broker died during this test (status {code})\n{broker.log_tail()}",
+            pytrace=False,
+        )
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 from helpers.broker import Broker
 from helpers.wire import WireClient
 
-METADATA, CREATE_TOPICS, DESCRIBE_CONFIGS, ALTER_CONFIGS = 3, 19, 32, 33
+METADATA, DESCRIBE_CONFIGS, ALTER_CONFIGS = 3, 32, 33
 
 
 def test_server_properties_file(tmp_path, unique_topic) -> None:
@@ -45,25 +45,7 @@ def test_server_properties_file(tmp_path, unique_topic) -> None:
 
 def test_alter_configs_replaces_the_whole_set(shared_broker, unique_topic) -> None:
     with WireClient(shared_broker.bootstrap) as c:
-        created = c.call(
-            CREATE_TOPICS,
-            7,
-            {
-                "topics": [
-                    {
-                        "name": unique_topic,
-                        "num_partitions": 1,
-                        "replication_factor": 1,
-                        "configs": [
-                            {"name": "retention.ms", "value": "1000"},
-                            {"name": "segment.bytes", "value": "1048576"},
-                        ],
-                    }
-                ],
-                "timeout": 5000,
-            },
-        )
-        assert created.topics[0].error_code == 0
+        c.create_topic(unique_topic, 1, {"retention.ms": "1000", "segment.bytes": "1048576"})
         altered = c.call(
             ALTER_CONFIGS,
             2,

@@ -24,15 +24,26 @@ def produce_n(b: Broker, topic: str, n: int, prefix: str = "v") -> None:
     errors: list[KafkaError] = []
     p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all"})
     for i in range(n):
-        p.produce(topic, key=f"k{i}".encode(), value=f"{prefix}{i}".encode(), partition=0,
-                  on_delivery=lambda err, _msg: errors.append(err) if err else None)
+        p.produce(
+            topic,
+            key=f"k{i}".encode(),
+            value=f"{prefix}{i}".encode(),
+            partition=0,
+            on_delivery=lambda err, _msg: errors.append(err) if err else None,
+        )
     assert p.flush(15) == 0
     assert not errors, errors
 
 
 def read_all(b: Broker, topic: str, expect: int) -> list[bytes | None]:
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "unused",
-                  "enable.auto.commit": False, "enable.partition.eof": True})
+    c = Consumer(
+        {
+            "bootstrap.servers": b.bootstrap,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     try:
         c.assign([TP(topic, 0, OFFSET_BEGINNING)])
         out: list[bytes | None] = []
@@ -78,8 +89,7 @@ def test_sigterm_is_a_clean_exit_and_data_survives(broker: Broker, unique_topic:
     assert got[20:] == [f"w{i}".encode() for i in range(5)]
 
 
-def test_kill9_then_restart_keeps_acknowledged_records(broker: Broker,
-                                                       unique_topic: str) -> None:
+def test_kill9_then_restart_keeps_acknowledged_records(broker: Broker, unique_topic: str) -> None:
     produce_n(broker, unique_topic, 50)
     broker.kill()
     broker.start()

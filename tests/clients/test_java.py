@@ -111,8 +111,9 @@ def test_record_over_topic_limit_is_rejected(shared_broker: Broker, unique_topic
     assert result.returncode != 0
     assert result.error_type == "RecordTooLargeException", result.describe()
     # nothing was stored
-    latest = java.admin(shared_broker.bootstrap, "list-offsets", "--topic", unique_topic,
-                        "--spec", "latest").records
+    latest = java.admin(
+        shared_broker.bootstrap, "list-offsets", "--topic", unique_topic, "--spec", "latest"
+    ).records
     assert latest[0]["offset"] == 0
 
 
@@ -123,8 +124,9 @@ def test_list_offsets_by_time(shared_broker: Broker, unique_topic: str) -> None:
     java.produce(shared_broker.bootstrap, unique_topic, records=sent)
 
     def admin_offsets(spec: str) -> dict[str, Any]:
-        lines = java.admin(shared_broker.bootstrap, "list-offsets", "--topic", unique_topic,
-                           "--spec", spec).records
+        lines = java.admin(
+            shared_broker.bootstrap, "list-offsets", "--topic", unique_topic, "--spec", spec
+        ).records
         assert len(lines) == 1
         return lines[0]
 
@@ -139,37 +141,84 @@ def test_list_offsets_by_time(shared_broker: Broker, unique_topic: str) -> None:
     assert (top["offset"], top["timestamp"]) == (9, base + 9000)
 
     # the consumer's offsetsForTimes / beginningOffsets / endOffsets
-    res = java.run(["offsets-for-times", "--bootstrap", shared_broker.bootstrap, "--topic",
-                    unique_topic, "--timestamp", str(base + 4200)]).records
-    assert res == [{"topic": unique_topic, "partition": 0, "offset": 5,
-                    "timestamp": base + 5000, "beginning": 0, "end": 10}]
-    res = java.run(["offsets-for-times", "--bootstrap", shared_broker.bootstrap, "--topic",
-                    unique_topic, "--timestamp", str(base + 10_000)]).records
+    res = java.run(
+        [
+            "offsets-for-times",
+            "--bootstrap",
+            shared_broker.bootstrap,
+            "--topic",
+            unique_topic,
+            "--timestamp",
+            str(base + 4200),
+        ]
+    ).records
+    assert res == [
+        {
+            "topic": unique_topic,
+            "partition": 0,
+            "offset": 5,
+            "timestamp": base + 5000,
+            "beginning": 0,
+            "end": 10,
+        }
+    ]
+    res = java.run(
+        [
+            "offsets-for-times",
+            "--bootstrap",
+            shared_broker.bootstrap,
+            "--topic",
+            unique_topic,
+            "--timestamp",
+            str(base + 10_000),
+        ]
+    ).records
     assert res[0]["offset"] is None
 
 
-def test_auto_offset_reset_earliest(shared_broker: Broker, unique_topic: str,
-                                    unique_group: str) -> None:
+def test_auto_offset_reset_earliest(
+    shared_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
     create_topic(shared_broker, unique_topic)
     java.produce(shared_broker.bootstrap, unique_topic, count=5)
-    got = java.consume(shared_broker.bootstrap, unique_topic, group=unique_group,
-                       offset_reset="earliest", max_records=5, timeout_ms=20000)
+    got = java.consume(
+        shared_broker.bootstrap,
+        unique_topic,
+        group=unique_group,
+        offset_reset="earliest",
+        max_records=5,
+        timeout_ms=20000,
+    )
     assert [r["offset"] for r in got.records] == [0, 1, 2, 3, 4]
     assert [r["value"] for r in got.records] == [f"value-{i}" for i in range(5)]
     assigned = [e for e in got.events if e["event"] == "assigned" and e["partitions"]]
     assert assigned and assigned[0]["partitions"][0]["position"] == 0
 
 
-def test_auto_offset_reset_latest(shared_broker: Broker, unique_topic: str,
-                                  unique_group: str) -> None:
+def test_auto_offset_reset_latest(
+    shared_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
     create_topic(shared_broker, unique_topic)
     java.produce(shared_broker.bootstrap, unique_topic, count=5)
-    args = ["consume", "--bootstrap", shared_broker.bootstrap, "--topic", unique_topic,
-            "--group", unique_group, "--from", "latest", "--max-records", "3",
-            "--timeout-ms", "40000"]
+    args = [
+        "consume",
+        "--bootstrap",
+        shared_broker.bootstrap,
+        "--topic",
+        unique_topic,
+        "--group",
+        unique_group,
+        "--from",
+        "latest",
+        "--max-records",
+        "3",
+        "--timeout-ms",
+        "40000",
+    ]
     with java.background(args) as consumer:
         assigned = consumer.wait_for(
-            lambda x: x.get("event") == "assigned" and bool(x["partitions"]), timeout=40)
+            lambda x: x.get("event") == "assigned" and bool(x["partitions"]), timeout=40
+        )
         assert assigned["partitions"][0]["position"] == 5
         new = [record_line(f"new-{i}", f"new-{i}") for i in range(3)]
         java.produce(shared_broker.bootstrap, unique_topic, records=new)
@@ -180,8 +229,9 @@ def test_auto_offset_reset_latest(shared_broker: Broker, unique_topic: str,
 
 def test_admin_topics_lifecycle(shared_broker: Broker, unique_topic: str) -> None:
     b = shared_broker.bootstrap
-    created = create_topic(shared_broker, unique_topic, 3, retention_ms=3_600_000,
-                           cleanup_policy="compact")
+    created = create_topic(
+        shared_broker, unique_topic, 3, retention_ms=3_600_000, cleanup_policy="compact"
+    )
     assert created["partitions"] == 3
     assert created["replication_factor"] == 1
 
@@ -219,8 +269,16 @@ def test_admin_topics_lifecycle(shared_broker: Broker, unique_topic: str) -> Non
 def test_alter_configs_incremental(shared_broker: Broker, unique_topic: str) -> None:
     b = shared_broker.bootstrap
     create_topic(shared_broker, unique_topic)
-    java.admin(b, "alter-configs", "--topic", unique_topic, "--set", "retention.ms=1234567",
-               "--set", "max.message.bytes=2000000")
+    java.admin(
+        b,
+        "alter-configs",
+        "--topic",
+        unique_topic,
+        "--set",
+        "retention.ms=1234567",
+        "--set",
+        "max.message.bytes=2000000",
+    )
     cfg = configs_of(shared_broker, unique_topic)
     assert cfg["retention.ms"]["value"] == "1234567"
     assert cfg["retention.ms"]["source"] == "DYNAMIC_TOPIC_CONFIG"
@@ -232,8 +290,9 @@ def test_alter_configs_incremental(shared_broker: Broker, unique_topic: str) -> 
     assert cfg["retention.ms"]["source"] != "DYNAMIC_TOPIC_CONFIG"
     assert cfg["max.message.bytes"]["value"] == "2000000"  # untouched by the delete
 
-    bad = java.admin(b, "alter-configs", "--topic", unique_topic, "--set",
-                     "no.such.config=1", check=False)
+    bad = java.admin(
+        b, "alter-configs", "--topic", unique_topic, "--set", "no.such.config=1", check=False
+    )
     assert bad.error_type == "InvalidConfigurationException", bad.describe()
 
 
@@ -247,8 +306,9 @@ def test_create_partitions(shared_broker: Broker, unique_topic: str) -> None:
     res = java.produce(b, unique_topic, count=2, partition=2).records
     assert [(r["partition"], r["offset"]) for r in res] == [(2, 0), (2, 1)]
 
-    shrink = java.admin(b, "create-partitions", "--topic", unique_topic, "--total", "2",
-                        check=False)
+    shrink = java.admin(
+        b, "create-partitions", "--topic", unique_topic, "--total", "2", check=False
+    )
     assert shrink.error_type == "InvalidPartitionsException", shrink.describe()
 
 

@@ -36,16 +36,16 @@ TIMEOUT = 20.0
 
 @pytest.fixture
 def admin(shared_broker: Broker) -> Iterator[KafkaAdminClient]:
-    client = KafkaAdminClient(bootstrap_servers=shared_broker.bootstrap,
-                              request_timeout_ms=15000)
+    client = KafkaAdminClient(bootstrap_servers=shared_broker.bootstrap, request_timeout_ms=15000)
     try:
         yield client
     finally:
         client.close()
 
 
-def create_topic(admin: KafkaAdminClient, topic: str, partitions: int = 1,
-                 **configs: object) -> None:
+def create_topic(
+    admin: KafkaAdminClient, topic: str, partitions: int = 1, **configs: object
+) -> None:
     cfg = {k.replace("_", "."): str(v) for k, v in configs.items()}
     admin.create_topics(
         {topic: {"num_partitions": partitions, "replication_factor": 1, "configs": cfg}},
@@ -74,8 +74,9 @@ def poll_n(consumer: KafkaConsumer, count: int, timeout: float = TIMEOUT) -> lis
 
 
 def consume_from_start(b: Broker, topic: str, count: int, partition: int = 0) -> list[Any]:
-    consumer = KafkaConsumer(bootstrap_servers=b.bootstrap, enable_auto_commit=False,
-                             request_timeout_ms=15000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=b.bootstrap, enable_auto_commit=False, request_timeout_ms=15000
+    )
     try:
         tp = TopicPartition(topic, partition)
         consumer.assign([tp])
@@ -85,8 +86,9 @@ def consume_from_start(b: Broker, topic: str, count: int, partition: int = 0) ->
         consumer.close()
 
 
-def test_round_trip_keys_null_values_headers(shared_broker: Broker, admin: KafkaAdminClient,
-                                             unique_topic: str) -> None:
+def test_round_trip_keys_null_values_headers(
+    shared_broker: Broker, admin: KafkaAdminClient, unique_topic: str
+) -> None:
     create_topic(admin, unique_topic)
     ts = int(time.time() * 1000) - 60_000
     sent: list[dict[str, Any]] = [
@@ -106,46 +108,59 @@ def test_round_trip_keys_null_values_headers(shared_broker: Broker, admin: Kafka
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
-def test_compression_round_trip(shared_broker: Broker, admin: KafkaAdminClient,
-                                unique_topic: str, codec: str) -> None:
+def test_compression_round_trip(
+    shared_broker: Broker, admin: KafkaAdminClient, unique_topic: str, codec: str
+) -> None:
     create_topic(admin, unique_topic)
-    sent = [{"key": f"k{i}".encode(), "value": (f"value-{i}-" + "w" * (i % 70)).encode()}
-            for i in range(300)]
+    sent = [
+        {"key": f"k{i}".encode(), "value": (f"value-{i}-" + "w" * (i % 70)).encode()}
+        for i in range(300)
+    ]
     meta = produce(shared_broker, unique_topic, sent, compression_type=codec, linger_ms=50)
     assert sorted(m.offset for m in meta) == list(range(300))
     got = consume_from_start(shared_broker, unique_topic, 300)
     assert [(r.key, r.value) for r in got] == [(s["key"], s["value"]) for s in sent]
 
 
-def test_one_mib_record(shared_broker: Broker, admin: KafkaAdminClient,
-                        unique_topic: str) -> None:
+def test_one_mib_record(shared_broker: Broker, admin: KafkaAdminClient, unique_topic: str) -> None:
     create_topic(admin, unique_topic, max_message_bytes=2 * ONE_MIB)
     value = os.urandom(ONE_MIB)
-    produce(shared_broker, unique_topic,
-            [{"key": b"big", "value": value}, {"key": b"small", "value": b"after"}],
-            max_request_size=2 * ONE_MIB)
+    produce(
+        shared_broker,
+        unique_topic,
+        [{"key": b"big", "value": value}, {"key": b"small", "value": b"after"}],
+        max_request_size=2 * ONE_MIB,
+    )
     got = consume_from_start(shared_broker, unique_topic, 2)
     assert len(got[0].value) == ONE_MIB
     assert hashlib.sha256(got[0].value).digest() == hashlib.sha256(value).digest()
     assert got[1].value == b"after"
 
 
-def test_record_over_topic_limit_is_rejected(shared_broker: Broker, admin: KafkaAdminClient,
-                                             unique_topic: str) -> None:
+def test_record_over_topic_limit_is_rejected(
+    shared_broker: Broker, admin: KafkaAdminClient, unique_topic: str
+) -> None:
     create_topic(admin, unique_topic)
     with pytest.raises(MessageSizeTooLargeError):
-        produce(shared_broker, unique_topic, [{"value": os.urandom(ONE_MIB + 1000)}],
-                max_request_size=2 * ONE_MIB)
+        produce(
+            shared_broker,
+            unique_topic,
+            [{"value": os.urandom(ONE_MIB + 1000)}],
+            max_request_size=2 * ONE_MIB,
+        )
 
 
-def test_list_offsets_by_time(shared_broker: Broker, admin: KafkaAdminClient,
-                              unique_topic: str) -> None:
+def test_list_offsets_by_time(
+    shared_broker: Broker, admin: KafkaAdminClient, unique_topic: str
+) -> None:
     create_topic(admin, unique_topic)
     base = int(time.time() * 1000) - 3_600_000
-    produce(shared_broker, unique_topic,
-            [{"value": f"v{i}".encode(), "timestamp_ms": base + i * 1000} for i in range(10)])
-    consumer = KafkaConsumer(bootstrap_servers=shared_broker.bootstrap,
-                             request_timeout_ms=15000)
+    produce(
+        shared_broker,
+        unique_topic,
+        [{"value": f"v{i}".encode(), "timestamp_ms": base + i * 1000} for i in range(10)],
+    )
+    consumer = KafkaConsumer(bootstrap_servers=shared_broker.bootstrap, request_timeout_ms=15000)
     try:
         tp = TopicPartition(unique_topic, 0)
         assert consumer.beginning_offsets([tp])[tp] == 0
@@ -157,13 +172,19 @@ def test_list_offsets_by_time(shared_broker: Broker, admin: KafkaAdminClient,
         consumer.close()
 
 
-def test_auto_offset_reset_earliest(shared_broker: Broker, admin: KafkaAdminClient,
-                                    unique_topic: str, unique_group: str) -> None:
+def test_auto_offset_reset_earliest(
+    shared_broker: Broker, admin: KafkaAdminClient, unique_topic: str, unique_group: str
+) -> None:
     create_topic(admin, unique_topic)
     produce(shared_broker, unique_topic, [{"value": f"old-{i}".encode()} for i in range(5)])
-    consumer = KafkaConsumer(unique_topic, bootstrap_servers=shared_broker.bootstrap,
-                             group_id=unique_group, auto_offset_reset="earliest",
-                             enable_auto_commit=False, request_timeout_ms=15000)
+    consumer = KafkaConsumer(
+        unique_topic,
+        bootstrap_servers=shared_broker.bootstrap,
+        group_id=unique_group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        request_timeout_ms=15000,
+    )
     try:
         got = poll_n(consumer, 5, timeout=30)
     finally:
@@ -171,13 +192,19 @@ def test_auto_offset_reset_earliest(shared_broker: Broker, admin: KafkaAdminClie
     assert [r.value for r in got] == [f"old-{i}".encode() for i in range(5)]
 
 
-def test_auto_offset_reset_latest(shared_broker: Broker, admin: KafkaAdminClient,
-                                  unique_topic: str, unique_group: str) -> None:
+def test_auto_offset_reset_latest(
+    shared_broker: Broker, admin: KafkaAdminClient, unique_topic: str, unique_group: str
+) -> None:
     create_topic(admin, unique_topic)
     produce(shared_broker, unique_topic, [{"value": f"old-{i}".encode()} for i in range(5)])
-    consumer = KafkaConsumer(unique_topic, bootstrap_servers=shared_broker.bootstrap,
-                             group_id=unique_group, auto_offset_reset="latest",
-                             enable_auto_commit=False, request_timeout_ms=15000)
+    consumer = KafkaConsumer(
+        unique_topic,
+        bootstrap_servers=shared_broker.bootstrap,
+        group_id=unique_group,
+        auto_offset_reset="latest",
+        enable_auto_commit=False,
+        request_timeout_ms=15000,
+    )
     try:
         tp = TopicPartition(unique_topic, 0)
         deadline = time.monotonic() + 30
@@ -194,14 +221,16 @@ def test_auto_offset_reset_latest(shared_broker: Broker, admin: KafkaAdminClient
 
 
 def topic_configs(admin: KafkaAdminClient, topic: str) -> dict[str, dict[str, Any]]:
-    res = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)],
-                                 config_filter="all")
+    res = admin.describe_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all"
+    )
     configs: dict[str, dict[str, Any]] = res["topic"][topic]
     return configs
 
 
-def test_admin_topics_lifecycle(shared_broker: Broker, admin: KafkaAdminClient,
-                                unique_topic: str) -> None:
+def test_admin_topics_lifecycle(
+    shared_broker: Broker, admin: KafkaAdminClient, unique_topic: str
+) -> None:
     create_topic(admin, unique_topic, 3, retention_ms=3_600_000)
     assert unique_topic in admin.list_topics()
 
@@ -228,18 +257,29 @@ def test_admin_topics_lifecycle(shared_broker: Broker, admin: KafkaAdminClient,
         admin.delete_topics([unique_topic], timeout_ms=15000)
 
 
-def test_incremental_alter_configs(shared_broker: Broker, admin: KafkaAdminClient,
-                                   unique_topic: str) -> None:
+def test_incremental_alter_configs(
+    shared_broker: Broker, admin: KafkaAdminClient, unique_topic: str
+) -> None:
     create_topic(admin, unique_topic)
     admin.alter_configs(
-        [ConfigResource(ConfigResourceType.TOPIC, unique_topic,
-                        configs={"retention.ms": (AlterConfigOp.SET, "1234567")})],
+        [
+            ConfigResource(
+                ConfigResourceType.TOPIC,
+                unique_topic,
+                configs={"retention.ms": (AlterConfigOp.SET, "1234567")},
+            )
+        ],
         incremental=True,
     )
     assert topic_configs(admin, unique_topic)["retention.ms"]["value"] == "1234567"
     admin.alter_configs(
-        [ConfigResource(ConfigResourceType.TOPIC, unique_topic,
-                        configs={"retention.ms": (AlterConfigOp.DELETE, None)})],
+        [
+            ConfigResource(
+                ConfigResourceType.TOPIC,
+                unique_topic,
+                configs={"retention.ms": (AlterConfigOp.DELETE, None)},
+            )
+        ],
         incremental=True,
     )
     entry = topic_configs(admin, unique_topic)["retention.ms"]
@@ -247,8 +287,9 @@ def test_incremental_alter_configs(shared_broker: Broker, admin: KafkaAdminClien
     assert entry["config_source"] != "DYNAMIC_TOPIC_CONFIG"
 
 
-def test_create_partitions(shared_broker: Broker, admin: KafkaAdminClient,
-                           unique_topic: str) -> None:
+def test_create_partitions(
+    shared_broker: Broker, admin: KafkaAdminClient, unique_topic: str
+) -> None:
     create_topic(admin, unique_topic, 1)
     admin.create_partitions({unique_topic: 3}, timeout_ms=15000)
     (desc,) = admin.describe_topics([unique_topic])

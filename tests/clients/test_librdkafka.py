@@ -56,8 +56,9 @@ def create_topic(b: Broker, topic: str, partitions: int = 1, **configs: object) 
     fs[topic].result(timeout=TIMEOUT)
 
 
-def produce_all(b: Broker, topic: str, records: list[dict[str, Any]],
-                **conf: object) -> list[Message]:
+def produce_all(
+    b: Broker, topic: str, records: list[dict[str, Any]], **conf: object
+) -> list[Message]:
     """Produce and wait for every delivery report; raises on any delivery error."""
     p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5, **conf})
     reports: list[tuple[KafkaError | None, Message]] = []
@@ -87,8 +88,9 @@ def consumer_conf(shared_broker: Broker, unique_group: str) -> dict[str, object]
     }
 
 
-def consume_from_start(conf: dict[str, object], topic: str, count: int,
-                       partition: int = 0) -> list[Message]:
+def consume_from_start(
+    conf: dict[str, object], topic: str, count: int, partition: int = 0
+) -> list[Message]:
     c = Consumer(conf)
     try:
         c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
@@ -113,8 +115,9 @@ def poll_n(c: Consumer, count: int, timeout: float = TIMEOUT) -> list[Message]:
     return out
 
 
-def test_round_trip_keys_null_values_headers(shared_broker: Broker, unique_topic: str,
-                                             consumer_conf: dict[str, object]) -> None:
+def test_round_trip_keys_null_values_headers(
+    shared_broker: Broker, unique_topic: str, consumer_conf: dict[str, object]
+) -> None:
     create_topic(shared_broker, unique_topic)
     ts = int(time.time() * 1000) - 60_000
     sent: list[dict[str, Any]] = [
@@ -138,25 +141,31 @@ def test_round_trip_keys_null_values_headers(shared_broker: Broker, unique_topic
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
-def test_compression_round_trip(shared_broker: Broker, unique_topic: str, codec: str,
-                                consumer_conf: dict[str, object]) -> None:
+def test_compression_round_trip(
+    shared_broker: Broker, unique_topic: str, codec: str, consumer_conf: dict[str, object]
+) -> None:
     create_topic(shared_broker, unique_topic)
-    sent = [{"key": f"k{i}".encode(), "value": (f"value-{i} " + "xyz" * (i % 40)).encode()}
-            for i in range(300)]
-    produce_all(shared_broker, unique_topic, sent, **{"compression.type": codec,
-                                                      "linger.ms": 50})
+    sent = [
+        {"key": f"k{i}".encode(), "value": (f"value-{i} " + "xyz" * (i % 40)).encode()}
+        for i in range(300)
+    ]
+    produce_all(shared_broker, unique_topic, sent, **{"compression.type": codec, "linger.ms": 50})
     got = consume_from_start(consumer_conf, unique_topic, len(sent))
     assert [(m.key(), m.value()) for m in got] == [(s["key"], s["value"]) for s in sent]
     assert [m.offset() for m in got] == list(range(300))
 
 
-def test_one_mib_record(shared_broker: Broker, unique_topic: str,
-                        consumer_conf: dict[str, object]) -> None:
+def test_one_mib_record(
+    shared_broker: Broker, unique_topic: str, consumer_conf: dict[str, object]
+) -> None:
     create_topic(shared_broker, unique_topic, max_message_bytes=2 * ONE_MIB)
     value = os.urandom(ONE_MIB)
-    produce_all(shared_broker, unique_topic,
-                [{"key": b"big", "value": value}, {"key": b"small", "value": b"after"}],
-                **{"message.max.bytes": 2 * ONE_MIB})
+    produce_all(
+        shared_broker,
+        unique_topic,
+        [{"key": b"big", "value": value}, {"key": b"small", "value": b"after"}],
+        **{"message.max.bytes": 2 * ONE_MIB},
+    )
     got = consume_from_start(consumer_conf, unique_topic, 2)
     big = got[0].value()
     assert big is not None and len(big) == ONE_MIB
@@ -167,18 +176,25 @@ def test_one_mib_record(shared_broker: Broker, unique_topic: str,
 def test_record_over_topic_limit_is_rejected(shared_broker: Broker, unique_topic: str) -> None:
     create_topic(shared_broker, unique_topic)
     with pytest.raises(KafkaException) as info:
-        produce_all(shared_broker, unique_topic,
-                    [{"key": b"big", "value": os.urandom(ONE_MIB + 1000)}],
-                    **{"message.max.bytes": 2 * ONE_MIB})
+        produce_all(
+            shared_broker,
+            unique_topic,
+            [{"key": b"big", "value": os.urandom(ONE_MIB + 1000)}],
+            **{"message.max.bytes": 2 * ONE_MIB},
+        )
     assert info.value.args[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
 
 
-def test_list_offsets_by_time(shared_broker: Broker, unique_topic: str,
-                              consumer_conf: dict[str, object]) -> None:
+def test_list_offsets_by_time(
+    shared_broker: Broker, unique_topic: str, consumer_conf: dict[str, object]
+) -> None:
     create_topic(shared_broker, unique_topic)
     base = int(time.time() * 1000) - 3_600_000
-    produce_all(shared_broker, unique_topic,
-                [{"value": f"v{i}".encode(), "timestamp": base + i * 1000} for i in range(10)])
+    produce_all(
+        shared_broker,
+        unique_topic,
+        [{"value": f"v{i}".encode(), "timestamp": base + i * 1000} for i in range(10)],
+    )
     c = Consumer(consumer_conf)
     try:
         assert c.get_watermark_offsets(TopicPartition(unique_topic, 0), timeout=TIMEOUT) == (0, 10)
@@ -186,8 +202,7 @@ def test_list_offsets_by_time(shared_broker: Broker, unique_topic: str,
         assert res[0].error is None and res[0].offset == 3
         res = c.offsets_for_times([TopicPartition(unique_topic, 0, base)], timeout=TIMEOUT)
         assert res[0].offset == 0
-        res = c.offsets_for_times([TopicPartition(unique_topic, 0, base + 60_000)],
-                                  timeout=TIMEOUT)
+        res = c.offsets_for_times([TopicPartition(unique_topic, 0, base + 60_000)], timeout=TIMEOUT)
         assert res[0].offset == -1  # OFFSET_END: no record at or after the timestamp
     finally:
         c.close()
@@ -205,8 +220,9 @@ def test_list_offsets_by_time(shared_broker: Broker, unique_topic: str,
         assert info.offset == want, f"ListOffsets {name}: {info.offset} != {want}"
 
 
-def test_auto_offset_reset_earliest(shared_broker: Broker, unique_topic: str,
-                                    consumer_conf: dict[str, object]) -> None:
+def test_auto_offset_reset_earliest(
+    shared_broker: Broker, unique_topic: str, consumer_conf: dict[str, object]
+) -> None:
     create_topic(shared_broker, unique_topic)
     produce_all(shared_broker, unique_topic, [{"value": f"old-{i}".encode()} for i in range(5)])
     c = Consumer({**consumer_conf, "auto.offset.reset": "earliest"})
@@ -219,8 +235,9 @@ def test_auto_offset_reset_earliest(shared_broker: Broker, unique_topic: str,
     assert [m.offset() for m in got] == list(range(5))
 
 
-def test_auto_offset_reset_latest(shared_broker: Broker, unique_topic: str,
-                                  consumer_conf: dict[str, object]) -> None:
+def test_auto_offset_reset_latest(
+    shared_broker: Broker, unique_topic: str, consumer_conf: dict[str, object]
+) -> None:
     create_topic(shared_broker, unique_topic)
     produce_all(shared_broker, unique_topic, [{"value": f"old-{i}".encode()} for i in range(5)])
     assigned: list[TopicPartition] = []
@@ -256,15 +273,17 @@ def admin(shared_broker: Broker) -> Iterator[AdminClient]:
     yield admin_for(shared_broker)
 
 
-def test_admin_topics_lifecycle(shared_broker: Broker, admin: AdminClient,
-                                unique_topic: str) -> None:
+def test_admin_topics_lifecycle(
+    shared_broker: Broker, admin: AdminClient, unique_topic: str
+) -> None:
     create_topic(shared_broker, unique_topic, 3, retention_ms=3_600_000)
     md = admin.list_topics(timeout=TIMEOUT)
     assert unique_topic in md.topics
     assert sorted(md.topics[unique_topic].partitions) == [0, 1, 2]
 
     desc = admin.describe_topics(TopicCollection([unique_topic]))[unique_topic].result(
-        timeout=TIMEOUT)
+        timeout=TIMEOUT
+    )
     assert desc.name == unique_topic and not desc.is_internal
     assert [p.id for p in desc.partitions] == [0, 1, 2]
     for p in desc.partitions:
@@ -284,7 +303,8 @@ def test_admin_topics_lifecycle(shared_broker: Broker, admin: AdminClient,
     assert info.value.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
 
     admin.delete_topics([unique_topic], operation_timeout=TIMEOUT)[unique_topic].result(
-        timeout=TIMEOUT)
+        timeout=TIMEOUT
+    )
     deadline = time.monotonic() + 10
     while unique_topic in admin.list_topics(timeout=TIMEOUT).topics:
         assert time.monotonic() < deadline, "deleted topic still listed after 10 s"
@@ -295,17 +315,16 @@ def test_admin_topics_lifecycle(shared_broker: Broker, admin: AdminClient,
     assert info.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
-def test_incremental_alter_configs(shared_broker: Broker, admin: AdminClient,
-                                   unique_topic: str) -> None:
+def test_incremental_alter_configs(
+    shared_broker: Broker, admin: AdminClient, unique_topic: str
+) -> None:
     create_topic(shared_broker, unique_topic)
     res = ConfigResource(
         ResourceType.TOPIC,
         unique_topic,
         incremental_configs=[
-            ConfigEntry("retention.ms", "1234567",
-                        incremental_operation=AlterConfigOpType.SET),
-            ConfigEntry("cleanup.policy", "compact",
-                        incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("retention.ms", "1234567", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET),
         ],
     )
     admin.incremental_alter_configs([res])[res].result(timeout=TIMEOUT)
@@ -317,8 +336,9 @@ def test_incremental_alter_configs(shared_broker: Broker, admin: AdminClient,
     res = ConfigResource(
         ResourceType.TOPIC,
         unique_topic,
-        incremental_configs=[ConfigEntry("retention.ms", None,
-                                         incremental_operation=AlterConfigOpType.DELETE)],
+        incremental_configs=[
+            ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)
+        ],
     )
     admin.incremental_alter_configs([res])[res].result(timeout=TIMEOUT)
     entries = admin.describe_configs([plain])[plain].result(timeout=TIMEOUT)
@@ -332,11 +352,11 @@ def test_create_partitions(shared_broker: Broker, admin: AdminClient, unique_top
     fs = admin.create_partitions([NewPartitions(unique_topic, 4)], operation_timeout=TIMEOUT)
     fs[unique_topic].result(timeout=TIMEOUT)
     desc = admin.describe_topics(TopicCollection([unique_topic]))[unique_topic].result(
-        timeout=TIMEOUT)
+        timeout=TIMEOUT
+    )
     assert [p.id for p in desc.partitions] == [0, 1, 2, 3]
 
-    delivered = produce_all(shared_broker, unique_topic,
-                            [{"value": b"to-3", "partition": 3}])
+    delivered = produce_all(shared_broker, unique_topic, [{"value": b"to-3", "partition": 3}])
     assert (delivered[0].partition(), delivered[0].offset()) == (3, 0)
 
     fs = admin.create_partitions([NewPartitions(unique_topic, 2)], operation_timeout=TIMEOUT)
@@ -345,8 +365,9 @@ def test_create_partitions(shared_broker: Broker, admin: AdminClient, unique_top
     assert info.value.args[0].code() == KafkaError.INVALID_PARTITIONS
 
 
-def test_parked_fetch_returns_soon_after_produce(shared_broker: Broker, unique_topic: str,
-                                                 consumer_conf: dict[str, object]) -> None:
+def test_parked_fetch_returns_soon_after_produce(
+    shared_broker: Broker, unique_topic: str, consumer_conf: dict[str, object]
+) -> None:
     """A Fetch waiting at the log end (fetch.wait.max.ms 5 s) answers as soon as a record
     arrives, not at max wait."""
     create_topic(shared_broker, unique_topic)

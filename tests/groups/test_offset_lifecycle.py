@@ -17,15 +17,7 @@ def test_deleting_a_topic_deletes_its_committed_offsets(shared_broker, unique_to
     other = unique_topic + "-kept"
     with WireClient(shared_broker.bootstrap) as c:
         for name in (unique_topic, other):
-            created = c.call(
-                19,
-                7,
-                {
-                    "topics": [{"name": name, "num_partitions": 1, "replication_factor": 1}],
-                    "timeout": 5000,
-                },
-            )
-            assert created.topics[0].error_code == 0
+            c.create_topic(name)
         assert commit(c, unique_group, {(unique_topic, 0): 5, (other, 0): 7}) == {
             (unique_topic, 0): NONE,
             (other, 0): NONE,

@@ -172,9 +172,7 @@ class Broker:
             raise RuntimeError(f"broker on {self.bootstrap} is already running")
         self.starts += 1
         self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the process
-        self._log_file.write(
-            f"==== start #{self.starts}: {' '.join(self.command())}\n".encode()
-        )
+        self._log_file.write(f"==== start #{self.starts}: {' '.join(self.command())}\n".encode())
         self._log_file.flush()
         self._expected_exit = False
         env = dict(os.environ)

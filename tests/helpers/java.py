@@ -97,8 +97,17 @@ def _build() -> tuple[str, str]:
             if not (out_dir / f"{MAIN_CLASS}.class").is_file():
                 tmp = Path(tempfile.mkdtemp(prefix="build-", dir=CLASSES_ROOT))
                 proc = subprocess.run(
-                    [javac, "-nowarn", "-encoding", "UTF-8", "-d", str(tmp), "-cp", jar_cp,
-                     str(SOURCE)],
+                    [
+                        javac,
+                        "-nowarn",
+                        "-encoding",
+                        "UTF-8",
+                        "-d",
+                        str(tmp),
+                        "-cp",
+                        jar_cp,
+                        str(SOURCE),
+                    ],
                     capture_output=True,
                     text=True,
                     timeout=180,
@@ -342,8 +351,13 @@ def consume(
     return run(args, check=check, timeout=timeout_ms / 1000 + 45)
 
 
-def admin(bootstrap: str, command_name: str, *args: str, check: bool = True,
-          props: Mapping[str, object] | None = None) -> JavaResult:
+def admin(
+    bootstrap: str,
+    command_name: str,
+    *args: str,
+    check: bool = True,
+    props: Mapping[str, object] | None = None,
+) -> JavaResult:
     """An admin subcommand, e.g. ``admin(b, "create-topic", "--topic", t, "--partitions", "3")``."""
     return run([command_name, "--bootstrap", bootstrap, *args, *props_args(props)], check=check)
 

@@ -68,6 +68,24 @@ class WireClient:
         self.send_raw(data)
         return self.read_response(api_key, version, correlation)
 
+    def create_topic(
+        self, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None
+    ) -> None:
+        """CreateTopics v7 for one topic; fails the test unless it is created."""
+        body = {
+            "topics": [
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": 1,
+                    "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+                }
+            ],
+            "timeout": 5000,
+        }
+        reply = self.call(19, 7, body)
+        assert reply.topics[0].error_code == 0, reply
+
     def read_response(self, api_key: int, version: int, correlation: int) -> Any:
         frame = self.read_frame()
         (got,) = struct.unpack_from(">i", frame, 0)

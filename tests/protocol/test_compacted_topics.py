@@ -8,7 +8,7 @@ from helpers.wire import WireClient
 
 from protocol.batch import build_batch, iter_batches, iter_records
 
-PRODUCE, FETCH, CREATE_TOPICS = 0, 1, 19
+PRODUCE, FETCH = 0, 1
 
 
 def _fetch_all(client: WireClient, topic: str) -> list[tuple[int, bytes | None, bytes | None]]:
@@ -59,25 +59,7 @@ def _fetch_all(client: WireClient, topic: str) -> list[tuple[int, bytes | None, 
 def test_compacted_topic_keeps_latest_value_per_key(broker_factory, unique_topic) -> None:
     broker = broker_factory({"log.cleaner.backoff.ms": "200"})
     with WireClient(broker.bootstrap) as client:
-        created = client.call(
-            CREATE_TOPICS,
-            7,
-            {
-                "topics": [
-                    {
-                        "name": unique_topic,
-                        "num_partitions": 1,
-                        "replication_factor": 1,
-                        "configs": [
-                            {"name": "cleanup.policy", "value": "compact"},
-                            {"name": "segment.bytes", "value": "2048"},
-                        ],
-                    }
-                ],
-                "timeout": 5000,
-            },
-        )
-        assert created.topics[0].error_code == 0
+        client.create_topic(unique_topic, 1, {"cleanup.policy": "compact", "segment.bytes": "2048"})
         for round_ in range(20):
             for key in (b"a", b"b", b"c"):
                 batch = build_batch([(key, b"%s-%d" % (key, round_))])

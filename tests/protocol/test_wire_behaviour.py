@@ -11,29 +11,12 @@ from helpers.wire import WireClient
 
 from protocol.batch import build_batch
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, CREATE_TOPICS = 0, 1, 2, 3, 19
+PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 DELETE_RECORDS, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_LOG_DIRS = 21, 23, 35
 
 
 def create(client: WireClient, topic: str, partitions: int = 1, **configs: str) -> None:
-    reply = client.call(
-        CREATE_TOPICS,
-        7,
-        {
-            "topics": [
-                {
-                    "name": topic,
-                    "num_partitions": partitions,
-                    "replication_factor": 1,
-                    "configs": [
-                        {"name": k.replace("_", "."), "value": v} for k, v in configs.items()
-                    ],
-                }
-            ],
-            "timeout": 5000,
-        },
-    )
-    assert reply.topics[0].error_code == 0, reply
+    client.create_topic(topic, partitions, {k.replace("_", "."): v for k, v in configs.items()})
 
 
 def list_offset(client: WireClient, topic: str, timestamp: int) -> int:

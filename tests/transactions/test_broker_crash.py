@@ -33,9 +33,14 @@ STEPS = ["before-prepare", "after-prepare", "mid-markers", "after-markers"]
 
 
 def txn_batch(pid: int, epoch: int, seq: int, *values: bytes) -> bytes:
-    return build_batch([(None, v) for v in values], producer_id=pid, producer_epoch=epoch,
-                       base_sequence=seq, attributes=ATTR_TRANSACTIONAL,
-                       timestamp=int(time.time() * 1000))
+    return build_batch(
+        [(None, v) for v in values],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        attributes=ATTR_TRANSACTIONAL,
+        timestamp=int(time.time() * 1000),
+    )
 
 
 def wait_state(w: Wire, tid: str, states: set[str], timeout: float = 20) -> str:
@@ -58,8 +63,9 @@ def stable_offset(w: Wire, group: str, tp: tuple[str, int], timeout: float = 20)
 
 @pytest.mark.parametrize("commit", [True, False], ids=["commit", "abort"])
 @pytest.mark.parametrize("step", STEPS)
-def test_kill_at_each_step_of_end_txn(broker_factory, name_factory, step: str,
-                                      commit: bool) -> None:
+def test_kill_at_each_step_of_end_txn(
+    broker_factory, name_factory, step: str, commit: bool
+) -> None:
     broker = broker_factory(start=False)
     broker.env["ODRADEK_TXN_CRASH_AT"] = step
     broker.start()
@@ -72,7 +78,9 @@ def test_kill_at_each_step_of_end_txn(broker_factory, name_factory, step: str,
         code, pid, epoch = w.init_pid(tid)
         assert code == 0
         assert w.add_partitions(tid, pid, epoch, [(topic, 0), (topic, 1)]) == {
-            (topic, 0): 0, (topic, 1): 0}
+            (topic, 0): 0,
+            (topic, 1): 0,
+        }
         assert w.add_offsets(tid, pid, epoch, group) == 0
         assert w.produce(topic, 0, txn_batch(pid, epoch, 0, b"p0-a", b"p0-b"), tid) == (0, 0)
         assert w.produce(topic, 1, txn_batch(pid, epoch, 0, b"p1-a"), tid) == (0, 0)
@@ -92,6 +100,7 @@ def test_kill_at_each_step_of_end_txn(broker_factory, name_factory, step: str,
             assert w.list_offset(topic, 0, READ_UNCOMMITTED) == 2
             # a new producer instance aborts it
             from confluent_kafka import Producer
+
             fresh = Producer({"bootstrap.servers": b, "transactional.id": tid})
             fresh.init_transactions(30)
             committed = False
@@ -118,7 +127,8 @@ def test_kill_at_each_step_of_end_txn(broker_factory, name_factory, step: str,
             if step == "after-prepare":
                 assert len(markers) == 1
             assert w.list_offset(topic, p, READ_COMMITTED) == w.list_offset(
-                topic, p, READ_UNCOMMITTED)
+                topic, p, READ_UNCOMMITTED
+            )
         assert stable_offset(w, group, src_tp) == (42 if committed else -1)
 
     # a new initTransactions works, and so does a whole transaction
@@ -134,11 +144,14 @@ def test_kill_at_each_step_of_end_txn(broker_factory, name_factory, step: str,
     assert visible == sorted([b"after"] + ([b"p0-a", b"p0-b", b"p1-a"] if committed else []))
 
 
-@pytest.mark.parametrize(("ending", "hard"), [("commit", True), ("timeout", True),
-                                              ("commit", False)],
-                         ids=["kill9-commit", "kill9-timeout", "clean-commit"])
-def test_open_transaction_survives_restart(broker_factory, name_factory, ending: str,
-                                           hard: bool) -> None:
+@pytest.mark.parametrize(
+    ("ending", "hard"),
+    [("commit", True), ("timeout", True), ("commit", False)],
+    ids=["kill9-commit", "kill9-timeout", "clean-commit"],
+)
+def test_open_transaction_survives_restart(
+    broker_factory, name_factory, ending: str, hard: bool
+) -> None:
     broker = broker_factory({"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
     b = broker.bootstrap
     topic, tid = name_factory("data"), name_factory("tid")
@@ -170,7 +183,9 @@ def test_open_transaction_survives_restart(broker_factory, name_factory, ending:
                     assert time.monotonic() < deadline, "never aborted"
                     # (the abort may land while this reads)
                     assert java_values(b, topic, "read_committed", timeout_ms=3000) in (
-                        ["pre1", "pre2"], ["pre1", "pre2", "post"])
+                        ["pre1", "pre2"],
+                        ["pre1", "pre2", "post"],
+                    )
                     time.sleep(0.5)
                 assert w.describe_transaction(tid).transaction_state == "CompleteAbort"
             res = p.cmd("commit")

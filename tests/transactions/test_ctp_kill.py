@@ -15,21 +15,45 @@ from txn_helpers import java_group_offsets, rdk_read
 PARTITIONS = 3
 
 
-def run_ctp_with_kills(bootstrap: str, name_factory, records: int, kills: int,  # type: ignore[no-untyped-def]
-                       commit_every: int, sleep_ms: int) -> None:
+def run_ctp_with_kills(
+    bootstrap: str,
+    name_factory,
+    records: int,
+    kills: int,  # type: ignore[no-untyped-def]
+    commit_every: int,
+    sleep_ms: int,
+) -> None:
     source, sink = name_factory("in"), name_factory("out")
     group, tid = name_factory("group"), name_factory("tid")
     create_topic(bootstrap, source, partitions=PARTITIONS)
     create_topic(bootstrap, sink, partitions=PARTITIONS)
-    java.produce(bootstrap, source, count=records, linger_ms=20, batch_size=262144,
-                 timeout=300)
-    args = ["ctp", "--bootstrap", bootstrap, "--input", source, "--output", sink,
-            "--group", group, "--commit-every", str(commit_every), "--idle-ms", "1500",
-            "--sleep-ms", str(sleep_ms), "--timeout-ms", "600000",
-            "--consumer-prop", "session.timeout.ms=6000",
-            "--consumer-prop", "heartbeat.interval.ms=500",
-            *java.props_args({"transactional.id": tid, "transaction.timeout.ms": 60000,
-                              "linger.ms": 5})]
+    java.produce(bootstrap, source, count=records, linger_ms=20, batch_size=262144, timeout=300)
+    args = [
+        "ctp",
+        "--bootstrap",
+        bootstrap,
+        "--input",
+        source,
+        "--output",
+        sink,
+        "--group",
+        group,
+        "--commit-every",
+        str(commit_every),
+        "--idle-ms",
+        "1500",
+        "--sleep-ms",
+        str(sleep_ms),
+        "--timeout-ms",
+        "600000",
+        "--consumer-prop",
+        "session.timeout.ms=6000",
+        "--consumer-prop",
+        "heartbeat.interval.ms=500",
+        *java.props_args(
+            {"transactional.id": tid, "transaction.timeout.ms": 60000, "linger.ms": 5}
+        ),
+    ]
     rnd = random.Random(records)
     killed = 0
     runs = 0
@@ -42,8 +66,9 @@ def run_ctp_with_kills(bootstrap: str, name_factory, records: int, kills: int,  
                 # let it commit a few transactions, then kill it mid-flight
                 wanted = rnd.randint(3, 12)
                 for _ in range(wanted):
-                    line = proc.wait_for(lambda x: x.get("event") in ("committed", "done"),
-                                         timeout=120)
+                    line = proc.wait_for(
+                        lambda x: x.get("event") in ("committed", "done"), timeout=120
+                    )
                     if line["event"] == "done":
                         break
                 else:
@@ -68,20 +93,24 @@ def run_ctp_with_kills(bootstrap: str, name_factory, records: int, kills: int,  
     assert not missing, f"{len(missing)} records missing, e.g. {sorted(missing)[:5]}"
     assert len(got) == records
     # the output keeps each input partition's order (same partition index)
-    ends = java.run(["list-offsets", "--bootstrap", bootstrap, "--topic", source,
-                     "--spec", "latest"])
+    ends = java.run(
+        ["list-offsets", "--bootstrap", bootstrap, "--topic", source, "--spec", "latest"]
+    )
     assert java_group_offsets(bootstrap, group) == {
-        (source, r["partition"]): r["offset"] for r in ends.records}
+        (source, r["partition"]): r["offset"] for r in ends.records
+    }
 
 
 @pytest.mark.timeout(300)
 def test_ctp_survives_kills(broker, name_factory) -> None:
-    run_ctp_with_kills(broker.bootstrap, name_factory, records=10_000, kills=2,
-                       commit_every=200, sleep_ms=30)
+    run_ctp_with_kills(
+        broker.bootstrap, name_factory, records=10_000, kills=2, commit_every=200, sleep_ms=30
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_ctp_survives_kills_100k(broker, name_factory) -> None:
-    run_ctp_with_kills(broker.bootstrap, name_factory, records=100_000, kills=5,
-                       commit_every=500, sleep_ms=20)
+    run_ctp_with_kills(
+        broker.bootstrap, name_factory, records=100_000, kills=5, commit_every=500, sleep_ms=20
+    )

@@ -18,8 +18,13 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def batch(pid: int, epoch: int, seq: int, values: list[bytes]) -> bytes:
-    return build_batch([(None, v) for v in values], producer_id=pid, producer_epoch=epoch,
-                       base_sequence=seq, timestamp=int(time.time() * 1000))
+    return build_batch(
+        [(None, v) for v in values],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        timestamp=int(time.time() * 1000),
+    )
 
 
 def values(w: Wire, topic: str) -> list[bytes | None]:

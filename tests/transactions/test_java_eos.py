@@ -20,8 +20,9 @@ pytestmark = pytest.mark.timeout(240)
 FENCED = ("ProducerFencedException", "InvalidProducerEpochException")
 
 
-def test_zombie_is_fenced_and_its_transaction_aborted(shared_broker, unique_topic,
-                                                      name_factory) -> None:
+def test_zombie_is_fenced_and_its_transaction_aborted(
+    shared_broker, unique_topic, name_factory
+) -> None:
     b = shared_broker.bootstrap
     create_topic(b, unique_topic)
     tid = name_factory("tid")
@@ -41,8 +42,9 @@ def test_zombie_is_fenced_and_its_transaction_aborted(shared_broker, unique_topi
     assert java_values(b, unique_topic, "read_uncommitted") == ["zombie-1", "zombie-2", "fresh"]
 
 
-def test_commit_and_abort_read_committed_and_uncommitted(shared_broker, unique_topic,
-                                                         name_factory) -> None:
+def test_commit_and_abort_read_committed_and_uncommitted(
+    shared_broker, unique_topic, name_factory
+) -> None:
     b = shared_broker.bootstrap
     create_topic(b, unique_topic)
     with JavaTxn(b, name_factory("tid")) as p:
@@ -59,8 +61,7 @@ def test_commit_and_abort_read_committed_and_uncommitted(shared_broker, unique_t
     committed = java.consume(b, unique_topic, until_end=True, isolation_level="read_committed")
     assert [r["value"] for r in committed.records] == ["a1", "a2", "a3", "c1"]
     assert [r["offset"] for r in committed.records] == [0, 1, 2, 8]
-    everything = java.consume(b, unique_topic, until_end=True,
-                              isolation_level="read_uncommitted")
+    everything = java.consume(b, unique_topic, until_end=True, isolation_level="read_uncommitted")
     assert [r["offset"] for r in everything.records] == [0, 1, 2, 4, 5, 6, 8]
     with Wire(b) as w:
         stored = w.read_all(unique_topic)
@@ -70,8 +71,9 @@ def test_commit_and_abort_read_committed_and_uncommitted(shared_broker, unique_t
 
 
 @pytest.mark.parametrize("outcome", ["commit", "abort"])
-def test_open_transaction_blocks_read_committed(shared_broker, unique_topic, name_factory,
-                                                outcome: str) -> None:
+def test_open_transaction_blocks_read_committed(
+    shared_broker, unique_topic, name_factory, outcome: str
+) -> None:
     b = shared_broker.bootstrap
     create_topic(b, unique_topic)
     java.produce(b, unique_topic, records=[java.record_line("k", v) for v in ("pre1", "pre2")])
@@ -88,10 +90,16 @@ def test_open_transaction_blocks_read_committed(shared_broker, unique_topic, nam
             assert {r.offset for r in _records(part)} <= {0, 1}
         assert java_values(b, unique_topic, "read_committed") == ["pre1", "pre2"]
         assert java_values(b, unique_topic, "read_uncommitted") == [
-            "pre1", "pre2", "t1", "t2", "post"]
+            "pre1",
+            "pre2",
+            "t1",
+            "t2",
+            "post",
+        ]
         p.ok(outcome)
-    expected = ["pre1", "pre2", "t1", "t2", "post"] if outcome == "commit" else [
-        "pre1", "pre2", "post"]
+    expected = (
+        ["pre1", "pre2", "t1", "t2", "post"] if outcome == "commit" else ["pre1", "pre2", "post"]
+    )
     assert java_values(b, unique_topic, "read_committed") == expected
     with Wire(b) as w:
         assert w.list_offset(unique_topic, 0, READ_COMMITTED) == 6
@@ -99,11 +107,13 @@ def test_open_transaction_blocks_read_committed(shared_broker, unique_topic, nam
 
 def _records(part):  # type: ignore[no-untyped-def]
     from txn_helpers import decode_records
+
     return [r for r in decode_records(part.records) if not r.control]
 
 
 def test_send_offsets_commit_moves_group_offsets_abort_leaves_them(
-        shared_broker, unique_topic, unique_group, name_factory) -> None:
+    shared_broker, unique_topic, unique_group, name_factory
+) -> None:
     b = shared_broker.bootstrap
     create_topic(b, unique_topic)
     source = name_factory("source")
@@ -134,9 +144,25 @@ def test_consume_transform_produce_loop(shared_broker, name_factory, unique_grou
     create_topic(b, source, partitions=3)
     create_topic(b, sink, partitions=3)
     java.produce(b, source, count=300, linger_ms=5)
-    res = java.run(["ctp", "--bootstrap", b, "--input", source, "--output", sink,
-                    "--group", unique_group, "--commit-every", "25", "--idle-ms", "1000",
-                    *java.props_args({"transactional.id": name_factory("tid")})], timeout=120)
+    res = java.run(
+        [
+            "ctp",
+            "--bootstrap",
+            b,
+            "--input",
+            source,
+            "--output",
+            sink,
+            "--group",
+            unique_group,
+            "--commit-every",
+            "25",
+            "--idle-ms",
+            "1000",
+            *java.props_args({"transactional.id": name_factory("tid")}),
+        ],
+        timeout=120,
+    )
     done = res.events[-1]
     assert done["event"] == "done" and done["copied"] == 300
     out = java.consume(b, sink, until_end=True, isolation_level="read_committed")
@@ -146,14 +172,21 @@ def test_consume_transform_produce_loop(shared_broker, name_factory, unique_grou
     assert offsets == {(source, r["partition"]): r["offset"] for r in ends.records}
 
 
-def test_transaction_timeout_aborts_and_fences(broker_factory, unique_topic,
-                                               name_factory) -> None:
+def test_transaction_timeout_aborts_and_fences(broker_factory, unique_topic, name_factory) -> None:
     broker = broker_factory({"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
     b = broker.bootstrap
     create_topic(b, unique_topic)
     tid = name_factory("tid")
-    with JavaTxn(b, tid, {"transaction.timeout.ms": 3000, "delivery.timeout.ms": 3000,
-                          "request.timeout.ms": 2000, "linger.ms": 0}) as p:
+    with JavaTxn(
+        b,
+        tid,
+        {
+            "transaction.timeout.ms": 3000,
+            "delivery.timeout.ms": 3000,
+            "request.timeout.ms": 2000,
+            "linger.ms": 0,
+        },
+    ) as p:
         p.ok("init")
         p.ok("begin")
         assert p.send(unique_topic, ["late-1", "late-2"]) == [0, 1]
@@ -178,8 +211,9 @@ def test_transaction_timeout_aborts_and_fences(broker_factory, unique_topic,
 
 
 def test_timeout_above_maximum_is_invalid(shared_broker, name_factory) -> None:
-    with JavaTxn(shared_broker.bootstrap, name_factory("tid"),
-                 {"transaction.timeout.ms": 900001}) as p:
+    with JavaTxn(
+        shared_broker.bootstrap, name_factory("tid"), {"transaction.timeout.ms": 900001}
+    ) as p:
         res = p.cmd("init")
         assert not res["ok"], res
         # the Java client has no special case for INVALID_TRANSACTION_TIMEOUT (50): it wraps
@@ -196,8 +230,9 @@ def _back_to_back(bootstrap: str, count: int, name_factory, group: str) -> None:
     create_topic(bootstrap, source)
     with JavaTxn(bootstrap, name_factory("tid"), {"linger.ms": 0}) as p:
         p.ok("init")
-        res = p.ok("loop", timeout=600, count=count, topic=sink, group=group,
-                   **{"offsets-topic": source})
+        res = p.ok(
+            "loop", timeout=600, count=count, topic=sink, group=group, **{"offsets-topic": source}
+        )
         assert res["count"] == count
     assert java_group_offsets(bootstrap, group) == {(source, 0): count}
     with Wire(bootstrap) as w:
@@ -205,15 +240,13 @@ def _back_to_back(bootstrap: str, count: int, name_factory, group: str) -> None:
         assert w.list_offset(sink, 0, READ_UNCOMMITTED) == 2 * count
 
 
-def test_back_to_back_transactions_with_offsets(shared_broker, name_factory,
-                                                unique_group) -> None:
+def test_back_to_back_transactions_with_offsets(shared_broker, name_factory, unique_group) -> None:
     _back_to_back(shared_broker.bootstrap, 300, name_factory, unique_group)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_5000_back_to_back_transactions_with_offsets(broker, name_factory,
-                                                     unique_group) -> None:
+def test_5000_back_to_back_transactions_with_offsets(broker, name_factory, unique_group) -> None:
     _back_to_back(broker.bootstrap, 5000, name_factory, unique_group)
 
 
@@ -236,8 +269,11 @@ def test_producer_ids_after_restart_are_greater(broker, name_factory) -> None:
         for tid in [name_factory("c"), name_factory("d")]:
             with JavaTxn(b, tid) as p:
                 p.ok("init")
-            after.append(java.admin(b, "describe-transactions",
-                                    "--transactional-id", tid).records[0]["producer_id"])
+            after.append(
+                java.admin(b, "describe-transactions", "--transactional-id", tid).records[0][
+                    "producer_id"
+                ]
+            )
         with Wire(b) as w:
             after += [w.init_pid(None)[1] for _ in range(3)]
         assert min(after) > max(before), (before, after)

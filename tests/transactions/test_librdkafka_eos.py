@@ -34,8 +34,14 @@ FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRO
 
 
 def txn_producer(bootstrap: str, tid: str, **conf: Any) -> Producer:
-    return Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 0,
-                     **{k.replace("_", "."): v for k, v in conf.items()}})
+    return Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": tid,
+            "linger.ms": 0,
+            **{k.replace("_", "."): v for k, v in conf.items()},
+        }
+    )
 
 
 def send(p: Producer, topic: str, values: list[str]) -> None:
@@ -56,8 +62,9 @@ def group_metadata(bootstrap: str, group: str) -> Any:
 
 
 def committed(bootstrap: str, group: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "isolation.level": "read_committed"})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"}
+    )
     try:
         return int(consumer.committed([TopicPartition(topic, 0)], timeout=TIMEOUT)[0].offset)
     finally:
@@ -104,8 +111,7 @@ def test_commit_and_abort(shared_broker, unique_topic, name_factory) -> None:
     assert [m.offset() for m in everything] == [0, 1, 3, 4, 6]  # never the markers 2, 5, 7
 
 
-def test_open_transaction_blocks_read_committed(shared_broker, unique_topic,
-                                                name_factory) -> None:
+def test_open_transaction_blocks_read_committed(shared_broker, unique_topic, name_factory) -> None:
     b = shared_broker.bootstrap
     create_topic(b, unique_topic)
     plain = Producer({"bootstrap.servers": b})
@@ -123,8 +129,9 @@ def test_open_transaction_blocks_read_committed(shared_broker, unique_topic,
     assert values(b, unique_topic, "read_committed") == ["pre", "t1", "t2", "post"]
 
 
-def test_send_offsets_commit_and_abort(shared_broker, unique_topic, unique_group,
-                                       name_factory) -> None:
+def test_send_offsets_commit_and_abort(
+    shared_broker, unique_topic, unique_group, name_factory
+) -> None:
     b = shared_broker.bootstrap
     create_topic(b, unique_topic)
     source = name_factory("src")
@@ -145,8 +152,9 @@ def test_send_offsets_commit_and_abort(shared_broker, unique_topic, unique_group
     assert values(b, unique_topic, "read_committed") == ["x"]
 
 
-def test_require_stable_during_pending_txn_offset_commit(shared_broker, unique_topic,
-                                                         unique_group, name_factory) -> None:
+def test_require_stable_during_pending_txn_offset_commit(
+    shared_broker, unique_topic, unique_group, name_factory
+) -> None:
     tid = name_factory("tid")
     tp = (unique_topic, 0)
     with Wire(shared_broker.bootstrap) as w:
@@ -156,7 +164,8 @@ def test_require_stable_during_pending_txn_offset_commit(shared_broker, unique_t
         assert w.add_offsets(tid, pid, epoch, unique_group) == 0
         assert w.txn_offset_commit(tid, unique_group, pid, epoch, {tp: 3}) == {tp: 0}
         assert w.offset_fetch(unique_group, [tp], require_stable=True) == {
-            tp: (-1, UNSTABLE_OFFSET_COMMIT)}
+            tp: (-1, UNSTABLE_OFFSET_COMMIT)
+        }
         assert w.offset_fetch(unique_group, [tp], require_stable=False) == {tp: (-1, 0)}
         assert w.end_txn(tid, pid, epoch, commit=True) == 0
         assert w.offset_fetch(unique_group, [tp], require_stable=True) == {tp: (3, 0)}
@@ -164,14 +173,14 @@ def test_require_stable_during_pending_txn_offset_commit(shared_broker, unique_t
         assert w.add_offsets(tid, pid, epoch, unique_group) == 0
         assert w.txn_offset_commit(tid, unique_group, pid, epoch, {tp: 8}) == {tp: 0}
         assert w.offset_fetch(unique_group, [tp], require_stable=True)[tp][1] == (
-            UNSTABLE_OFFSET_COMMIT)
+            UNSTABLE_OFFSET_COMMIT
+        )
         assert w.offset_fetch(unique_group, [tp], require_stable=False) == {tp: (3, 0)}
         assert w.end_txn(tid, pid, epoch, commit=False) == 0
         assert w.offset_fetch(unique_group, [tp], require_stable=True) == {tp: (3, 0)}
 
 
-def test_transaction_timeout_aborts_and_fences(broker_factory, unique_topic,
-                                               name_factory) -> None:
+def test_transaction_timeout_aborts_and_fences(broker_factory, unique_topic, name_factory) -> None:
     broker = broker_factory({"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
     b = broker.bootstrap
     create_topic(b, unique_topic)
@@ -202,8 +211,7 @@ def test_timeout_above_maximum(broker_factory, name_factory) -> None:
     ok.init_transactions(TIMEOUT)
 
 
-def test_back_to_back_transactions_with_offsets(shared_broker, name_factory,
-                                                unique_group) -> None:
+def test_back_to_back_transactions_with_offsets(shared_broker, name_factory, unique_group) -> None:
     b = shared_broker.bootstrap
     sink, source = name_factory("out"), name_factory("src")
     create_topic(b, sink)
@@ -250,17 +258,17 @@ def test_interleaved_transactions(shared_broker, unique_topic, name_factory) -> 
     for p in (p1, p2):
         p.init_transactions(TIMEOUT)
         p.begin_transaction()
-    send(p1, unique_topic, ["a1"])       # 0
-    send(p2, unique_topic, ["b1"])       # 1
-    send(p1, unique_topic, ["a2"])       # 2
-    send(p2, unique_topic, ["b2"])       # 3
+    send(p1, unique_topic, ["a1"])  # 0
+    send(p2, unique_topic, ["b1"])  # 1
+    send(p1, unique_topic, ["a2"])  # 2
+    send(p2, unique_topic, ["b2"])  # 3
     with Wire(b) as w:
         assert w.list_offset(unique_topic, 0, READ_COMMITTED) == 0
-    p2.commit_transaction(TIMEOUT)       # marker 4
+    p2.commit_transaction(TIMEOUT)  # marker 4
     with Wire(b) as w:  # p1 still open since offset 0
         assert w.list_offset(unique_topic, 0, READ_COMMITTED) == 0
-    send(p1, unique_topic, ["a3"])       # 5
-    p1.abort_transaction(TIMEOUT)        # marker 6
+    send(p1, unique_topic, ["a3"])  # 5
+    p1.abort_transaction(TIMEOUT)  # marker 6
     assert values(b, unique_topic, "read_committed") == ["b1", "b2"]
     with Wire(b) as w:
         assert w.list_offset(unique_topic, 0, READ_COMMITTED) == 7
@@ -270,8 +278,15 @@ def test_interleaved_transactions(shared_broker, unique_topic, name_factory) -> 
             assert len(aborted) == 1 and aborted[0][1] == 0, (start, aborted)
         part = w.fetch(unique_topic, 0, 7, READ_COMMITTED)
         assert list(part.aborted_transactions) == []
-    consumer = Consumer({"bootstrap.servers": b, "group.id": "x", "enable.auto.commit": False,
-                         "isolation.level": "read_committed", "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": b,
+            "group.id": "x",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
     try:  # starting in the middle of the aborted transaction
         consumer.assign([TopicPartition(unique_topic, 0, 2)])
         got = []

@@ -10,19 +10,7 @@ from helpers.wire import WireClient
 
 from protocol.batch import build_batch
 
-PRODUCE, LIST_OFFSETS, CREATE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_PRODUCERS = 0, 2, 19, 22, 61
-
-
-def _create(c: WireClient, topic: str) -> None:
-    reply = c.call(
-        CREATE_TOPICS,
-        7,
-        {
-            "topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1}],
-            "timeout": 5000,
-        },
-    )
-    assert reply.topics[0].error_code == 0
+PRODUCE, LIST_OFFSETS, INIT_PRODUCER_ID, DESCRIBE_PRODUCERS = 0, 2, 22, 61
 
 
 def _producers(c: WireClient, topic: str) -> dict[int, object]:
@@ -35,7 +23,7 @@ def _producers(c: WireClient, topic: str) -> dict[int, object]:
 def test_idle_producer_ids_expire(broker_factory, unique_topic) -> None:
     broker = broker_factory({"producer.id.expiration.ms": "1500"})
     with WireClient(broker.bootstrap) as c:
-        _create(c, unique_topic)
+        c.create_topic(unique_topic)
         init = c.call(
             INIT_PRODUCER_ID,
             4,
@@ -79,7 +67,7 @@ def test_list_offsets_latest_under_read_committed_is_the_last_stable_offset(
     shared_broker, unique_topic
 ) -> None:
     with WireClient(shared_broker.bootstrap) as c:
-        _create(c, unique_topic)
+        c.create_topic(unique_topic)
         plain = build_batch([(None, b"before")])
         c.call(
             PRODUCE,

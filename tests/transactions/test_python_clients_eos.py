@@ -23,8 +23,9 @@ def group_offset(bootstrap: str, group: str, topic: str) -> tuple[int, int]:
         return w.offset_fetch(group, [(topic, 0)], require_stable=True)[(topic, 0)]
 
 
-async def test_aiokafka_transactions(shared_broker, unique_topic, unique_group,
-                                     name_factory) -> None:
+async def test_aiokafka_transactions(
+    shared_broker, unique_topic, unique_group, name_factory
+) -> None:
     require_module("aiokafka")
     from aiokafka import AIOKafkaProducer
     from aiokafka.errors import ProducerFenced
@@ -41,8 +42,7 @@ async def test_aiokafka_transactions(shared_broker, unique_topic, unique_group,
         async with producer.transaction():
             await producer.send_and_wait(unique_topic, b"c1", partition=0)
             await producer.send_and_wait(unique_topic, b"c2", partition=0)
-            await producer.send_offsets_to_transaction({TopicPartition(source, 0): 4},
-                                                       unique_group)
+            await producer.send_offsets_to_transaction({TopicPartition(source, 0): 4}, unique_group)
         assert group_offset(b, unique_group, source) == (4, 0)
 
         await producer.begin_transaction()
@@ -69,8 +69,7 @@ async def test_aiokafka_transactions(shared_broker, unique_topic, unique_group,
     assert all_values(b, unique_topic) == [b"c1", b"c2", b"a1", b"zombie", b"fresh"]
 
 
-def test_kafka_python_transactions(shared_broker, unique_topic, unique_group,
-                                   name_factory) -> None:
+def test_kafka_python_transactions(shared_broker, unique_topic, unique_group, name_factory) -> None:
     require_module("kafka")
     from kafka import KafkaProducer
     from kafka.structs import OffsetAndMetadata, TopicPartition
@@ -87,14 +86,16 @@ def test_kafka_python_transactions(shared_broker, unique_topic, unique_group,
         producer.send(unique_topic, b"c1", partition=0)
         producer.send(unique_topic, b"c2", partition=0)
         producer.send_offsets_to_transaction(
-            {TopicPartition(source, 0): OffsetAndMetadata(6, "", -1)}, unique_group)
+            {TopicPartition(source, 0): OffsetAndMetadata(6, "", -1)}, unique_group
+        )
         producer.commit_transaction()
         assert group_offset(b, unique_group, source) == (6, 0)
 
         producer.begin_transaction()
         producer.send(unique_topic, b"a1", partition=0).get(15)
         producer.send_offsets_to_transaction(
-            {TopicPartition(source, 0): OffsetAndMetadata(11, "", -1)}, unique_group)
+            {TopicPartition(source, 0): OffsetAndMetadata(11, "", -1)}, unique_group
+        )
         with Wire(b) as w:  # open: read_committed stops before it
             assert w.list_offset(unique_topic, 0, READ_COMMITTED) == 3
         producer.abort_transaction()
@@ -104,7 +105,8 @@ def test_kafka_python_transactions(shared_broker, unique_topic, unique_group,
             producer.begin_transaction()
             producer.send(unique_topic, b"n%d" % i, partition=0)
             producer.send_offsets_to_transaction(
-                {TopicPartition(source, 0): OffsetAndMetadata(100 + i, "", -1)}, unique_group)
+                {TopicPartition(source, 0): OffsetAndMetadata(100 + i, "", -1)}, unique_group
+            )
             producer.commit_transaction()
         assert group_offset(b, unique_group, source) == (119, 0)
     finally:

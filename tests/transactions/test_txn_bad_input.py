@@ -32,9 +32,14 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def txn_batch(pid: int, epoch: int, seq: int, *values: bytes) -> bytes:
-    return build_batch([(None, v) for v in values], producer_id=pid, producer_epoch=epoch,
-                       base_sequence=seq, attributes=ATTR_TRANSACTIONAL,
-                       timestamp=int(time.time() * 1000))
+    return build_batch(
+        [(None, v) for v in values],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        attributes=ATTR_TRANSACTIONAL,
+        timestamp=int(time.time() * 1000),
+    )
 
 
 @pytest.fixture
@@ -47,7 +52,8 @@ def test_init_producer_id_bad_input(wire, name_factory) -> None:
     assert wire.init_pid("", retry=False)[0] == INVALID_REQUEST
     for timeout in (0, -5, 900001):
         assert wire.init_pid(name_factory("tid"), timeout_ms=timeout)[0] == (
-            INVALID_TRANSACTION_TIMEOUT)
+            INVALID_TRANSACTION_TIMEOUT
+        )
     tid = name_factory("tid")
     code, pid, epoch = wire.init_pid(tid)
     assert (code, epoch) == (0, 0)
@@ -74,18 +80,21 @@ def test_add_partitions_bad_input(wire, unique_topic, name_factory) -> None:
     tid = name_factory("tid")
     tp = (unique_topic, 0)
     assert wire.add_partitions(name_factory("unknown"), 1, 0, [tp]) == {
-        tp: INVALID_PRODUCER_ID_MAPPING}
+        tp: INVALID_PRODUCER_ID_MAPPING
+    }
     _, pid, epoch = wire.init_pid(tid)
     assert wire.add_partitions(tid, pid + 1, epoch, [tp]) == {tp: INVALID_PRODUCER_ID_MAPPING}
     assert wire.add_partitions(tid, pid, epoch + 1, [tp]) == {tp: PRODUCER_FENCED}
-    assert wire.add_partitions(tid, pid, epoch + 1, [tp], version=1) == {
-        tp: INVALID_PRODUCER_EPOCH}
+    assert wire.add_partitions(tid, pid, epoch + 1, [tp], version=1) == {tp: INVALID_PRODUCER_EPOCH}
     # an unknown topic or partition: nothing added at all
     missing = ("no-such-topic-" + unique_topic, 0)
     assert wire.add_partitions(tid, pid, epoch, [tp, missing]) == {
-        tp: OPERATION_NOT_ATTEMPTED, missing: UNKNOWN_TOPIC_OR_PARTITION}
+        tp: OPERATION_NOT_ATTEMPTED,
+        missing: UNKNOWN_TOPIC_OR_PARTITION,
+    }
     assert wire.add_partitions(tid, pid, epoch, [(unique_topic, 7)])[(unique_topic, 7)] == (
-        UNKNOWN_TOPIC_OR_PARTITION)
+        UNKNOWN_TOPIC_OR_PARTITION
+    )
     assert wire.describe_transaction(tid).transaction_state == "Empty"
     assert wire.add_partitions(tid, pid, epoch, [tp]) == {tp: 0}
     assert wire.add_partitions(tid, pid, epoch, [tp]) == {tp: 0}  # again: no-op
@@ -101,7 +110,8 @@ def test_add_offsets_bad_input(wire, unique_group, name_factory) -> None:
     assert wire.add_offsets(tid, pid + 1, epoch, unique_group) == INVALID_PRODUCER_ID_MAPPING
     assert wire.add_offsets(tid, pid, epoch + 3, unique_group) == PRODUCER_FENCED
     assert wire.add_offsets(tid, pid, epoch + 3, unique_group, version=1) == (
-        INVALID_PRODUCER_EPOCH)
+        INVALID_PRODUCER_EPOCH
+    )
     assert wire.add_offsets(tid, pid, epoch, unique_group) == 0
     assert wire.describe_transaction(tid).partitions[0][0] == "__consumer_offsets"
     assert wire.end_txn(tid, pid, epoch, commit=False) == 0
@@ -166,65 +176,104 @@ def test_txn_offset_commit_bad_input(wire, unique_topic, unique_group, name_fact
     tid = name_factory("tid")
     tp = (unique_topic, 0)
     assert wire.txn_offset_commit(tid, unique_group, 1, 0, {tp: 5}) == {
-        tp: INVALID_PRODUCER_ID_MAPPING}
+        tp: INVALID_PRODUCER_ID_MAPPING
+    }
     _, pid, epoch = wire.init_pid(tid)
     # AddOffsetsToTxn first
-    assert wire.txn_offset_commit(tid, unique_group, pid, epoch, {tp: 5}) == {
-        tp: INVALID_TXN_STATE}
+    assert wire.txn_offset_commit(tid, unique_group, pid, epoch, {tp: 5}) == {tp: INVALID_TXN_STATE}
     assert wire.add_offsets(tid, pid, epoch, unique_group) == 0
     assert wire.txn_offset_commit(tid, unique_group, pid + 1, epoch, {tp: 5}) == {
-        tp: INVALID_PRODUCER_ID_MAPPING}
+        tp: INVALID_PRODUCER_ID_MAPPING
+    }
     assert wire.txn_offset_commit(tid, unique_group, pid, epoch + 1, {tp: 5}) == {
-        tp: PRODUCER_FENCED}
+        tp: PRODUCER_FENCED
+    }
     assert wire.txn_offset_commit(tid, unique_group, pid, epoch + 1, {tp: 5}, version=2) == {
-        tp: INVALID_PRODUCER_EPOCH}
+        tp: INVALID_PRODUCER_EPOCH
+    }
     missing = ("no-such-topic-" + unique_topic, 0)
     assert wire.txn_offset_commit(tid, unique_group, pid, epoch, {missing: 1, tp: 4}) == {
-        missing: UNKNOWN_TOPIC_OR_PARTITION, tp: 0}
+        missing: UNKNOWN_TOPIC_OR_PARTITION,
+        tp: 0,
+    }
     assert wire.end_txn(tid, pid, epoch, commit=True) == 0
     assert wire.offset_fetch(unique_group, [tp], require_stable=True) == {tp: (4, 0)}
     # after the commit the partition is no longer in the transaction
-    assert wire.txn_offset_commit(tid, unique_group, pid, epoch, {tp: 9}) == {
-        tp: INVALID_TXN_STATE}
+    assert wire.txn_offset_commit(tid, unique_group, pid, epoch, {tp: 9}) == {tp: INVALID_TXN_STATE}
     assert wire.offset_fetch(unique_group, [tp], require_stable=True) == {tp: (4, 0)}
 
 
 def test_describe_and_list_bad_input(wire, unique_topic, name_factory) -> None:
     state = wire.describe_transaction(name_factory("unknown"))
     assert state.error_code == TRANSACTIONAL_ID_NOT_FOUND
-    r = wire.call(LIST_TRANSACTIONS, 1, {"state_filters": ["Ongoing", "Bogus"],
-                                         "producer_id_filters": [-77], "duration_filter": -1})
+    r = wire.call(
+        LIST_TRANSACTIONS,
+        1,
+        {
+            "state_filters": ["Ongoing", "Bogus"],
+            "producer_id_filters": [-77],
+            "duration_filter": -1,
+        },
+    )
     assert r.error_code == 0 and list(r.unknown_state_filters) == ["Bogus"]
     assert list(r.transaction_states) == []
-    r = wire.call(DESCRIBE_PRODUCERS, 0, {"topics": [
-        {"name": "no-such-topic-" + unique_topic, "partition_indexes": [0, 3]}]})
+    r = wire.call(
+        DESCRIBE_PRODUCERS,
+        0,
+        {"topics": [{"name": "no-such-topic-" + unique_topic, "partition_indexes": [0, 3]}]},
+    )
     assert [p.error_code for p in r.topics[0].partitions] == [UNKNOWN_TOPIC_OR_PARTITION] * 2
 
 
 def test_write_txn_markers_and_add_partitions_junk(wire, unique_topic) -> None:
     wire.create_topic(unique_topic)
-    r = wire.call(WRITE_TXN_MARKERS, 1, {"markers": [{
-        "producer_id": 123456789, "producer_epoch": 0, "transaction_result": True,
-        "topics": [{"name": "no-such-topic-" + unique_topic, "partition_indexes": [0]},
-                   {"name": "__consumer_offsets", "partition_indexes": [999]}],
-        "coordinator_epoch": 0}]})
+    r = wire.call(
+        WRITE_TXN_MARKERS,
+        1,
+        {
+            "markers": [
+                {
+                    "producer_id": 123456789,
+                    "producer_epoch": 0,
+                    "transaction_result": True,
+                    "topics": [
+                        {"name": "no-such-topic-" + unique_topic, "partition_indexes": [0]},
+                        {"name": "__consumer_offsets", "partition_indexes": [999]},
+                    ],
+                    "coordinator_epoch": 0,
+                }
+            ]
+        },
+    )
     codes = [p.error_code for t in r.markers[0].topics for p in t.partitions]
     assert codes == [UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_OR_PARTITION]
     # an empty AddPartitionsToTxn, an empty transactional id
-    r = wire.call(ADD_PARTITIONS, 3, {"v3_and_below_transactional_id": "",
-                                      "v3_and_below_producer_id": 1,
-                                      "v3_and_below_producer_epoch": 0,
-                                      "v3_and_below_topics": [{"name": unique_topic,
-                                                               "partitions": [0]}]})
-    codes = [p.partition_error_code for t in r.results_by_topic_v3_and_below
-             for p in t.results_by_partition]
+    r = wire.call(
+        ADD_PARTITIONS,
+        3,
+        {
+            "v3_and_below_transactional_id": "",
+            "v3_and_below_producer_id": 1,
+            "v3_and_below_producer_epoch": 0,
+            "v3_and_below_topics": [{"name": unique_topic, "partitions": [0]}],
+        },
+    )
+    codes = [
+        p.partition_error_code
+        for t in r.results_by_topic_v3_and_below
+        for p in t.results_by_partition
+    ]
     assert codes and all(c != 0 for c in codes)
     assert wire.init_pid(None)[0] == 0  # still serving
 
 
 def test_idle_transactional_ids_expire(broker_factory, unique_topic, name_factory) -> None:
-    broker = broker_factory({"transactional.id.expiration.ms": 1500,
-                             "transaction.abort.timed.out.transaction.cleanup.interval.ms": 300})
+    broker = broker_factory(
+        {
+            "transactional.id.expiration.ms": 1500,
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": 300,
+        }
+    )
     idle, busy = name_factory("idle"), name_factory("busy")
     with Wire(broker.bootstrap) as w:
         w.create_topic(unique_topic)
@@ -233,7 +282,8 @@ def test_idle_transactional_ids_expire(broker_factory, unique_topic, name_factor
         assert w.end_txn(idle, pid, epoch, commit=True) == 0
         _, busy_pid, busy_epoch = w.init_pid(busy, timeout_ms=60000)
         assert w.add_partitions(busy, busy_pid, busy_epoch, [(unique_topic, 0)]) == {
-            (unique_topic, 0): 0}
+            (unique_topic, 0): 0
+        }
         deadline = time.monotonic() + 15
         while w.describe_transaction(idle).error_code != TRANSACTIONAL_ID_NOT_FOUND:
             assert time.monotonic() < deadline, "the idle transactional id never expired"
@@ -244,7 +294,8 @@ def test_idle_transactional_ids_expire(broker_factory, unique_topic, name_factor
         code, new_pid, new_epoch = w.init_pid(idle)
         assert code == 0 and new_pid != pid and new_epoch == 0
         assert w.add_partitions(idle, pid, epoch, [(unique_topic, 0)]) == {
-            (unique_topic, 0): INVALID_PRODUCER_ID_MAPPING}
+            (unique_topic, 0): INVALID_PRODUCER_ID_MAPPING
+        }
         assert w.end_txn(busy, busy_pid, busy_epoch, commit=True) == 0
     broker.restart(hard=True)  # the expiry (a tombstone) survives a crash
     with Wire(broker.bootstrap) as w:
@@ -263,9 +314,19 @@ def test_epoch_exhaustion_rotates_the_producer_id(broker, unique_topic, name_fac
             _, pid, epoch = w.init_pid(tid)
             while epoch < 32766:  # pipelined, to be quick
                 batch = min(1000, 32766 - epoch)
-                sent = [w.client.request_bytes(INIT_PRODUCER_ID, 4, {
-                    "transactional_id": tid, "transaction_timeout": 60000,
-                    "producer_id": -1, "producer_epoch": -1}) for _ in range(batch)]
+                sent = [
+                    w.client.request_bytes(
+                        INIT_PRODUCER_ID,
+                        4,
+                        {
+                            "transactional_id": tid,
+                            "transaction_timeout": 60000,
+                            "producer_id": -1,
+                            "producer_epoch": -1,
+                        },
+                    )
+                    for _ in range(batch)
+                ]
                 w.client.send_raw(b"".join(data for _, data in sent))
                 for correlation, _ in sent:
                     r = w.client.read_response(INIT_PRODUCER_ID, 4, correlation)

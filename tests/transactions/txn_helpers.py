@@ -43,8 +43,12 @@ UNSTABLE_OFFSET_COMMIT = 88
 PRODUCER_FENCED = 90
 TRANSACTIONAL_ID_NOT_FOUND = 105
 
-RETRIABLE = {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
-             CONCURRENT_TRANSACTIONS}
+RETRIABLE = {
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    NOT_COORDINATOR,
+    CONCURRENT_TRANSACTIONS,
+}
 
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
@@ -65,10 +69,18 @@ def decode_records(data: bytes) -> list[StoredRecord]:
     buf = bytearray(data)
     for header in iter_batches(buf, check_crc=False):
         end = header.position + header.size
-        raw = bytes(buf[header.position:end])
+        raw = bytes(buf[header.position : end])
         for delta, key, value in iter_records(raw):
-            out.append(StoredRecord(header.base_offset + delta, key, value, header.producer_id,
-                                    header.is_control, header.is_transactional))
+            out.append(
+                StoredRecord(
+                    header.base_offset + delta,
+                    key,
+                    value,
+                    header.producer_id,
+                    header.is_control,
+                    header.is_transactional,
+                )
+            )
     return out
 
 
@@ -90,7 +102,7 @@ class _Reader:
         self.pos = 0
 
     def int(self, size: int) -> int:
-        value = int.from_bytes(self.data[self.pos:self.pos + size], "big", signed=True)
+        value = int.from_bytes(self.data[self.pos : self.pos + size], "big", signed=True)
         self.pos += size
         return value
 
@@ -106,7 +118,7 @@ class _Reader:
 
     def compact_string(self) -> str:
         n = self.uvarint() - 1
-        text = self.data[self.pos:self.pos + max(n, 0)].decode()
+        text = self.data[self.pos : self.pos + max(n, 0)].decode()
         self.pos += max(n, 0)
         return text
 
@@ -137,19 +149,31 @@ class Wire:
 
     # -- admin ------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int = 1) -> None:
-        r = self.call(CREATE_TOPICS, 7, {
-            "topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1}],
-            "timeout": 10000,
-        })
+        r = self.call(
+            CREATE_TOPICS,
+            7,
+            {
+                "topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1}],
+                "timeout": 10000,
+            },
+        )
         assert r.topics[0].error_code in (0, 36), r
 
     # -- transaction coordinator ---------------------------------------------------
-    def init_pid(self, transactional_id: str | None = None, timeout_ms: int = 60000,
-                 producer_id: int = -1, epoch: int = -1, version: int = 4,
-                 retry: bool = True) -> tuple[int, int, int]:
+    def init_pid(
+        self,
+        transactional_id: str | None = None,
+        timeout_ms: int = 60000,
+        producer_id: int = -1,
+        epoch: int = -1,
+        version: int = 4,
+        retry: bool = True,
+    ) -> tuple[int, int, int]:
         """(error, producer id, epoch); retries loading / concurrent-transaction answers."""
-        body: dict[str, Any] = {"transactional_id": transactional_id,
-                                "transaction_timeout": timeout_ms}
+        body: dict[str, Any] = {
+            "transactional_id": transactional_id,
+            "transaction_timeout": timeout_ms,
+        }
         if version >= 3:
             body.update(producer_id=producer_id, producer_epoch=epoch)
         deadline = time.monotonic() + 30
@@ -159,9 +183,15 @@ class Wire:
                 return int(r.error_code), int(r.producer_id), int(r.producer_epoch)
             time.sleep(0.05)
 
-    def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
-                       partitions: Iterable[tuple[str, int]], version: int = 3,
-                       retry: bool = True) -> dict[tuple[str, int], int]:
+    def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: Iterable[tuple[str, int]],
+        version: int = 3,
+        retry: bool = True,
+    ) -> dict[tuple[str, int], int]:
         by_topic: dict[str, list[int]] = {}
         for t, p in partitions:
             by_topic.setdefault(t, []).append(p)
@@ -174,23 +204,45 @@ class Wire:
         deadline = time.monotonic() + 30
         while True:
             r = self.call(ADD_PARTITIONS, version, body)
-            codes = {(t.name, p.partition_index): int(p.partition_error_code)
-                     for t in r.results_by_topic_v3_and_below for p in t.results_by_partition}
+            codes = {
+                (t.name, p.partition_index): int(p.partition_error_code)
+                for t in r.results_by_topic_v3_and_below
+                for p in t.results_by_partition
+            }
             if not retry or not set(codes.values()) & RETRIABLE or time.monotonic() > deadline:
                 return codes
             time.sleep(0.05)
 
-    def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group: str,
-                    version: int = 3) -> int:
-        r = self.call(ADD_OFFSETS, version, {"transactional_id": transactional_id,
-                                             "producer_id": producer_id,
-                                             "producer_epoch": epoch, "group_id": group})
+    def add_offsets(
+        self, transactional_id: str, producer_id: int, epoch: int, group: str, version: int = 3
+    ) -> int:
+        r = self.call(
+            ADD_OFFSETS,
+            version,
+            {
+                "transactional_id": transactional_id,
+                "producer_id": producer_id,
+                "producer_epoch": epoch,
+                "group_id": group,
+            },
+        )
         return int(r.error_code)
 
-    def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
-                version: int = 3, retry: bool = False) -> int:
-        body = {"transactional_id": transactional_id, "producer_id": producer_id,
-                "producer_epoch": epoch, "committed": commit}
+    def end_txn(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        version: int = 3,
+        retry: bool = False,
+    ) -> int:
+        body = {
+            "transactional_id": transactional_id,
+            "producer_id": producer_id,
+            "producer_epoch": epoch,
+            "committed": commit,
+        }
         deadline = time.monotonic() + 30
         while True:
             code = int(self.call(END_TXN, version, body).error_code)
@@ -198,27 +250,48 @@ class Wire:
                 return code
             time.sleep(0.05)
 
-    def txn_offset_commit(self, transactional_id: str, group: str, producer_id: int, epoch: int,
-                          offsets: Mapping[tuple[str, int], int], generation: int = -1,
-                          member_id: str = "", version: int = 3) -> dict[tuple[str, int], int]:
+    def txn_offset_commit(
+        self,
+        transactional_id: str,
+        group: str,
+        producer_id: int,
+        epoch: int,
+        offsets: Mapping[tuple[str, int], int],
+        generation: int = -1,
+        member_id: str = "",
+        version: int = 3,
+    ) -> dict[tuple[str, int], int]:
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (t, p), off in offsets.items():
             by_topic.setdefault(t, []).append(
-                {"partition_index": p, "committed_offset": off, "committed_leader_epoch": -1,
-                 "committed_metadata": ""})
-        body = {"transactional_id": transactional_id, "group_id": group,
-                "producer_id": producer_id, "producer_epoch": epoch,
-                "generation_id": generation, "member_id": member_id, "group_instance_id": None,
-                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+                {
+                    "partition_index": p,
+                    "committed_offset": off,
+                    "committed_leader_epoch": -1,
+                    "committed_metadata": "",
+                }
+            )
+        body = {
+            "transactional_id": transactional_id,
+            "group_id": group,
+            "producer_id": producer_id,
+            "producer_epoch": epoch,
+            "generation_id": generation,
+            "member_id": member_id,
+            "group_instance_id": None,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
         r = self.call(TXN_OFFSET_COMMIT, version, body)
-        return {(t.name, p.partition_index): int(p.error_code)
-                for t in r.topics for p in t.partitions}
+        return {
+            (t.name, p.partition_index): int(p.error_code) for t in r.topics for p in t.partitions
+        }
 
     def describe_transaction(self, transactional_id: str) -> TxnState:
         """DescribeTransactions v0, decoded by hand: kio refuses the -1 start time Kafka
         sends for a transactional id with no open transaction."""
         correlation, data = self.client.request_bytes(
-            DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [transactional_id]})
+            DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [transactional_id]}
+        )
         self.client.send_raw(data)
         frame = _Reader(self.client.read_frame())
         assert frame.int(4) == correlation
@@ -241,29 +314,69 @@ class Wire:
         return TxnState(error, tid, state, timeout, start, pid, epoch, partitions)
 
     # -- data ---------------------------------------------------------------------------
-    def produce(self, topic: str, partition: int, batch: bytes,
-                transactional_id: str | None = None, acks: int = -1,
-                version: int = 9) -> tuple[int, int]:
+    def produce(
+        self,
+        topic: str,
+        partition: int,
+        batch: bytes,
+        transactional_id: str | None = None,
+        acks: int = -1,
+        version: int = 9,
+    ) -> tuple[int, int]:
         """(error, base offset) for one batch built with protocol.batch.build_batch."""
-        r = self.call(PRODUCE, version, {
-            "transactional_id": transactional_id, "acks": acks, "timeout": 10000,
-            "topic_data": [{"name": topic,
-                            "partition_data": [{"index": partition, "records": batch}]}],
-        })
+        r = self.call(
+            PRODUCE,
+            version,
+            {
+                "transactional_id": transactional_id,
+                "acks": acks,
+                "timeout": 10000,
+                "topic_data": [
+                    {"name": topic, "partition_data": [{"index": partition, "records": batch}]}
+                ],
+            },
+        )
         p = r.responses[0].partition_responses[0]
         return int(p.error_code), int(p.base_offset)
 
-    def fetch(self, topic: str, partition: int, offset: int, isolation: int = READ_UNCOMMITTED,
-              max_bytes: int = 1 << 22) -> Any:
-        r = self.call(FETCH, 11, {
-            "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": max_bytes,
-            "isolation_level": isolation, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": topic, "partitions": [{
-                "partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
-                "last_fetched_epoch": -1, "log_start_offset": -1,
-                "partition_max_bytes": max_bytes}]}],
-            "forgotten_topics_data": [], "rack_id": "",
-        })
+    def fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        isolation: int = READ_UNCOMMITTED,
+        max_bytes: int = 1 << 22,
+    ) -> Any:
+        r = self.call(
+            FETCH,
+            11,
+            {
+                "replica_id": -1,
+                "max_wait": 0,
+                "min_bytes": 0,
+                "max_bytes": max_bytes,
+                "isolation_level": isolation,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [
+                    {
+                        "topic": topic,
+                        "partitions": [
+                            {
+                                "partition": partition,
+                                "current_leader_epoch": -1,
+                                "fetch_offset": offset,
+                                "last_fetched_epoch": -1,
+                                "log_start_offset": -1,
+                                "partition_max_bytes": max_bytes,
+                            }
+                        ],
+                    }
+                ],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            },
+        )
         return r.responses[0].partitions[0]
 
     def read_all(self, topic: str, partition: int = 0) -> list[StoredRecord]:
@@ -281,30 +394,52 @@ class Wire:
             if offset >= p.high_watermark:
                 return out
 
-    def list_offset(self, topic: str, partition: int, isolation: int,
-                    timestamp: int = -1) -> int:
-        r = self.call(LIST_OFFSETS, 7, {
-            "replica_id": -1, "isolation_level": isolation,
-            "topics": [{"name": topic, "partitions": [
-                {"partition_index": partition, "current_leader_epoch": -1,
-                 "timestamp": timestamp}]}],
-        })
+    def list_offset(self, topic: str, partition: int, isolation: int, timestamp: int = -1) -> int:
+        r = self.call(
+            LIST_OFFSETS,
+            7,
+            {
+                "replica_id": -1,
+                "isolation_level": isolation,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {
+                                "partition_index": partition,
+                                "current_leader_epoch": -1,
+                                "timestamp": timestamp,
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
         p = r.topics[0].partitions[0]
         assert p.error_code == 0, p
         return int(p.offset)
 
-    def offset_fetch(self, group: str, partitions: Iterable[tuple[str, int]],
-                     require_stable: bool) -> dict[tuple[str, int], tuple[int, int]]:
+    def offset_fetch(
+        self, group: str, partitions: Iterable[tuple[str, int]], require_stable: bool
+    ) -> dict[tuple[str, int], tuple[int, int]]:
         by_topic: dict[str, list[int]] = {}
         for t, p in partitions:
             by_topic.setdefault(t, []).append(p)
-        r = self.call(OFFSET_FETCH, 7, {
-            "group_id": group, "require_stable": require_stable,
-            "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()],
-        })
+        r = self.call(
+            OFFSET_FETCH,
+            7,
+            {
+                "group_id": group,
+                "require_stable": require_stable,
+                "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()],
+            },
+        )
         assert r.error_code == 0, r
-        return {(t.name, p.partition_index): (int(p.committed_offset), int(p.error_code))
-                for t in r.topics for p in t.partitions}
+        return {
+            (t.name, p.partition_index): (int(p.committed_offset), int(p.error_code))
+            for t in r.topics
+            for p in t.partitions
+        }
 
 
 def wait_coordinators(bootstrap: str, timeout: float = 30.0) -> None:
@@ -325,12 +460,22 @@ class JavaTxn:
     """``KafkaTool txn-producer``: a Java transactional producer that runs one JSON command
     per line of stdin and answers each with a result line."""
 
-    def __init__(self, bootstrap: str, transactional_id: str,
-                 props: Mapping[str, object] | None = None) -> None:
-        args = ["txn-producer", "--bootstrap", bootstrap,
-                *java.props_args({"transactional.id": transactional_id, **(props or {})})]
-        self.proc = subprocess.Popen(java.command(args), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def __init__(
+        self, bootstrap: str, transactional_id: str, props: Mapping[str, object] | None = None
+    ) -> None:
+        args = [
+            "txn-producer",
+            "--bootstrap",
+            bootstrap,
+            *java.props_args({"transactional.id": transactional_id, **(props or {})}),
+        ]
+        self.proc = subprocess.Popen(
+            java.command(args),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self._lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._stderr: list[str] = []
         threading.Thread(target=self._pump, daemon=True).start()
@@ -353,11 +498,13 @@ class JavaTxn:
         try:
             item = self._lines.get(timeout=timeout)
         except queue.Empty:
-            raise AssertionError(f"no answer from the Java producer in {timeout}s\n"
-                                 f"{''.join(self._stderr)[-5000:]}") from None
+            raise AssertionError(
+                f"no answer from the Java producer in {timeout}s\n{''.join(self._stderr)[-5000:]}"
+            ) from None
         if item is None:
-            raise AssertionError(f"Java producer exited ({self.proc.poll()})\n"
-                                 f"{''.join(self._stderr)[-5000:]}")
+            raise AssertionError(
+                f"Java producer exited ({self.proc.poll()})\n{''.join(self._stderr)[-5000:]}"
+            )
         if "error" in item:
             raise AssertionError(f"Java producer failed: {item}\n{''.join(self._stderr)[-5000:]}")
         return item
@@ -373,15 +520,18 @@ class JavaTxn:
         assert res["ok"], f"{cmd} failed: {res}\n{''.join(self._stderr)[-3000:]}"
         return res
 
-    def send(self, topic: str, values: Iterable[str], partition: int | None = 0,
-             **kw: Any) -> list[int]:
-        records = [{"topic": topic, "key": v, "value": v, "partition": partition}
-                   for v in values]
+    def send(
+        self, topic: str, values: Iterable[str], partition: int | None = 0, **kw: Any
+    ) -> list[int]:
+        records = [{"topic": topic, "key": v, "value": v, "partition": partition} for v in values]
         return [o["offset"] for o in self.ok("send", records=records, **kw)["offsets"]]
 
     def send_offsets(self, group: str, offsets: Mapping[tuple[str, int], int]) -> dict[str, Any]:
-        return self.cmd("send-offsets", group=group, offsets=[
-            {"topic": t, "partition": p, "offset": o} for (t, p), o in offsets.items()])
+        return self.cmd(
+            "send-offsets",
+            group=group,
+            offsets=[{"topic": t, "partition": p, "offset": o} for (t, p), o in offsets.items()],
+        )
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -410,32 +560,42 @@ class JavaTxn:
 
 def java_group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
     res = java.admin(bootstrap, "group-offsets", "--group", group)
-    return {(r["topic"], r["partition"]): r["offset"] for r in res.records
-            if r.get("offset") is not None}
+    return {
+        (r["topic"], r["partition"]): r["offset"]
+        for r in res.records
+        if r.get("offset") is not None
+    }
 
 
 def java_values(bootstrap: str, topic: str, isolation: str, timeout_ms: int = 8000) -> list[str]:
     """Values of every record the Java consumer returns, up to the end (LSO for
     read_committed), in offset order per partition."""
-    res = java.consume(bootstrap, topic, until_end=True, isolation_level=isolation,
-                       timeout_ms=timeout_ms)
+    res = java.consume(
+        bootstrap, topic, until_end=True, isolation_level=isolation, timeout_ms=timeout_ms
+    )
     return [r["value"] for r in res.records]
 
 
 # --------------------------------------------------------------------------- librdkafka
 
 
-def rdk_read(bootstrap: str, topic: str, isolation: str, partitions: int = 1,
-             timeout: float = 20.0) -> list[Any]:
+def rdk_read(
+    bootstrap: str, topic: str, isolation: str, partitions: int = 1, timeout: float = 20.0
+) -> list[Any]:
     """Messages librdkafka returns from the beginning to the end of each partition (the
     last stable offset for read_committed)."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False,
-        "isolation.level": isolation, "enable.partition.eof": True,
-        "auto.offset.reset": "earliest",
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "reader",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         out = []
