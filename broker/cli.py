@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from broker import logs, metrics
+from broker import logs, memory, metrics
 from broker.config import BrokerConfig, read_properties
 
 
@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logs.configure(args.log_level)
     config = build_config(args)
+    memory.keep_freed_buffers()
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency; plain asyncio still works

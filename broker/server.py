@@ -11,7 +11,7 @@ from typing import Any
 
 import structlog
 
-from broker import metrics
+from broker import memory, metrics
 from broker.config import BrokerConfig
 from broker.connection import Chunks, Connection
 from broker.fetch_sessions import FetchSessionCache
@@ -64,6 +64,7 @@ class Broker:
         self.topics = TopicRegistry(config.data_dir, config.log_config())
         self.apis: dict[int, Api] = dict(API_TABLE)
         self.flusher = Flusher()
+        self.appended_bytes = 0  # the housekeeping task watches it to tell when Produce stops
         self.producer_ids = ProducerIdAllocator(config.data_dir)
         self.fetch_sessions = FetchSessionCache()
         self.groups = CoordinatorRuntime(
@@ -175,8 +176,15 @@ class Broker:
         """Retention, time-based rolls and flushes, producer id expiry."""
         interval = min(self.config.log_retention_check_interval_ms, 1000) / 1000
         last_retention = 0.0
+        appended_before = self.appended_bytes
+        trimmed = True
         while True:
             await asyncio.sleep(interval)
+            if self.appended_bytes != appended_before:
+                appended_before, trimmed = self.appended_bytes, False
+            elif not trimmed:  # Produce traffic has stopped: hand back the freed buffers
+                memory.release_free_memory()
+                trimmed = True
             now_ms = int(time.time() * 1000)
             check_retention = time.monotonic() - last_retention >= (
                 self.config.log_retention_check_interval_ms / 1000
@@ -271,6 +279,7 @@ class Broker:
                 producers.record(dataclasses.replace(header, base_offset=offset))
             offset += header.last_offset_delta + 1
         metrics.bytes_in.inc(len(data))
+        self.appended_bytes += len(data)
         partition.data_arrived()
         return info
 

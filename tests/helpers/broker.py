@@ -45,6 +45,15 @@ def _kill_leftovers() -> None:
         broker.kill()
 
 
+def rss_kb(pid: int) -> int:
+    """Resident memory of a process, in KiB."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))

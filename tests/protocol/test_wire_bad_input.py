@@ -8,6 +8,7 @@ import socket
 import struct
 
 import pytest
+from helpers.broker import rss_kb
 from helpers.wire import WireClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,14 +16,6 @@ from hypothesis import strategies as st
 from protocol.batch import build_batch
 
 API_VERSIONS, METADATA, PRODUCE, FETCH = 18, 3, 0, 1
-
-
-def rss_kb(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def assert_serving(bootstrap: str) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import struct
 import time
 import urllib.request
 
-from helpers.broker import free_port
+from helpers.broker import free_port, rss_kb
 from helpers.wire import WireClient
 
 from protocol.batch import build_batch
@@ -208,6 +209,32 @@ def test_metrics_endpoint(broker_factory, unique_topic) -> None:
     )
     assert 'odradek_requests_total{api="produce"} 1.0' in text
     assert "odradek_bytes_in_total" in text and "odradek_partitions 1.0" in text
+
+
+def test_idle_broker_hands_back_its_request_buffers(broker_factory, unique_topic) -> None:
+    """Large Produce buffers are reused while busy (see broker/memory.py), then returned."""
+    broker = broker_factory()
+    requests = 48
+    with WireClient(broker.bootstrap) as client:
+        create(client, unique_topic)
+        batch = build_batch([(None, os.urandom(1000)) for _ in range(1000)])
+        body = {
+            "acks": 1,
+            "timeout": 5000,
+            "topic_data": [
+                {"name": unique_topic, "partition_data": [{"index": 0, "records": batch}]}
+            ],
+        }
+        frames = [client.request_bytes(PRODUCE, 9, body)[1] for _ in range(requests)]
+        client.send_raw(b"".join(frames))  # pipelined: the broker holds many at once
+        for _ in frames:
+            client.read_frame()
+        busy = rss_kb(broker.pid)
+        deadline = time.monotonic() + 10
+        while rss_kb(broker.pid) > busy - 8_000 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert rss_kb(broker.pid) <= busy - 8_000, (busy, rss_kb(broker.pid))
+        assert list_offset(client, unique_topic, -1) == requests * 1000
 
 
 def test_clean_shutdown_skips_recovery_scan(broker_factory, unique_topic) -> None:
