@@ -24,6 +24,7 @@ from typing import Any
 
 import structlog
 
+from broker import memory
 from protocol.header import FrameError, frame_size
 from protocol.messages import Chunk, FileRegion
 
@@ -60,6 +61,9 @@ class Connection(asyncio.BufferedProtocol):
         self._end = 0
         self._frame: bytearray | None = None  # a large frame being received
         self._filled = 0
+        # After a large frame the next is likely large too: read its size prefix alone,
+        # so the whole frame lands in its own buffer instead of partly in the shared one.
+        self._prefix_first = False
         self._frames: deque[bytearray] = deque()
         self._waiting_bytes = 0
         self._reading_paused = False
@@ -86,6 +90,9 @@ class Connection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._frame is not None:
             return memoryview(self._frame)[self._filled :]
+        if self._prefix_first and self._start == self._end:
+            self._start = self._end = 0
+            return memoryview(self._buffer)[:4]
         if self._start:
             pending = self._end - self._start
             self._buffer[:pending] = self._buffer[self._start : self._end]
@@ -115,12 +122,14 @@ class Connection(asyncio.BufferedProtocol):
             if available >= size:
                 self._deliver(buffer[begin : begin + size])
                 self._start = begin + size
+                self._prefix_first = False
                 continue
             if size > OWN_BUFFER_ABOVE or begin + size > len(buffer):
-                frame = bytearray(size)
+                frame = memory.receive_buffer(size)
                 frame[:available] = buffer[begin : self._end]
                 self._frame, self._filled = frame, available
                 self._start = self._end = 0
+                self._prefix_first = True
             return
         if self._start == self._end:
             self._start = self._end = 0

@@ -13,12 +13,16 @@ housekeeping task returns the heap's free memory to the system once Produce
 traffic has stopped, so an idle broker stays small.
 
 Only glibc has these knobs; elsewhere both functions do nothing.
+
+`receive_buffer` makes a bytearray without zeroing it first (CPython's
+bytearray(n) writes n zero bytes that the socket overwrites right after).
 """
 
 from __future__ import annotations
 
 import ctypes
 import platform
+import sys
 from typing import Any
 
 M_TRIM_THRESHOLD = -1
@@ -31,6 +35,26 @@ MMAP_THRESHOLD = 4 * 1024 * 1024
 TRIM_THRESHOLD = 32 * 1024 * 1024
 
 _libc: Any = None
+
+
+def _uninitialized_bytearray() -> Any:
+    if sys.implementation.name != "cpython":
+        return None
+    make = ctypes.pythonapi.PyByteArray_FromStringAndSize
+    make.restype = ctypes.py_object
+    make.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t]
+    return make
+
+
+_make_bytearray = _uninitialized_bytearray()
+
+
+def receive_buffer(size: int) -> bytearray:
+    """A bytearray of `size` bytes whose contents are whatever memory held: fill it all."""
+    if _make_bytearray is None:
+        return bytearray(size)
+    buffer: bytearray = _make_bytearray(None, size)
+    return buffer
 
 
 def _glibc() -> Any:

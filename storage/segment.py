@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from protocol.batch import (
     HEADER_SIZE,
@@ -34,6 +36,31 @@ _SCAN_CHUNK = 16 * 1024
 _RECOVERY_CHUNK = 1 << 20
 _LENGTH = struct.Struct(">i")
 INT32_MAX = (1 << 31) - 1
+
+# Large appends reserve disk blocks ahead of the end of the file (fallocate with
+# FALLOC_FL_KEEP_SIZE, so the file size is unchanged): writing into blocks already
+# reserved skips the filesystem's per-block allocation, a third of the kernel's
+# cost of writing a megabyte on ext4. Sealing the segment gives back what is left.
+RESERVE_FROM = 256 * 1024  # appends at least this large reserve ahead
+RESERVE_AHEAD = 16 * 1024 * 1024
+_FALLOC_FL_KEEP_SIZE = 1
+
+
+def _load_fallocate() -> Any:
+    try:
+        fallocate = ctypes.CDLL("libc.so.6", use_errno=True).fallocate
+    except (OSError, AttributeError):  # not Linux with glibc
+        return None
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    return fallocate
+
+
+_fallocate = _load_fallocate()
+
+
+def reserve_blocks(fd: int, offset: int, length: int) -> bool:
+    """Allocate disk blocks for [offset, offset + length) without changing the file size."""
+    return _fallocate is not None and _fallocate(fd, _FALLOC_FL_KEEP_SIZE, offset, length) == 0
 
 
 def segment_name(base_offset: int) -> str:
@@ -129,6 +156,7 @@ class Segment:
         self.roll_base_ms: int | None = None  # when it started, for segment.ms
         self._file: SharedFd | None = None
         self._writable = False
+        self._reserved_end = 0  # blocks are reserved up to here (see RESERVE_FROM)
         self._index: SegmentIndex | None = None
         self.unsynced: set[Path] = set()  # index files written since the last fsync
 
@@ -160,6 +188,8 @@ class Segment:
     def append(self, data: bytes | bytearray | memoryview) -> None:
         """One write of whole batches; a failed write leaves no partial batch behind."""
         fd = self.file.fd
+        if len(data) >= RESERVE_FROM and self.size + len(data) > self._reserved_end:
+            self._reserve_ahead(fd, self.size + len(data) + RESERVE_AHEAD)
         try:
             written = os.write(fd, data)
             if written != len(data):  # short only when the disk is full
@@ -169,6 +199,18 @@ class Segment:
                 os.ftruncate(fd, self.size)
             raise
         self.size += len(data)
+
+    def _reserve_ahead(self, fd: int, end: int) -> None:
+        if reserve_blocks(fd, self.size, end - self.size):
+            self._reserved_end = end
+        else:  # the filesystem cannot: stop asking
+            self._reserved_end = 1 << 62
+
+    def _release_reserved(self) -> None:
+        if self._writable and self._file is not None and self._reserved_end > self.size:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._file.fd, self.size)  # frees blocks past the end
+        self._reserved_end = 0
 
     def read(self, position: int, size: int) -> bytes:
         return pread_exact(self.file.fd, size, position)
@@ -183,6 +225,7 @@ class Segment:
         return next(self.headers(0), None)
 
     def close(self) -> None:
+        self._release_reserved()
         self._file = None  # LogSlices still holding it keep it open
         self._writable = False
 
@@ -296,6 +339,7 @@ class Segment:
 
     def seal(self) -> None:
         """No more appends: final time entry, then indexes to the files."""
+        self._release_reserved()
         if self._index is not None:
             self._index.seal()
         self.persist_index()

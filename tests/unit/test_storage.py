@@ -247,6 +247,25 @@ def test_an_oversized_batch_goes_alone_into_a_fresh_segment(directory: Path) -> 
     assert sorted(p.name[:20] for p in directory.glob("*.log")) == [f"{b:020d}" for b in (0, 1, 2)]
 
 
+def test_large_appends_reserve_blocks_ahead_and_a_roll_gives_them_back(directory: Path) -> None:
+    batch = batch_of(300, size=1000)  # about 300 KB: large enough to reserve ahead
+    log = open_log(directory, segment_bytes=len(batch) * 2)
+    first = directory / "00000000000000000000.log"
+    append(log, batch)
+    stat = first.stat()
+    assert stat.st_size == len(batch)  # the file size is only what was written
+    assert stat.st_blocks * 512 >= len(batch) + 8 * 1024 * 1024  # blocks reserved past it
+    log = open_log(directory, segment_bytes=len(batch) * 2)  # as after kill -9
+    assert log.recovered_by_scan and log.log_end_offset == 300
+    append(log, batch)
+    append(log, batch)  # rolls: the first segment is sealed
+    assert first.stat().st_blocks * 512 < len(batch) * 2 + 64 * 1024
+    assert [h.base_offset for h in headers_of(log.read(0, 1 << 22))] == [0, 300]
+    log.close()
+    second = directory / f"{600:020d}.log"
+    assert second.stat().st_blocks * 512 < len(batch) + 64 * 1024
+
+
 def test_roll_by_time(directory: Path) -> None:
     log = open_log(directory, segment_ms=1000)
     append(log, batch_of(1), now=NOW)
