@@ -35,7 +35,6 @@ OWN_BUFFER_ABOVE = 64 * 1024  # frames larger than this are received into their 
 MAX_WAITING_FRAMES = 64
 MAX_WAITING_BYTES = 16 * 1024 * 1024
 JOIN_BELOW = 64 * 1024
-PRODUCE_KEY = b"\x00\x00"
 
 Chunks = list[Chunk]
 Dispatch = Callable[[bytearray, str, Any], Awaitable[Chunks | None]]
@@ -72,8 +71,6 @@ class Connection(asyncio.BufferedProtocol):
         self._writable.set()
         self._closed = False
         self._eof = False
-        self._outgoing: Chunks = []
-        self._outgoing_size = 0
         self._socket_fd = -1
         self.transport: Any = None  # uvloop's TCPTransport is not an asyncio.Transport subclass
         self._worker: asyncio.Task[None] | None = None
@@ -174,12 +171,7 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- handling ------------------------------------------------------------------
 
-    def _more_produce_waiting(self) -> bool:
-        """Only Produce answers wait for the next request: a parked Fetch could hold them."""
-        return bool(self._frames) and self._frames[0][:2] == PRODUCE_KEY
-
-    def _send(self) -> None:
-        chunks, self._outgoing, self._outgoing_size = self._outgoing, [], 0
+    def _send(self, chunks: Chunks) -> None:
         pending: list[bytes | bytearray | memoryview] = []
         for chunk in chunks:
             if isinstance(chunk, bytes | bytearray | memoryview):
@@ -229,16 +221,12 @@ class Connection(asyncio.BufferedProtocol):
                     if self.transport is not None and not self._closed:
                         self.transport.resume_reading()
                 response = await self._dispatch(frame, self.connection_id, self.log)
-                if self._closed or self.transport is None:
+                if self._closed or self.transport is None or response is None:
                     continue
-                if response is not None:
-                    self._outgoing.extend(response)
-                    self._outgoing_size += sum(len(chunk) for chunk in response)
-                if not self._outgoing:
-                    continue
-                if self._more_produce_waiting() and self._outgoing_size < JOIN_BELOW:
-                    continue  # answer a run of pipelined Produce requests with one send
-                self._send()
+                # Each answer goes out at once, not held for the next request's: a
+                # producer keeps its records until they are acknowledged, and acks in
+                # bursts let its queue fill up (measured: about 7 % less throughput).
+                self._send(response)
                 await self._writable.wait()
         except FrameError as exc:
             self.log.warning("closing connection", reason=str(exc))

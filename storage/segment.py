@@ -41,7 +41,7 @@ INT32_MAX = (1 << 31) - 1
 # FALLOC_FL_KEEP_SIZE, so the file size is unchanged): writing into blocks already
 # reserved skips the filesystem's per-block allocation, a third of the kernel's
 # cost of writing a megabyte on ext4. Sealing the segment gives back what is left.
-RESERVE_FROM = 256 * 1024  # appends at least this large reserve ahead
+RESERVE_FROM = 64 * 1024  # appends at least this large reserve ahead
 RESERVE_AHEAD = 16 * 1024 * 1024
 _FALLOC_FL_KEEP_SIZE = 1
 
