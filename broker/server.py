@@ -284,7 +284,9 @@ class Broker:
         return info
 
     async def flush_if_due(self, partitions: Iterable[Partition], now_ms: int) -> None:
-        due = [p.log for p in partitions if p.log.needs_flush(now_ms)]
+        # Only the flush policy holds an answer back; rolled segments are fsynced by
+        # the housekeeping task (holding Produce for a whole segment's fsync stalls it).
+        due = [p.log for p in partitions if p.log.flush_policy_due(now_ms)]
         if due:
             await self.flusher.flush(due)
 

@@ -204,7 +204,7 @@ class ShardRuntime:
             if not future.done():
                 future.set_exception(exc)
             return False
-        if wrote and self.partition.log.needs_flush(int(time.time() * 1000)):
+        if wrote and self.partition.log.flush_policy_due(int(time.time() * 1000)):
             self._pending_answers[future] = result.response
             return True
         if not future.done():

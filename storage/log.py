@@ -658,12 +658,17 @@ class PartitionLog:
         return self._recovery_point
 
     def needs_flush(self, now_ms: int) -> bool:
-        """True when flush.messages or flush.ms ask for an fsync, or when rolled
-        segments still wait for theirs (as Kafka flushes at roll)."""
+        """True when the flush policy asks for an fsync, or when rolled segments
+        still wait for theirs (Kafka flushes them in the background after a roll)."""
         if self._closed:
             return False
-        if self._unflushed:
-            return True
+        return bool(self._unflushed) or self.flush_policy_due(now_ms)
+
+    def flush_policy_due(self, now_ms: int) -> bool:
+        """True when flush.messages or flush.ms ask for an fsync of what was appended:
+        a writer waits for this one before it answers, as in Kafka's append."""
+        if self._closed:
+            return False
         pending = self.log_end_offset - self._recovery_point
         if pending <= 0:
             return False

@@ -695,9 +695,9 @@ def test_many_clean_logs_open_fast(tmp_path: Path) -> None:
 def test_flush_policy_and_recovery_point(directory: Path) -> None:
     log = open_log(directory, flush_messages=3)
     append(log, batch_of(2))
-    assert not log.needs_flush(NOW)
+    assert not log.needs_flush(NOW) and not log.flush_policy_due(NOW)
     append(log, batch_of(1))
-    assert log.needs_flush(NOW)
+    assert log.needs_flush(NOW) and log.flush_policy_due(NOW)
     log.flush()
     assert not log.needs_flush(NOW) and log.recovery_point == 3
     log.update_config(LogConfig(flush_ms=1000))
@@ -706,12 +706,13 @@ def test_flush_policy_and_recovery_point(directory: Path) -> None:
     assert log.needs_flush(int(time.time() * 1000) + 1000)
 
 
-def test_rolled_segments_ask_for_a_flush(directory: Path) -> None:
+def test_rolled_segments_ask_for_a_background_flush(directory: Path) -> None:
     log = open_log(directory, segment_bytes=100)
     append(log, batch_of(1, size=60))
     assert not log.needs_flush(NOW)
     append(log, batch_of(1, size=60))
     assert log.needs_flush(NOW)
+    assert not log.flush_policy_due(NOW)  # writers do not wait for a rolled segment's fsync
     log.flush()
     assert not log.needs_flush(NOW)
 
