@@ -180,16 +180,16 @@ def build_batch(
     for delta, (key, value) in enumerate(records):
         record = bytearray()
         record += b"\x00"  # record attributes
-        record += _varint(0)  # timestamp delta
-        record += _varint(delta)
+        record += varint(0)  # timestamp delta
+        record += varint(delta)
         for part in (key, value):
             if part is None:
-                record += _varint(-1)
+                record += varint(-1)
             else:
-                record += _varint(len(part))
+                record += varint(len(part))
                 record += part
-        record += _varint(0)  # header count
-        body += _varint(len(record))
+        record += varint(0)  # header count
+        body += varint(len(record))
         body += record
     count = len(records)
     header = bytearray(
@@ -214,17 +214,19 @@ def build_batch(
     return bytes(batch)
 
 
-def _varint(value: int) -> bytes:
-    zigzag = (value << 1) ^ (value >> 63)
+def uvarint(value: int) -> bytes:
+    """An unsigned varint (compact lengths and tag counts of flexible messages)."""
     out = bytearray()
-    while True:
-        byte = zigzag & 0x7F
-        zigzag >>= 7
-        if zigzag:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def varint(value: int) -> bytes:
+    """A signed (zigzag) varint, as in record fields."""
+    return uvarint((value << 1) ^ (value >> 63))
 
 
 def read_varint(buf: bytes | memoryview, position: int) -> tuple[int, int]:

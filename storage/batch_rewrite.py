@@ -24,6 +24,7 @@ from protocol.batch import (
     BatchHeader,
     InvalidBatch,
     read_varint,
+    varint,
 )
 from storage.records import GZIP, LZ4, SNAPPY, ZSTD, decompress
 
@@ -167,16 +168,6 @@ def rebuild_batch(
     batch += payload
     _UINT32.pack_into(batch, 17, crc32c.crc32c(memoryview(batch)[CRC_START:]))
     return bytes(batch)
-
-
-def varint(value: int) -> bytes:
-    zigzag = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while zigzag > 0x7F:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
 
 
 # -- compression -------------------------------------------------------------------------

@@ -15,6 +15,7 @@
   NOT_ENOUGH_REPLICAS.
 - When the flush policy asks for it, the answer waits for the fsync, which is
   shared with every other request waiting at the same time.
+- The answer is encoded directly to bytes (protocol/produce_response.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from broker.handlers.base import Reply, RequestContext
 from broker.topics import Partition
 from protocol.batch import BatchHeader, InvalidBatch, TruncatedBatch, iter_batches
 from protocol.errors import ErrorCode
+from protocol.produce_response import encode_produce_response
 from storage.batch_rewrite import decode_records
 from storage.producer_state import DuplicateBatch, ProducerStateError
 
@@ -154,4 +156,4 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     await ctx.broker.flush_if_due(written, now_ms)
     if acks == 0:
         return None
-    return {"responses": topics, "throttle_time": 0}
+    return encode_produce_response(ctx.version, topics)

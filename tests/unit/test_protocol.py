@@ -29,6 +29,7 @@ from protocol.header import (
     response_header,
     skip_tagged_fields,
 )
+from protocol.produce_response import encode_produce_response
 
 
 def request_bytes(api_key: int, version: int, correlation: int, client: str | None) -> bytes:
@@ -200,3 +201,36 @@ def test_decoder_agrees_with_kio_on_valid_requests() -> None:
         entity = messages.build(messages.request_class(api_key, version), body)
         raw = messages.encode(entity)
         assert messages.decode_request(api_key, version, raw, 0) == entity
+
+
+# -- Produce responses written without kio ---------------------------------------------------
+
+_partition_answers = st.fixed_dictionaries(
+    {
+        "index": st.integers(0, 2**31 - 1),
+        "error_code": st.sampled_from([0, 2, 10, 47, 87]),
+        "base_offset": st.integers(-1, 2**62),
+        "log_append_time": st.one_of(st.just(-1), st.integers(0, 2**41)),
+        "log_start_offset": st.integers(-1, 2**62),
+        "error_message": st.one_of(st.none(), st.text(max_size=40)),
+    }
+)
+_topic_answers = st.lists(
+    st.fixed_dictionaries(
+        {
+            "name": st.text(min_size=1, max_size=30),
+            "partition_responses": st.lists(_partition_answers, max_size=4),
+        }
+    ),
+    max_size=4,
+)
+
+
+@given(version=st.integers(3, 11), topics=_topic_answers, throttle=st.integers(0, 10_000))
+@settings(max_examples=300)
+def test_produce_response_bytes_match_kio(version: int, topics: list, throttle: int) -> None:
+    expected = messages.encode_chunks(
+        messages.build_response(0, version, {"responses": topics, "throttle_time": throttle})
+    )
+    kio_bytes = b"".join(bytes(chunk) for chunk in expected.finish())  # type: ignore[arg-type]
+    assert encode_produce_response(version, topics, throttle) == kio_bytes

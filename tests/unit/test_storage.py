@@ -23,6 +23,7 @@ from protocol.batch import (
     crc_matches,
     iter_batches,
     read_header,
+    varint,
 )
 from storage import AppendInfo, LogConfig, LogSlice, OffsetOutOfRange, PartitionLog
 from storage.log import CLEAN_SHUTDOWN, LEADER_EPOCH_CHECKPOINT
@@ -32,16 +33,6 @@ GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 
 
 # -- helpers ----------------------------------------------------------------------------
-
-
-def _varint(value: int) -> bytes:
-    zigzag = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while zigzag > 0x7F:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
 
 
 def make_batch(
@@ -55,10 +46,10 @@ def make_batch(
     base = timestamps[0]
     records = bytearray()
     for delta, stamp in enumerate(timestamps):
-        body = b"\x00" + _varint(stamp - base) + _varint(delta)
-        body += _varint(-1) + _varint(value_size) + bytes([delta % 256]) * value_size
-        body += _varint(0)
-        records += _varint(len(body)) + body
+        body = b"\x00" + varint(stamp - base) + varint(delta)
+        body += varint(-1) + varint(value_size) + bytes([delta % 256]) * value_size
+        body += varint(0)
+        records += varint(len(body)) + body
     payload = compress(bytes(records)) if compress else bytes(records)
     header = struct.pack(
         ">qiibIhiqqqhii",
