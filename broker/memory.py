@@ -34,8 +34,6 @@ MMAP_THRESHOLD = 4 * 1024 * 1024
 # the bytes a connection may hold in waiting frames (connection.MAX_WAITING_BYTES).
 TRIM_THRESHOLD = 32 * 1024 * 1024
 
-_libc: Any = None
-
 
 def _uninitialized_bytearray() -> Any:
     if sys.implementation.name != "cpython":
@@ -57,32 +55,29 @@ def receive_buffer(size: int) -> bytearray:
     return buffer
 
 
-def _glibc() -> Any:
-    global _libc
-    if _libc is None:
-        if platform.libc_ver()[0] != "glibc":
-            _libc = False
-        else:
-            try:
-                _libc = ctypes.CDLL("libc.so.6")
-            except OSError:
-                _libc = False
-    return _libc or None
+def _load_glibc() -> Any:
+    if platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+
+
+_libc = _load_glibc()
 
 
 def keep_freed_buffers() -> bool:
     """Raise glibc's mmap and trim thresholds; True if the allocator took them."""
-    libc = _glibc()
-    if libc is None:
+    if _libc is None:
         return False
-    took_mmap = libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
-    took_trim = libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+    took_mmap = _libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+    took_trim = _libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
     return took_mmap and took_trim
 
 
 def release_free_memory() -> bool:
     """Give the heap's free pages back to the system; True if any were released."""
-    libc = _glibc()
-    if libc is None:
+    if _libc is None:
         return False
-    return bool(libc.malloc_trim(0))
+    return bool(_libc.malloc_trim(0))
