@@ -235,7 +235,7 @@ class Broker:
         data = bytearray(control_batch(producer_id, epoch, commit, now_ms))
         headers = list(iter_batches(data, check_crc=False))
         info = partition.log.append(data, headers, leader_epoch=LEADER_EPOCH, now_ms=now_ms)
-        marker = dataclasses.replace(headers[0], base_offset=info.first_offset)
+        marker = headers[0]._replace(base_offset=info.first_offset)
         partition.producers.record(marker, control_commit=commit)
         partition.data_arrived()
 
@@ -276,7 +276,7 @@ class Broker:
         offset = info.first_offset
         for header in headers:
             if header.producer_id >= 0:
-                producers.record(dataclasses.replace(header, base_offset=offset))
+                producers.record(header._replace(base_offset=offset))
             offset += header.last_offset_delta + 1
         metrics.bytes_in.inc(len(data))
         self.appended_bytes += len(data)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import crc32c
 
@@ -50,8 +50,9 @@ class TruncatedBatch(InvalidBatch):
     """The buffer ends before the batch its header announces."""
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
+class BatchHeader(NamedTuple):
+    """The header of one batch; a tuple because every appended batch makes one."""
+
     position: int  # where the batch starts in the buffer it was read from
     base_offset: int
     batch_length: int
@@ -112,8 +113,7 @@ def read_header(buf: bytes | bytearray | memoryview, position: int = 0) -> Batch
         raise InvalidBatch(f"batch length {batch_length} is below the header size")
     if available < HEADER_SIZE:
         raise TruncatedBatch(f"{available} bytes left, a batch needs at least {HEADER_SIZE}")
-    fields = _HEADER.unpack_from(buf, position)
-    header = BatchHeader(position, *fields)
+    header = BatchHeader._make((position, *_HEADER.unpack_from(buf, position)))
     if header.magic != 2:
         raise InvalidBatch(f"magic {header.magic} is not supported, only 2")
     if header.last_offset_delta < 0 or header.records_count < 0:

@@ -129,7 +129,7 @@ def peek_header(buf: bytes, offset: int, position: int) -> BatchHeader:
     """The header at buf[offset:], whose batch may extend past the buffer."""
     if len(buf) - offset < HEADER_SIZE:
         raise TruncatedBatch(f"a batch header at {position} is cut short")
-    header = BatchHeader(position, *_HEADER.unpack_from(buf, offset))
+    header = BatchHeader._make((position, *_HEADER.unpack_from(buf, offset)))
     if header.magic != 2 or header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
         raise InvalidBatch(f"no valid batch header at {position}")
     return header

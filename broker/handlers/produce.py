@@ -27,6 +27,7 @@ from broker.handlers.base import Reply, RequestContext
 from broker.topics import Partition
 from protocol.batch import BatchHeader, InvalidBatch, TruncatedBatch, iter_batches
 from protocol.errors import ErrorCode
+from protocol.produce_request import ProduceRequest
 from protocol.produce_response import encode_produce_response
 from storage.batch_rewrite import decode_records
 from storage.producer_state import DuplicateBatch, ProducerStateError
@@ -132,22 +133,22 @@ def append_to_partition(
     }
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
     acks = request.acks
     now_ms = int(time.time() * 1000)
     topics = []
     written: list[Partition] = []
     for topic_data in request.topic_data:
         results = []
-        for partition_data in topic_data.partition_data:
-            partition = ctx.broker.topics.partition(topic_data.name, partition_data.index)
+        for index, records in topic_data.partition_data:
+            partition = ctx.broker.topics.partition(topic_data.name, index)
             if partition is None:
-                results.append(_error(partition_data.index, ErrorCode.unknown_topic_or_partition))
+                results.append(_error(index, ErrorCode.unknown_topic_or_partition))
             elif acks not in (0, 1, -1):
-                results.append(_error(partition_data.index, ErrorCode.invalid_required_acks))
+                results.append(_error(index, ErrorCode.invalid_required_acks))
             else:
                 result = append_to_partition(
-                    ctx, partition, partition_data.records, acks, now_ms, request.transactional_id
+                    ctx, partition, records, acks, now_ms, request.transactional_id
                 )
                 if result["error_code"] == 0:
                     written.append(partition)

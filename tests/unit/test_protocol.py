@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import struct
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -22,12 +25,19 @@ from protocol.batch import (
     set_base_offset,
     set_max_timestamp,
 )
+from protocol.decoder import DecodeError, decode
 from protocol.header import (
     FrameError,
     frame_size,
     parse_request_header,
     response_header,
     skip_tagged_fields,
+)
+from protocol.produce_request import (
+    PartitionData,
+    ProduceRequest,
+    TopicData,
+    decode_produce_request,
 )
 from protocol.produce_response import encode_produce_response
 
@@ -155,17 +165,6 @@ def test_lying_array_length_does_not_allocate() -> None:
 
 def test_decoder_agrees_with_kio_on_valid_requests() -> None:
     samples = {
-        (0, 9): {
-            "acks": -1,
-            "timeout": 1000,
-            "transactional_id": "tx",
-            "topic_data": [
-                {
-                    "name": "t",
-                    "partition_data": [{"index": 3, "records": build_batch([(b"k", None)])}],
-                }
-            ],
-        },
         (1, 12): {
             "max_wait": 500,
             "min_bytes": 1,
@@ -234,3 +233,131 @@ def test_produce_response_bytes_match_kio(version: int, topics: list, throttle: 
     )
     kio_bytes = b"".join(bytes(chunk) for chunk in expected.finish())  # type: ignore[arg-type]
     assert encode_produce_response(version, topics, throttle) == kio_bytes
+
+
+# -- Produce requests read without kio ------------------------------------------------------
+
+_produce_requests = st.fixed_dictionaries(
+    {
+        "transactional_id": st.one_of(st.none(), st.text(max_size=20)),
+        "acks": st.integers(-(2**15), 2**15 - 1),
+        "timeout": st.integers(0, 2**31 - 1),
+        "topic_data": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "name": st.text(max_size=20),
+                    "partition_data": st.lists(
+                        st.fixed_dictionaries(
+                            {
+                                "index": st.integers(-(2**31), 2**31 - 1),
+                                "records": st.one_of(st.none(), st.binary(max_size=80)),
+                            }
+                        ),
+                        max_size=4,
+                    ),
+                }
+            ),
+            max_size=3,
+        ),
+    }
+)
+
+
+def _produce_by_generic_decoder(version: int, raw: bytes) -> ProduceRequest:
+    entity = decode(messages.request_class(0, version), raw, 0)
+    return ProduceRequest(
+        entity.transactional_id,
+        entity.acks,
+        entity.timeout // datetime.timedelta(milliseconds=1),
+        tuple(
+            TopicData(
+                topic.name,
+                tuple(PartitionData(p.index, p.records) for p in topic.partition_data),
+            )
+            for topic in entity.topic_data
+        ),
+    )
+
+
+def _outcome(read: Callable[[bytes], ProduceRequest], raw: bytes) -> ProduceRequest | str:
+    try:
+        return read(raw)
+    except DecodeError:
+        return "DecodeError"
+
+
+@given(
+    version=st.integers(3, 11),
+    body=_produce_requests,
+    cut=st.integers(0, 400),
+    flip=st.tuples(st.integers(0, 400), st.integers(1, 255)),
+)
+@settings(max_examples=400)
+def test_produce_request_reader_agrees_with_generic_decoder(
+    version: int, body: dict[str, Any], cut: int, flip: tuple[int, int]
+) -> None:
+    raw = messages.encode(messages.build(messages.request_class(0, version), body))
+    decoded = decode_produce_request(version, raw, 0)
+    assert decoded == _produce_by_generic_decoder(version, raw)
+    assert decoded.acks == body["acks"]
+    assert [p.records for t in decoded.topic_data for p in t.partition_data] == [
+        p["records"] for t in body["topic_data"] for p in t["partition_data"]
+    ]
+    # Damaged copies: both readers fail, or both read the same thing.
+    truncated = raw[: cut % (len(raw) + 1)]
+    garbled = bytearray(raw)
+    garbled[flip[0] % len(raw)] ^= flip[1]
+    for damaged in (truncated, bytes(garbled)):
+        by_hand = _outcome(lambda raw: decode_produce_request(version, raw, 0), damaged)
+        generic = _outcome(lambda raw: _produce_by_generic_decoder(version, raw), damaged)
+        assert by_hand == generic
+
+
+_HEAD_V3 = struct.pack(">hhi", -1, 1, 100)  # null transactional id, acks, timeout
+_HEAD_V9 = b"\x00" + struct.pack(">hi", 1, 100)
+
+
+_PARTITION_V9 = b"\x02t\x02" + struct.pack(">i", 0)  # topic "t", one partition, index 0
+
+
+@pytest.mark.parametrize(
+    ("version", "body", "refused"),
+    [
+        (3, _HEAD_V3 + struct.pack(">ihi", 1, -1, 0), True),  # null topic name
+        (9, _HEAD_V9 + b"\x02\x00\x01\x00\x00", True),  # null topic name, flexible
+        (3, _HEAD_V3 + struct.pack(">ih", 1, 1) + b"\xff" + struct.pack(">i", 0), True),  # UTF-8
+        (3, _HEAD_V3 + struct.pack(">ih", 1, 1) + b"t" + struct.pack(">i", -1), True),  # null array
+        (9, _HEAD_V9 + b"\x81\x80\x80\x80\x80\x00\x00", True),  # a six-byte varint
+        (9, _HEAD_V9 + b"\x81\x80\x80\x80\x00\x00", False),  # a five-byte one
+        (9, _HEAD_V9 + b"\x02" + _PARTITION_V9 + b"\x00\x01\x05\x01\xaa\x00\x00", False),
+        (9, _HEAD_V9 + b"\x02" + _PARTITION_V9 + b"\x00\x01\x05\x02\xaa\x00\x00", True),
+        (9, _HEAD_V9 + b"\x02" + _PARTITION_V9 + b"\x7f", True),  # records run past the end
+        (3, struct.pack(">hhii", -1, 1, 100, 2**31 - 1), True),  # billions of topics, no bytes
+    ],
+)
+def test_produce_request_reader_edge_cases(version: int, body: bytes, refused: bool) -> None:
+    by_hand = _outcome(lambda raw: decode_produce_request(version, raw, 0), body)
+    assert by_hand == _outcome(lambda raw: _produce_by_generic_decoder(version, raw), body)
+    assert (by_hand == "DecodeError") is refused
+
+
+@given(version=st.integers(3, 11), body=st.binary(max_size=120))
+@settings(max_examples=300)
+def test_produce_request_reader_agrees_on_random_bytes(version: int, body: bytes) -> None:
+    by_hand = _outcome(lambda raw: decode_produce_request(version, raw, 0), body)
+    assert by_hand == _outcome(lambda raw: _produce_by_generic_decoder(version, raw), body)
+
+
+def test_produce_request_records_are_a_writable_view_of_the_frame() -> None:
+    batch = build_batch([(b"k", b"v")])
+    body = {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout": 100,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": batch}]}],
+    }
+    frame = bytearray(messages.encode(messages.build(messages.request_class(0, 9), body)))
+    records = decode_produce_request(9, frame, 0).topic_data[0].partition_data[0].records
+    assert records is not None and not records.readonly and bytes(records) == batch
+    records[0] = 0x7F
+    assert frame.find(b"\x7f" + batch[1:]) > 0
