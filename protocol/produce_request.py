@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 from typing import Any, NamedTuple
 
-from protocol.decoder import DecodeError
+from protocol.decoder import DecodeError, read_uvarint
 
 FIRST_FLEXIBLE = 9
 
@@ -63,34 +63,18 @@ class _Cursor:
         return fmt.unpack_from(self.buf, pos)
 
     def uvarint(self) -> int:
-        buf, pos, end = self.buf, self.pos, self.end
-        if pos < end and buf[pos] < 0x80:  # most are one byte
+        buf, pos = self.buf, self.pos
+        if pos < self.end and buf[pos] < 0x80:  # most are one byte
             self.pos = pos + 1
             return buf[pos]
-        result = shift = 0
-        while True:
-            if pos >= end:
-                raise DecodeError("buffer ends inside a varint")
-            if shift > 28:
-                raise DecodeError("varint longer than 5 bytes")
-            byte = buf[pos]
-            pos += 1
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                self.pos = pos
-                return result
-            shift += 7
+        value, self.pos = read_uvarint(buf, pos)
+        return value
 
     def length(self, wide: bool) -> int:
         """Length of a string, bytes or array; below zero means null."""
         if self.flexible:
             return self.uvarint() - 1
-        fmt = _INT32 if wide else _INT16
-        pos = self.pos
-        if pos + fmt.size > self.end:
-            raise DecodeError("buffer ends inside a length")
-        self.pos = pos + fmt.size
-        return fmt.unpack_from(self.buf, pos)[0]  # type: ignore[no-any-return]
+        return self.fixed(_INT32 if wide else _INT16)[0]  # type: ignore[no-any-return]
 
     def view(self, length: int) -> memoryview:
         pos = self.pos
