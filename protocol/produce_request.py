@@ -74,7 +74,7 @@ class _Cursor:
         """Length of a string, bytes or array; below zero means null."""
         if self.flexible:
             return self.uvarint() - 1
-        return self.fixed(_INT32 if wide else _INT16)[0]  # type: ignore[no-any-return]
+        return int(self.fixed(_INT32 if wide else _INT16)[0])
 
     def view(self, length: int) -> memoryview:
         pos = self.pos
