@@ -31,7 +31,7 @@ $(STAMP_RUN): $(INSTALL_DEPS) | $(PY)
 	@touch $@
 
 $(STAMP_TEST): $(INSTALL_DEPS) | $(PY)
-	$(PIP) install -e '.[test]'
+	$(PIP) install -e '.[test,spark]'
 	@touch $@ $(STAMP_RUN)
 
 install: $(STAMP_RUN)

@@ -1,0 +1,55 @@
+"""Odradek's Spark connector: a source and an exactly-once sink for Spark Structured
+Streaming, on Spark 4's Python data source API.
+
+    import odradek_spark
+    odradek_spark.register(spark)
+    spark.readStream.format("odradek").option("kafka.bootstrap.servers", ...)
+
+Options and columns are those of Spark's Kafka connector. Spark's Python workers must
+run the Python this package is installed in (``PYSPARK_PYTHON``); ``local_session``
+sees to that for local runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+FORMAT = "odradek"
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``format("odradek")`` available in ``spark``."""
+    from odradek_spark.datasource import OdradekDataSource
+
+    spark.dataSource.register(OdradekDataSource)
+
+
+def local_session(
+    app_name: str = "odradek", *, cores: int = 2, shuffle_partitions: int = 2
+) -> SparkSession:
+    """A ``local[cores]`` session whose Python workers run this interpreter, with few
+    shuffle partitions (Spark's 200 make small jobs slow) and ``odradek`` registered."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app_name)
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("WARN")
+    register(spark)
+    return spark
+
+
+__all__ = ["FORMAT", "local_session", "register"]

@@ -1,0 +1,188 @@
+"""Reading one offset range on an executor: a Kafka consumer assigned to one partition,
+positioned at the range's start (no consumer group; the query's checkpoint holds the
+offsets), its records gathered column by column into Arrow record batches."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+from confluent_kafka import (
+    TIMESTAMP_LOG_APPEND_TIME,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+
+from odradek_spark.metadata import PRODUCER_ONLY, KafkaSourceError
+from odradek_spark.ranges import OffsetRange
+from odradek_spark.schema import CREATE_TIME, LOG_APPEND_TIME
+
+# A batch is handed to Spark when it holds this many records or bytes.
+BATCH_RECORDS = 10_000
+BATCH_BYTES = 8 << 20
+# Records asked of the client per call.
+CONSUME_CHUNK = 2_000
+
+
+def consumer_config(config: Mapping[str, str]) -> dict[str, str]:
+    settings = {k: v for k, v in config.items() if k not in PRODUCER_ONLY}
+    settings.setdefault("group.id", "odradek-spark-reader")  # never joins: assign only
+    settings.update(
+        {
+            "enable.auto.commit": "false",
+            "enable.auto.offset.store": "false",
+            "enable.partition.eof": "true",
+            "auto.offset.reset": "error",
+        }
+    )
+    return settings
+
+
+class _Columns:
+    """Column lists of the batch being gathered."""
+
+    def __init__(self, include_headers: bool) -> None:
+        self.include_headers = include_headers
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.offsets: list[int] = []
+        self.timestamps: list[int] = []
+        self.timestamp_types: list[int] = []
+        self.headers: list[list[tuple[str, bytes | None]] | None] = []
+        self.size = 0
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def to_batch(self, schema: pa.Schema, topic: str, partition: int) -> pa.RecordBatch:
+        rows = len(self.offsets)
+        arrays = [
+            pa.array(self.keys, type=pa.binary()),
+            pa.array(self.values, type=pa.binary()),
+            pa.repeat(topic, rows).cast(pa.string()) if rows else pa.array([], pa.string()),
+            pa.array([partition] * rows, type=pa.int32()),
+            pa.array(self.offsets, type=pa.int64()),
+            pa.array(self.timestamps, type=schema.field("timestamp").type),
+            pa.array(self.timestamp_types, type=pa.int32()),
+        ]
+        if self.include_headers:
+            arrays.append(pa.array(self.headers, type=schema.field("headers").type))
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def read_range(
+    r: OffsetRange,
+    config: Mapping[str, str],
+    schema: pa.Schema,
+    *,
+    include_headers: bool,
+    fail_on_data_loss: bool,
+    timeout_ms: int,
+) -> Iterator[pa.RecordBatch]:
+    """Yield the records of ``r`` as Arrow batches of ``schema``. Under read_committed the
+    client skips aborted records, so offsets may have gaps."""
+    consumer = Consumer(consumer_config(config))
+    try:
+        yield from _read(consumer, r, schema, include_headers, fail_on_data_loss, timeout_ms)
+    finally:
+        consumer.close()
+
+
+def _read(
+    consumer: Any,
+    r: OffsetRange,
+    schema: pa.Schema,
+    include_headers: bool,
+    fail_on_data_loss: bool,
+    timeout_ms: int,
+) -> Iterator[pa.RecordBatch]:
+    timeout = timeout_ms / 1000
+    consumer.assign([TopicPartition(r.topic, r.partition, r.start)])
+    columns = _Columns(include_headers)
+    position = r.start
+    last = r.end - 1
+    progress_at = time.monotonic()
+    done = r.start >= r.end
+    while not done:
+        messages = consumer.consume(CONSUME_CHUNK, timeout=min(timeout, 1.0))
+        now = time.monotonic()
+        if not messages:
+            if now - progress_at > timeout:
+                raise KafkaSourceError(
+                    f"Timed out after {timeout:g} s reading {r.topic}-{r.partition} at offset "
+                    f"{position} (range {r.start}..{r.end}); is the broker reachable?"
+                )
+            continue
+        progress_at = now
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                code = error.code()
+                if code == KafkaError._PARTITION_EOF:
+                    if message.offset() >= r.end:
+                        done = True
+                        break
+                    continue
+                if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                    position = _after_data_loss(consumer, r, position, fail_on_data_loss, timeout)
+                    if position >= r.end:
+                        done = True
+                        break
+                    continue
+                if error.fatal() or not error.retriable():
+                    raise KafkaSourceError(f"Reading {r.topic}-{r.partition} failed: {error}")
+                continue
+            offset = message.offset()
+            if offset > last:
+                done = True
+                break
+            value = message.value()
+            key = message.key()
+            kind, ts = message.timestamp()
+            columns.keys.append(key)
+            columns.values.append(value)
+            columns.offsets.append(offset)
+            columns.timestamps.append(ts * 1000)
+            columns.timestamp_types.append(
+                LOG_APPEND_TIME if kind == TIMESTAMP_LOG_APPEND_TIME else CREATE_TIME
+            )
+            if include_headers:
+                columns.headers.append(message.headers())
+            columns.size += len(value) if value is not None else 0
+            position = offset + 1
+            if offset == last:
+                done = True
+                break
+        if len(columns) >= BATCH_RECORDS or columns.size >= BATCH_BYTES:
+            yield columns.to_batch(schema, r.topic, r.partition)
+            columns = _Columns(include_headers)
+    if len(columns):
+        yield columns.to_batch(schema, r.topic, r.partition)
+
+
+def _after_data_loss(
+    consumer: Any, r: OffsetRange, position: int, fail_on_data_loss: bool, timeout: float
+) -> int:
+    """The offset to go on from when ``position`` is no longer in the log."""
+    tp = TopicPartition(r.topic, r.partition)
+    try:
+        low, _high = consumer.get_watermark_offsets(tp, timeout=timeout)
+    except KafkaException as exc:
+        raise KafkaSourceError(f"Reading {r.topic}-{r.partition} failed: {exc}") from None
+    if low <= position:
+        raise KafkaSourceError(
+            f"Offset {position} of {r.topic}-{r.partition} is out of range ({low}..{_high})"
+        )
+    if fail_on_data_loss:
+        raise KafkaSourceError(
+            f"Lost data: offsets {position}..{low} of {r.topic}-{r.partition} were removed "
+            "(retention or DeleteRecords) before they were read. Set failOnDataLoss=false "
+            "to skip them."
+        )
+    if low < r.end:
+        consumer.assign([TopicPartition(r.topic, r.partition, low)])
+    return low
