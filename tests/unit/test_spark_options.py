@@ -9,6 +9,7 @@ require_module("pyspark")
 
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+
 from odradek_spark.options import (  # noqa: E402
     OptionError,
     parse_sink_options,
