@@ -30,16 +30,17 @@ def register(spark: SparkSession) -> None:
 
 
 def local_session(
-    app_name: str = "odradek", *, cores: int = 2, shuffle_partitions: int = 2
+    app_name: str = "odradek", *, master: str = "local[2]", shuffle_partitions: int = 2
 ) -> SparkSession:
-    """A ``local[cores]`` session whose Python workers run this interpreter, with few
+    """A local session (``local[2]``: two cores; ``local[2,4]``: and four attempts per
+    task) whose Python workers run this interpreter, with few
     shuffle partitions (Spark's 200 make small jobs slow) and ``odradek`` registered."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     spark = (
-        SparkSession.builder.master(f"local[{cores}]")
+        SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.ui.enabled", "false")

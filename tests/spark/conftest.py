@@ -18,6 +18,6 @@ require_module("pyarrow")
 def spark() -> Iterator[Any]:
     import odradek_spark
 
-    session = odradek_spark.local_session("odradek-tests", cores=2, shuffle_partitions=2)
+    session = odradek_spark.local_session("odradek-tests", shuffle_partitions=2)
     yield session
     session.stop()
