@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import cast
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -49,13 +50,13 @@ def read_topic(
                     pending.discard(m.partition())
                     continue
                 kind, ts = m.timestamp()
-                headers = m.headers()
+                headers = cast("list[tuple[str, bytes | None]] | None", m.headers())
                 records.append(
                     Record(
-                        m.partition(),
-                        m.offset(),
-                        m.key(),
-                        m.value(),
+                        m.partition() or 0,
+                        m.offset() or 0,
+                        cast("bytes | None", m.key()),
+                        cast("bytes | None", m.value()),
                         tuple(headers) if headers is not None else None,
                         ts,
                         1 if kind == 2 else 0,
