@@ -139,8 +139,16 @@ class StreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvailab
         base = {tp: begin.get(tp, 0) for tp in latest}
         if isinstance(limit, ReadMaxRows):
             latest = limit_offsets(base, latest, limit.max_rows)
-        # never report an end before the start of a partition that still exists
-        return to_checkpoint({tp: max(end, base[tp]) for tp, end in latest.items()})
+        shrunk = sorted(tp for tp, end in latest.items() if end < base[tp])
+        if shrunk and self.options.fail_on_data_loss:
+            raise KafkaSourceError(
+                "Partitions now end before offsets already read (was the topic deleted and "
+                "created again?): "
+                + ", ".join(f"{t}-{p} ({latest[(t, p)]} < {base[(t, p)]})" for t, p in shrunk)
+                + ". Some data may have been lost; set failOnDataLoss=false to go on."
+            )
+        # with failOnDataLoss=false a shrunk partition goes on from its new end
+        return to_checkpoint(latest)
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         begin = from_checkpoint(start)

@@ -199,3 +199,35 @@ def test_sink_output_is_read_back_by_other_clients(
     values = sorted(m.value.decode() for m in consumer)
     consumer.close()
     assert values == sorted(f"t-s{i}" for i in range(50))
+
+
+def test_topic_recreated_smaller_is_data_loss(
+    spark: Any, shared_broker: Broker, unique_topic: str, tmp_path: Path
+) -> None:
+    boot = shared_broker.bootstrap
+    create_topic(boot, unique_topic)
+    produce(boot, unique_topic, [str(i) for i in range(20)])
+
+    def run(**options: str) -> Exception | None:
+        query = (
+            stream(spark, boot, unique_topic, **options)
+            .writeStream.format("noop")
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        try:
+            assert query.awaitTermination(120)
+        except Exception as exc:  # Spark re-raises the query's failure here
+            return exc
+        return None
+
+    assert run() is None
+    admin = AdminClient({"bootstrap.servers": boot})
+    for future in admin.delete_topics([unique_topic], operation_timeout=30).values():
+        future.result(30)
+    create_topic(boot, unique_topic)
+    produce(boot, unique_topic, ["again"])
+    failed = run()
+    assert failed is not None and "now end before offsets already read" in str(failed)
+    assert run(failOnDataLoss="false") is None
