@@ -3,6 +3,7 @@
 #   make install-test  install the package with its test extra, plus kcat (and a JDK if absent)
 #   make lint          ruff + mypy
 #   make test          install-test + lint + pytest (PYTEST_ARGS="-k foo" to narrow)
+#   make pipeline      the example Spark pipeline on an Odradek of its own (odradek_spark/examples)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -20,8 +21,9 @@ INSTALL_DEPS := pyproject.toml $(wildcard */__init__.py)
 TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py broker.py env.py java.py names.py topics.py spark.py)
 STAMP_RUN := $(VENV)/.stamp-install
 STAMP_TEST := $(VENV)/.stamp-install-test
+STAMP_SPARK := $(VENV)/.stamp-install-spark
 
-.PHONY: run install install-test system-deps lint test clean
+.PHONY: run install install-test system-deps lint test clean pipeline
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +34,10 @@ $(STAMP_RUN): $(INSTALL_DEPS) | $(PY)
 
 $(STAMP_TEST): $(INSTALL_DEPS) | $(PY)
 	$(PIP) install -e '.[test,spark]'
+	@touch $@ $(STAMP_RUN) $(STAMP_SPARK)
+
+$(STAMP_SPARK): $(INSTALL_DEPS) | $(PY)
+	$(PIP) install -e '.[spark]'
 	@touch $@ $(STAMP_RUN)
 
 install: $(STAMP_RUN)
@@ -57,6 +63,12 @@ system-deps:
 
 install-test: $(STAMP_TEST) system-deps
 
+# Produces sample orders, runs the Spark job on local[2] until they are drained and
+# prints the result table (PIPELINE_ARGS="--bootstrap HOST:PORT" to use another Kafka).
+PIPELINE_ARGS ?=
+pipeline: $(STAMP_SPARK) system-deps
+	$(PY) -m odradek_spark.examples.orders $(PIPELINE_ARGS)
+
 lint: $(STAMP_TEST)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
@@ -66,7 +78,7 @@ test: install-test lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf tests/java/classes .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST)
+	rm -rf tests/java/classes .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
 
 # Data-plane benchmark, Odradek beside librdkafka's mock cluster (bench/data_plane.py).
 #   make bench                       full run (~3 min), table + bench/results/data_plane.json
