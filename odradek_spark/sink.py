@@ -24,7 +24,6 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any
 
 import pyarrow as pa
@@ -52,9 +51,6 @@ from odradek_spark.schema import HEADERS_TYPE
 FAIL_FIRST_ATTEMPT_ENV = "ODRADEK_SPARK_FAIL_FIRST_ATTEMPT"
 # Fault injection for tests: seconds a task sleeps after its transaction commits.
 PAUSE_AFTER_COMMIT_ENV = "ODRADEK_SPARK_PAUSE_AFTER_COMMIT"
-
-# (topic, key, value, partition, headers); partition -1 lets the partitioner choose.
-Row = tuple[str, Any, Any, int, list[tuple[str, Any]] | None]
 
 
 class KafkaSinkError(RuntimeError):
@@ -129,36 +125,86 @@ def marker_consumer_config(config: Mapping[str, str], group: str) -> dict[str, s
     return settings
 
 
-def rows_of(batches: Iterator[pa.RecordBatch], topic_option: str | None) -> Iterator[Row]:
-    for batch in batches:
-        n = batch.num_rows
-        if n == 0:
-            continue
+@dataclass
+class Columns:
+    """One Arrow batch's columns as Python lists; None where the column is absent."""
+
+    values: list[Any]
+    keys: list[Any] | None
+    topics: list[str | None] | None
+    partitions: list[int | None] | None
+    headers: list[list[tuple[str, Any]] | None] | None
+
+    @classmethod
+    def of(cls, batch: pa.RecordBatch) -> Columns:
         names = batch.schema.names
-        values = batch.column("value").to_pylist()
-        keys = batch.column("key").to_pylist() if "key" in names else [None] * n
-        if topic_option is not None:
-            topics = [topic_option] * n
-        else:
-            topics = batch.column("topic").to_pylist()
-        if "partition" in names:
-            partitions = [-1 if p is None else p for p in batch.column("partition").to_pylist()]
-        else:
-            partitions = [-1] * n
-        if "headers" in names:
-            headers = [
-                None if hs is None else [(h["key"], h["value"]) for h in hs]
-                for hs in batch.column("headers").to_pylist()
-            ]
-        else:
-            headers = [None] * n
-        for i in range(n):
-            topic = topics[i]
+
+        def column(name: str) -> list[Any] | None:
+            return batch.column(name).to_pylist() if name in names else None
+
+        headers = column("headers")
+        return cls(
+            values=batch.column("value").to_pylist(),
+            keys=column("key"),
+            topics=column("topic"),
+            partitions=column("partition"),
+            headers=None
+            if headers is None
+            else [None if hs is None else [(h["key"], h["value"]) for h in hs] for hs in headers],
+        )
+
+
+def _null_topic() -> KafkaSinkError:
+    return KafkaSinkError(
+        "null topic present in the data. Use the topic option for setting a topic."
+    )
+
+
+def produce_columns(producer: Producer, columns: Columns, topic_option: str | None) -> int:
+    """Hand one batch's records to the producer; returns how many."""
+    produce = producer.produce
+    values = columns.values
+    keys = columns.keys if columns.keys is not None else [None] * len(values)
+    if (
+        columns.partitions is None
+        and columns.headers is None
+        and (topic_option is not None or columns.topics is None)
+    ):
+        # the common case, kept to one call per record
+        assert topic_option is not None
+        for key, value in zip(keys, values, strict=True):
+            try:
+                produce(topic_option, value, key)
+            except BufferError:
+                _produce_when_room(producer, topic_option, value, key)
+    else:
+        n = len(values)
+        topics = [topic_option] * n if topic_option is not None else columns.topics or []
+        partitions = columns.partitions or [None] * n
+        headers = columns.headers or [None] * n
+        for topic, key, value, partition, header in zip(
+            topics, keys, values, partitions, headers, strict=True
+        ):
             if topic is None:
-                raise KafkaSinkError(
-                    "null topic present in the data. Use the topic option for setting a topic."
-                )
-            yield topic, keys[i], values[i], partitions[i], headers[i]
+                raise _null_topic()
+            part = -1 if partition is None else partition
+            try:
+                produce(topic, value, key, partition=part, headers=header)
+            except BufferError:
+                _produce_when_room(producer, topic, value, key, partition=part, headers=header)
+    producer.poll(0)
+    return len(values)
+
+
+def _produce_when_room(producer: Producer, *args: Any, **kwargs: Any) -> None:
+    """The client's queue is full: let it send, then try again."""
+    while True:
+        producer.poll(0.05)
+        try:
+            producer.produce(*args, **kwargs)
+            return
+        except BufferError:
+            continue
 
 
 def write_task(
@@ -169,12 +215,16 @@ def write_task(
     context = TaskContext.get()
     task_partition = context.partitionId() if context is not None else 0
     attempt = context.attemptNumber() if context is not None else 0
-    rows = rows_of(batches, options.topic)
-    first = next(rows, None)
-    if first is None:
+    batches = (b for b in batches if b.num_rows)
+    first_batch = next(batches, None)
+    if first_batch is None:
         return WrittenTask(task_partition, 0, already_written=False)
+    first = Columns.of(first_batch)
+    first_topic = options.topic or (first.topics[0] if first.topics else None)
+    if first_topic is None:
+        raise _null_topic()
     name = f"{options.transactional_id_prefix}-{scope}-{task_partition}"
-    marker = TopicPartition(first[0], 0)
+    marker = TopicPartition(first_topic, 0)
     timeout = options.timeout_ms / 1000
     producer = Producer(producer_config(options.client_config, name))
     consumer = Consumer(marker_consumer_config(options.client_config, name))
@@ -184,7 +234,9 @@ def write_task(
         if committed > batch_id:
             return WrittenTask(task_partition, 0, already_written=True)
         producer.begin_transaction()
-        count = _produce_all(producer, chain([first], rows))
+        count = produce_columns(producer, first, options.topic)
+        for batch in batches:
+            count += produce_columns(producer, Columns.of(batch), options.topic)
         if os.environ.get(FAIL_FIRST_ATTEMPT_ENV) == "before-commit" and attempt == 0:
             producer.flush(timeout)
             raise InjectedFailure("injected failure before commit")
@@ -217,21 +269,6 @@ def _abort_quietly(producer: Producer, timeout: float) -> None:
     fences and aborts it otherwise."""
     with contextlib.suppress(KafkaException):
         producer.abort_transaction(timeout)
-
-
-def _produce_all(producer: Producer, rows: Iterator[Row]) -> int:
-    count = 0
-    for topic, key, value, partition, headers in rows:
-        while True:
-            try:
-                producer.produce(topic, value, key, partition=partition, headers=headers)
-                break
-            except BufferError:  # the client's queue is full: let it send
-                producer.poll(0.05)
-        count += 1
-        if count % 1000 == 0:
-            producer.poll(0)
-    return count
 
 
 class BatchWriter(DataSourceArrowWriter):

@@ -106,6 +106,14 @@ def fill(bootstrap: str, topic: str, start: int, count: int) -> list[bytes]:
     return values
 
 
+def copy_topics(boot: str, name_factory: Any, records: int) -> tuple[str, str, list[bytes]]:
+    """An input topic holding ``records`` records and an empty output topic."""
+    source, sink = name_factory("in"), name_factory("out")
+    create_topic(boot, source, partitions=2)
+    create_topic(boot, sink, partitions=2)
+    return source, sink, fill(boot, source, 0, records)
+
+
 def output_values(bootstrap: str, topic: str) -> Counter[bytes | None]:
     return Counter(r.value for r in read_topic(bootstrap, topic))
 
@@ -125,10 +133,7 @@ def test_failed_task_attempts_write_once(
     shared_broker: Broker, name_factory: Any, tmp_path: Path, point: str
 ) -> None:
     boot = shared_broker.bootstrap
-    source, sink = name_factory("in"), name_factory("out")
-    create_topic(boot, source, partitions=2)
-    create_topic(boot, sink, partitions=2)
-    sent = fill(boot, source, 0, 400)
+    source, sink, sent = copy_topics(boot, name_factory, 400)
     job = Job(
         boot,
         source,
@@ -151,10 +156,7 @@ def test_driver_killed_between_commit_and_checkpoint(
     shared_broker: Broker, name_factory: Any, tmp_path: Path
 ) -> None:
     boot = shared_broker.bootstrap
-    source, sink = name_factory("in"), name_factory("out")
-    create_topic(boot, source, partitions=2)
-    create_topic(boot, sink, partitions=2)
-    sent = fill(boot, source, 0, 500)
+    source, sink, sent = copy_topics(boot, name_factory, 500)
     checkpoint = tmp_path / "ck"
     job = Job(
         boot,
@@ -193,10 +195,7 @@ def test_broker_killed_while_the_query_runs(
 ) -> None:
     broker = broker_factory()
     boot = broker.bootstrap
-    source, sink = name_factory("in"), name_factory("out")
-    create_topic(boot, source, partitions=2)
-    create_topic(boot, sink, partitions=2)
-    sent = fill(boot, source, 0, 300)
+    source, sink, sent = copy_topics(boot, name_factory, 300)
     job = Job(
         boot,
         source,
