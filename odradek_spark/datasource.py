@@ -43,7 +43,7 @@ class OdradekDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         if overwrite:
             raise OptionError(
-                "Save mode Overwrite is not allowed for Kafka; use Append or ErrorIfExists"
+                "Save mode Overwrite is not allowed for Kafka; use Append"
             )
         options = parse_sink_options(self.options)
         check_sink_schema(schema, options)

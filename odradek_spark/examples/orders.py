@@ -3,6 +3,7 @@ orders to a topic of results, exactly once.
 
     python -m odradek_spark.examples.orders                 # starts an Odradek of its own
     python -m odradek_spark.examples.orders --bootstrap HOST:PORT
+    spark-submit odradek_spark/examples/orders.py --bootstrap HOST:PORT --checkpoint DIR
 
 1. Produces a sample of orders (JSON, event times spread over a few minutes, some
    arriving out of order) to the ``orders`` topic.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import socket
 import subprocess
@@ -275,7 +277,13 @@ def run(args: argparse.Namespace, bootstrap: str, scratch: Path) -> int:
     produce_orders(bootstrap, args.input_topic, orders)
     print(f"produced {len(orders)} orders to {args.input_topic!r}")
 
-    spark = odradek_spark.local_session("orders-example")
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit: its session and master
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.appName("orders-example").getOrCreate()
+        odradek_spark.register(spark)
+    else:
+        spark = odradek_spark.local_session("orders-example")
     began = time.monotonic()
     query = run_job(
         spark,
