@@ -42,9 +42,7 @@ class OdradekDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         if overwrite:
-            raise OptionError(
-                "Save mode Overwrite is not allowed for Kafka; use Append"
-            )
+            raise OptionError("Save mode Overwrite is not allowed for Kafka; use Append")
         options = parse_sink_options(self.options)
         check_sink_schema(schema, options)
         return BatchWriter(options)

@@ -31,6 +31,10 @@ CONSUME_CHUNK = 2_000
 def consumer_config(config: Mapping[str, str]) -> dict[str, str]:
     settings = {k: v for k, v in config.items() if k not in PRODUCER_ONLY}
     settings.setdefault("group.id", "odradek-spark-reader")  # never joins: assign only
+    # librdkafka stops fetching for fetch.queue.backoff.ms (1 s by default) whenever its
+    # queue holds queued.min.messages (100k) records: with small records a reader that
+    # empties the queue quicker than that sits idle most of the time.
+    settings.setdefault("fetch.queue.backoff.ms", "10")
     settings.update(
         {
             "enable.auto.commit": "false",
@@ -57,6 +61,23 @@ class _Columns:
 
     def __len__(self) -> int:
         return len(self.offsets)
+
+    def add_records(self, messages: list[Any]) -> None:
+        """Append messages that are all records (no errors) and all in the range: the
+        common case, one list comprehension per column instead of a loop per record."""
+        values = [m.value() for m in messages]
+        stamps = [m.timestamp() for m in messages]
+        self.keys += [m.key() for m in messages]
+        self.values += values
+        self.offsets += [m.offset() for m in messages]
+        self.timestamps += [ts * 1000 for _kind, ts in stamps]
+        self.timestamp_types += [
+            LOG_APPEND_TIME if kind == TIMESTAMP_LOG_APPEND_TIME else CREATE_TIME
+            for kind, _ts in stamps
+        ]
+        if self.include_headers:
+            self.headers += [m.headers() for m in messages]
+        self.size += sum([len(v) for v in values if v is not None])
 
     def to_batch(self, schema: pa.Schema, topic: str, partition: int) -> pa.RecordBatch:
         rows = len(self.offsets)
@@ -108,7 +129,11 @@ def _read(
     progress_at = time.monotonic()
     done = r.start >= r.end
     while not done:
-        messages = consumer.consume(CONSUME_CHUNK, timeout=min(timeout, 1.0))
+        # never more than the range still holds: consume() returns when it has as many
+        # messages as asked for or when its timeout expires, so asking for a full chunk
+        # at the end of a range would wait out the timeout
+        wanted = min(CONSUME_CHUNK, r.end - position)
+        messages = consumer.consume(wanted, timeout=min(timeout, 1.0))
         now = time.monotonic()
         if not messages:
             if now - progress_at > timeout:
@@ -118,45 +143,46 @@ def _read(
                 )
             continue
         progress_at = now
-        for message in messages:
-            error = message.error()
-            if error is not None:
-                code = error.code()
-                if code == KafkaError._PARTITION_EOF:
-                    if message.offset() >= r.end:
-                        done = True
-                        break
+        tail = messages[-1]
+        if (
+            tail.error() is None
+            and tail.offset() <= last
+            and not [m for m in messages if m.error() is not None]
+        ):
+            # records only, and (offsets growing) none past the range
+            columns.add_records(messages)
+            position = tail.offset() + 1
+            done = position > last
+        else:
+            for message in messages:
+                error = message.error()
+                if error is not None:
+                    code = error.code()
+                    if code == KafkaError._PARTITION_EOF:
+                        if message.offset() >= r.end:
+                            done = True
+                            break
+                        continue
+                    if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                        position = _after_data_loss(
+                            consumer, r, position, fail_on_data_loss, timeout
+                        )
+                        if position >= r.end:
+                            done = True
+                            break
+                        continue
+                    if error.fatal() or not error.retriable():
+                        raise KafkaSourceError(f"Reading {r.topic}-{r.partition} failed: {error}")
                     continue
-                if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-                    position = _after_data_loss(consumer, r, position, fail_on_data_loss, timeout)
-                    if position >= r.end:
-                        done = True
-                        break
-                    continue
-                if error.fatal() or not error.retriable():
-                    raise KafkaSourceError(f"Reading {r.topic}-{r.partition} failed: {error}")
-                continue
-            offset = message.offset()
-            if offset > last:
-                done = True
-                break
-            value = message.value()
-            key = message.key()
-            kind, ts = message.timestamp()
-            columns.keys.append(key)
-            columns.values.append(value)
-            columns.offsets.append(offset)
-            columns.timestamps.append(ts * 1000)
-            columns.timestamp_types.append(
-                LOG_APPEND_TIME if kind == TIMESTAMP_LOG_APPEND_TIME else CREATE_TIME
-            )
-            if include_headers:
-                columns.headers.append(message.headers())
-            columns.size += len(value) if value is not None else 0
-            position = offset + 1
-            if offset == last:
-                done = True
-                break
+                offset = message.offset()
+                if offset > last:
+                    done = True
+                    break
+                columns.add_records([message])
+                position = offset + 1
+                if offset == last:
+                    done = True
+                    break
         if len(columns) >= BATCH_RECORDS or columns.size >= BATCH_BYTES:
             yield columns.to_batch(schema, r.topic, r.partition)
             columns = _Columns(include_headers)

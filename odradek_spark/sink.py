@@ -229,6 +229,8 @@ def write_task(
     producer = Producer(producer_config(options.client_config, name))
     consumer = Consumer(marker_consumer_config(options.client_config, name))
     try:
+        # connected first: librdkafka otherwise may wait out its coordinator query interval
+        producer.list_topics(timeout=timeout)
         producer.init_transactions(timeout)  # fences earlier attempts, aborts what they left
         committed = consumer.committed([marker], timeout=timeout)[0].offset
         if committed > batch_id:
