@@ -1122,6 +1122,22 @@ def command_line() -> str:
     return f"cd {shlex.quote(str(Path.cwd()))} && {shlex.join(argv)}"
 
 
+def print_problems(run: Run, findings: list[str]) -> None:
+    """The run's problems, the broker's warnings and the client's, after the table."""
+    if run.problems:
+        print("\nproblems:")
+        for problem in run.problems:
+            print(f"- {problem}")
+    if findings:
+        print("\nOdradek log excerpt (warnings/errors):")
+        for line in findings[:20]:
+            print(f"  {line}")
+    if CLIENT_LOG.lines:
+        print("\nlibrdkafka warnings (first 20):")
+        for line in CLIENT_LOG.lines[:20]:
+            print(f"  {line}")
+
+
 def report(
     run: Run,
     *,
@@ -1147,18 +1163,7 @@ def report(
     text = "\n".join([table, "", *notes, "", f"command: `{command}`"])
     print()
     print(text)
-    if run.problems:
-        print("\nproblems:")
-        for problem in run.problems:
-            print(f"- {problem}")
-    if findings:
-        print("\nOdradek log excerpt (warnings/errors):")
-        for line in findings[:20]:
-            print(f"  {line}")
-    if CLIENT_LOG.lines:
-        print("\nlibrdkafka warnings (first 20):")
-        for line in CLIENT_LOG.lines[:20]:
-            print(f"  {line}")
+    print_problems(run, findings)
     for line in appendix or []:
         print(line)
     print(f"\ntook {elapsed:.0f}s")

@@ -73,6 +73,7 @@ from bench.data_plane import (
     machine_busy_seconds,
     noise_note,
     payloads,
+    print_problems,
     process_cpu_seconds,
     produce,
     remove_workdir,
@@ -749,18 +750,7 @@ def report(run: Run, bench: SparkBench, findings: list[str]) -> None:
     print("\n".join([table, "", *text_notes, "", f"command: `{command}`"]))
     if bench.sink.errors:
         run.problems.append(f"client errors: {bench.sink.errors[:5]}")
-    if run.problems:
-        print("\nproblems:")
-        for problem in run.problems:
-            print(f"- {problem}")
-    if findings:
-        print("\nOdradek log excerpt (warnings/errors):")
-        for line in findings[:20]:
-            print(f"  {line}")
-    if CLIENT_LOG.lines:
-        print("\nlibrdkafka warnings (first 20):")
-        for line in CLIENT_LOG.lines[:20]:
-            print(f"  {line}")
+    print_problems(run, findings)
     print(f"\ntook {elapsed:.0f}s")
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     out = RESULTS_DIR / "spark.json"
