@@ -165,13 +165,8 @@ def produce_columns(producer: Producer, columns: Columns, topic_option: str | No
     produce = producer.produce
     values = columns.values
     keys = columns.keys if columns.keys is not None else [None] * len(values)
-    if (
-        columns.partitions is None
-        and columns.headers is None
-        and (topic_option is not None or columns.topics is None)
-    ):
+    if topic_option is not None and columns.partitions is None and columns.headers is None:
         # the common case, kept to one call per record
-        assert topic_option is not None
         for key, value in zip(keys, values, strict=True):
             try:
                 produce(topic_option, value, key)
