@@ -1122,6 +1122,19 @@ def command_line() -> str:
     return f"cd {shlex.quote(str(Path.cwd()))} && {shlex.join(argv)}"
 
 
+def environment(**versions: str) -> dict[str, Any]:
+    """What the results were measured on; ``versions`` adds other packages' versions."""
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "confluent_kafka": str(confluent_kafka.version()),
+        "librdkafka": confluent_kafka.libversion()[0],
+        **versions,
+        "git_head": git_head(),
+    }
+
+
 def print_problems(run: Run, findings: list[str]) -> None:
     """The run's problems, the broker's warnings and the client's, after the table."""
     if run.problems:
@@ -1174,14 +1187,7 @@ def report(
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "seconds": round(elapsed, 1),
         "settings": asdict(run.settings) if settings is None else settings,
-        "environment": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "confluent_kafka": str(confluent_kafka.version()),
-            "librdkafka": confluent_kafka.libversion()[0],
-            "git_head": git_head(),
-        },
+        "environment": environment(),
         "ratio_meaning": ratio_meaning,
         "rows": [{**asdict(row), "ratio": row.ratio} for row in run.rows],
         **({} if notes_in_table else {"notes": notes}),

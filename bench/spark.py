@@ -44,7 +44,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import platform
 import sys
 import time
 import uuid
@@ -52,7 +51,6 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from bench.data_plane import (
@@ -69,7 +67,7 @@ from bench.data_plane import (
     arg_parser,
     check_peer,
     command_line,
-    git_head,
+    environment,
     machine_busy_seconds,
     noise_note,
     payloads,
@@ -759,16 +757,7 @@ def report(run: Run, bench: SparkBench, findings: list[str]) -> None:
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "seconds": round(elapsed, 1),
         "settings": asdict(run.settings),
-        "environment": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "confluent_kafka": str(confluent_kafka.version()),
-            "librdkafka": confluent_kafka.libversion()[0],
-            "pyspark": pyspark.__version__,
-            "pyarrow": pyarrow.__version__,
-            "git_head": git_head(),
-        },
+        "environment": environment(pyspark=pyspark.__version__, pyarrow=pyarrow.__version__),
         "ratio_meaning": "Spark records/s / direct records/s (same records, same client)",
         "rows": [case.as_json() for case in bench.cases],
         "notes": text_notes,
