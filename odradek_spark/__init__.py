@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,24 +31,31 @@ def register(spark: SparkSession) -> None:
 
 
 def local_session(
-    app_name: str = "odradek", *, master: str = "local[2]", shuffle_partitions: int = 2
+    app_name: str = "odradek",
+    *,
+    master: str = "local[2]",
+    shuffle_partitions: int = 2,
+    config: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """A local session (``local[2]``: two cores; ``local[2,4]``: and four attempts per
     task) whose Python workers run this interpreter, with few
-    shuffle partitions (Spark's 200 make small jobs slow) and ``odradek`` registered."""
+    shuffle partitions (Spark's 200 make small jobs slow) and ``odradek`` registered.
+    ``config`` adds Spark settings (e.g. ``spark.driver.memory``)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    spark = (
+    builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
     )
+    for key, value in (config or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     register(spark)
     return spark
