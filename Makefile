@@ -1,6 +1,8 @@
 # Odradek: developer and CI entry points.
 #   make run           start a broker on 127.0.0.1:9092 with ./data
-#   make install-test  install the package with its test extra, plus kcat (and a JDK if absent)
+#   make install-test  install the package with its test extra, plus kcat, podman (with runc and
+#                      mmdebstrap) and a JDK where absent
+#   make image         the container image localhost/odradek:latest, on a local Debian base
 #   make lint          ruff + mypy
 #   make test          install-test + lint + pytest (PYTEST_ARGS="-k foo" to narrow)
 #   make pipeline      the example Spark pipeline on an Odradek of its own (odradek_spark/examples)
@@ -18,12 +20,12 @@ PYTEST_ARGS ?=
 # Reinstall when the project metadata or the set of packages changes.
 INSTALL_DEPS := pyproject.toml $(wildcard */__init__.py)
 # Test harness code that is type-checked (on top of the packages in [tool.mypy]).
-TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py broker.py env.py java.py names.py topics.py spark.py)
+TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py broker.py containers.py env.py java.py names.py topics.py spark.py)
 STAMP_RUN := $(VENV)/.stamp-install
 STAMP_TEST := $(VENV)/.stamp-install-test
 STAMP_SPARK := $(VENV)/.stamp-install-spark
 
-.PHONY: run install install-test system-deps lint test clean pipeline
+.PHONY: run install install-test system-deps lint test clean pipeline image
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -45,12 +47,15 @@ install: $(STAMP_RUN)
 run: install
 	exec $(PY) -m broker --data-dir ./data --host 127.0.0.1 --port 9092
 
-# kcat and a JDK come from Debian packages; apt-get runs only when one is missing.
+# kcat, podman and a JDK come from Debian packages; apt-get runs only when one is missing.
 # Under CI=true a failed install is an error; elsewhere the tests that need it skip.
 system-deps:
 	@pkgs=""; \
 	command -v kcat >/dev/null 2>&1 || pkgs="$$pkgs kcat"; \
 	command -v javac >/dev/null 2>&1 || pkgs="$$pkgs openjdk-17-jdk-headless"; \
+	command -v podman >/dev/null 2>&1 || pkgs="$$pkgs podman"; \
+	command -v runc >/dev/null 2>&1 || pkgs="$$pkgs runc"; \
+	command -v mmdebstrap >/dev/null 2>&1 || pkgs="$$pkgs mmdebstrap"; \
 	if [ -n "$$pkgs" ]; then \
 	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
 	  echo "installing system packages:$$pkgs"; \
@@ -62,6 +67,18 @@ system-deps:
 	fi
 
 install-test: $(STAMP_TEST) system-deps
+
+# Podman settings this host needs (runc, ulimits); the base image carries the host's apt
+# sources and stays local; the host's CA bundle is mounted for pip during the build only.
+export CONTAINERS_CONF := $(CURDIR)/docker/podman/containers.conf
+BASE_IMAGE := localhost/odradek-python-base:bookworm
+CA_BUNDLE := /etc/ssl/certs/ca-certificates.crt
+
+image: system-deps
+	docker/build-base-image.sh $(BASE_IMAGE)
+	podman build --format docker --build-arg BASE=$(BASE_IMAGE) \
+	  $(if $(wildcard $(CA_BUNDLE)),--build-arg PIP_CERT=$(CA_BUNDLE) -v $(CA_BUNDLE):$(CA_BUNDLE):ro) \
+	  -f docker/Dockerfile -t localhost/odradek:latest .
 
 # Produces sample orders, runs the Spark job on local[2] until they are drained and
 # prints the result table (PIPELINE_ARGS="--bootstrap HOST:PORT" to use another Kafka).

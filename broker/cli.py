@@ -4,54 +4,91 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from pathlib import Path
 
-from broker import logs, memory, metrics
-from broker.config import BrokerConfig, read_properties
+import structlog
+
+from broker import health, logs, memory, metrics
+from broker.config import BrokerConfig, ConfigError, read_properties, settings_from_environment
+from broker.listeners import ListenError, ignored_controller_listeners
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="odradek", description="A Kafka-compatible broker.")
+    parser = argparse.ArgumentParser(
+        prog="odradek",
+        description="A Kafka-compatible broker. `odradek health` checks a running one.",
+    )
     parser.add_argument("--data-dir", type=Path, default=None, help="where logs live (./data)")
-    parser.add_argument("--host", default=None, help="address to listen on (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=None, help="Kafka port (9092)")
+    parser.add_argument(
+        "--host", default=None, help="shorthand for listeners=PLAINTEXT://HOST:PORT (127.0.0.1)"
+    )
+    parser.add_argument("--port", type=int, default=None, help="the same listener's port (9092)")
     parser.add_argument("--metrics-port", type=int, default=None, help="serve /metrics here")
     parser.add_argument("--config", type=Path, help="a Kafka server.properties file")
+    parser.add_argument(
+        "--environment",
+        action="store_true",
+        help="read settings from KAFKA_* environment variables, as the apache/kafka image "
+        "does (KAFKA_ADVERTISED_LISTENERS -> advertised.listeners); they win over --config",
+    )
     parser.add_argument(
         "--override",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a server.properties setting; repeatable, wins over --config",
+        help="a server.properties setting; repeatable, wins over --config and the environment",
     )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     return parser.parse_args(argv)
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
+    """The configuration the arguments describe; raises ConfigError."""
     config = BrokerConfig()
     settings: dict[str, str] = {}
     if args.config:
-        settings.update(read_properties(args.config))
+        try:
+            settings.update(read_properties(args.config))
+        except OSError as exc:
+            raise ConfigError(f"--config {args.config}: {exc.strerror or exc}") from None
+    if args.environment:
+        settings.update(settings_from_environment(os.environ))
     for item in args.override:
         key, separator, value = item.partition("=")
         if not separator:
-            raise SystemExit(f"--override expects KEY=VALUE, got {item!r}")
+            raise ConfigError(f"--override expects KEY=VALUE, got {item!r}")
         settings[key.strip()] = value.strip()
     if "log.dirs" in settings or "log.dir" in settings:
         config.data_dir = Path(settings.pop("log.dirs", settings.pop("log.dir", "")).split(",")[0])
+    if args.host is not None or args.port is not None:
+        if "listeners" in settings:
+            raise ConfigError("give either --host/--port or the listeners setting, not both")
+        host = args.host if args.host is not None else "127.0.0.1"
+        port = args.port if args.port is not None else 9092
+        settings["listeners"] = f"PLAINTEXT://{f'[{host}]' if ':' in host else host}:{port}"
     config.apply(settings)
     if args.data_dir is not None:
         config.data_dir = args.data_dir
-    if args.host is not None:
-        config.host = args.host
-    if args.port is not None:
-        config.port = args.port
     if args.metrics_port is not None:
         config.metrics_port = args.metrics_port
+    config.resolved_listeners()  # fails here, before anything starts, if they do not fit
     return config
+
+
+def check_data_dir(path: Path) -> None:
+    """Fail now, with the reason, if the data directory cannot be created or written."""
+    probe = path / ".odradek-write-check"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            f"data directory {path} cannot be written: {exc.strerror or exc}"
+        ) from None
 
 
 async def run(config: BrokerConfig) -> None:
@@ -60,7 +97,7 @@ async def run(config: BrokerConfig) -> None:
     broker = Broker(config)
     await broker.start()
     if config.metrics_port is not None:
-        metrics.serve(config.host, config.metrics_port)
+        metrics.serve(broker.listeners[0].host or "0.0.0.0", config.metrics_port)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, broker.request_stop)
@@ -71,13 +108,37 @@ async def run(config: BrokerConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    arguments = sys.argv[1:] if argv is None else argv
+    if arguments[:1] == ["health"]:
+        sys.exit(health.main(arguments[1:]))
     # kio registers hypothesis strategies whenever hypothesis is importable (it is in
     # test environments), which costs ~150 ms of start-up; the broker never uses them.
     sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
-    args = parse_args(argv)
+    args = parse_args(arguments)
     logs.configure(args.log_level)
-    config = build_config(args)
+    try:
+        config = build_config(args)
+        check_data_dir(config.data_dir)
+    except ConfigError as exc:
+        sys.exit(f"odradek: {exc}")
+    report_unused(config)
     memory.keep_freed_buffers()
+    try:
+        _run_loop(config)
+    except ListenError as exc:
+        sys.exit(f"odradek: {exc}")
+
+
+def report_unused(config: BrokerConfig) -> None:
+    log = structlog.get_logger()
+    if config.unused:
+        log.info("Kafka settings accepted but not used by Odradek", settings=config.unused)
+    controllers = ignored_controller_listeners(config.listeners, config.controller_listener_names)
+    if controllers:
+        log.info("controller listeners not opened: one node has no quorum", names=controllers)
+
+
+def _run_loop(config: BrokerConfig) -> None:
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency; plain asyncio still works

@@ -1,18 +1,42 @@
-"""Broker configuration, named as in Kafka's server.properties."""
+"""Broker configuration, named as in Kafka's server.properties.
+
+A setting the broker reads sets a field; a setting Kafka has but Odradek does not use
+(a replication factor, a thread count, a controller quorum: nothing to do on one node)
+is accepted and reported once in the log; any other name, or a value that does not
+parse, is a ConfigError naming the setting.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from broker.kafka_settings import KAFKA_BROKER_SETTINGS, OTHER_DISTRIBUTION_PREFIXES
+from broker.listeners import (
+    DEFAULT_LISTENERS,
+    DEFAULT_PROTOCOL_MAP,
+    Listener,
+    ListenerError,
+    resolve,
+)
 from storage import LogConfig
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message names it and says why."""
+
 
 # Kafka name -> field name, for every setting the broker reads.
 _NAMES = {
     "node.id": "node_id",
     "broker.id": "node_id",
     "cluster.id": "cluster_id",
+    "listeners": "listeners",
+    "advertised.listeners": "advertised_listeners",
+    "listener.security.protocol.map": "listener_security_protocol_map",
+    "controller.listener.names": "controller_listener_names",
     "advertised.host.name": "advertised_host",
     "num.partitions": "num_partitions",
     "auto.create.topics.enable": "auto_create_topics",
@@ -45,7 +69,10 @@ _NAMES = {
     "transactional.id.expiration.ms": "transactional_id_expiration_ms",
     "producer.id.expiration.ms": "producer_id_expiration_ms",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "txn_abort_interval_ms",
+    "log.cleaner.backoff.ms": "log_cleaner_backoff_ms",
 }
+# Per-listener forms of a setting: listener.name.<listener>.<setting>
+_PER_LISTENER = re.compile(r"^listener\.name\.[a-z0-9_]+\.(.+)$")
 
 HOUR_MS = 3600 * 1000
 
@@ -53,11 +80,13 @@ HOUR_MS = 3600 * 1000
 @dataclass
 class BrokerConfig:
     data_dir: Path = Path("data")
-    host: str = "127.0.0.1"
-    port: int = 9092
     metrics_port: int | None = None
     node_id: int = 0
     cluster_id: str = "odradek-cluster"
+    listeners: str = DEFAULT_LISTENERS
+    advertised_listeners: str | None = None
+    listener_security_protocol_map: str = DEFAULT_PROTOCOL_MAP
+    controller_listener_names: str = ""
     advertised_host: str | None = None
     num_partitions: int = 1
     auto_create_topics: bool = True
@@ -82,7 +111,9 @@ class BrokerConfig:
     transaction_state_log_num_partitions: int = 50
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
-    group_initial_rebalance_delay_ms: int = 3000
+    # Kafka's code default is 3000; its shipped server.properties, which a test broker
+    # follows, sets 0 so that the first consumers of a group do not wait three seconds.
+    group_initial_rebalance_delay_ms: int = 0
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = 4096
@@ -90,28 +121,37 @@ class BrokerConfig:
     transactional_id_expiration_ms: int = 604800000
     producer_id_expiration_ms: int = 86400000
     txn_abort_interval_ms: int = 10000
-    extra: dict[str, str] = field(default_factory=dict)
+    log_cleaner_backoff_ms: int = 15000
+    # Kafka settings given but not used here, with their values
+    unused: dict[str, str] = field(default_factory=dict)
 
     def apply(self, settings: Mapping[str, str]) -> None:
-        """Set values given by Kafka name; unknown names are kept in `extra`."""
+        """Set values given by Kafka name; raises ConfigError for unknown names and
+        values that do not parse."""
         types = {f.name: f.type for f in fields(self)}
         for name, raw in settings.items():
             attr = _NAMES.get(name)
             if attr is None:
-                self.extra[name] = raw
+                if not is_kafka_setting(name):
+                    raise ConfigError(f"{name}: not a Kafka broker setting")
+                self.unused[name] = raw
                 continue
-            setattr(self, attr, _parse(raw, str(types[attr])))
+            try:
+                setattr(self, attr, _parse(raw, str(types[attr])))
+            except ValueError as exc:
+                raise ConfigError(f"{name}={raw!r}: {exc}") from None
 
-    @property
-    def advertised(self) -> str:
-        """The host clients are told to connect to (never a wildcard address)."""
-        listeners = self.extra.get("advertised.listeners")
-        if listeners:
-            # PLAINTEXT://host:port[,...]: the first listener's host
-            return listeners.split(",")[0].split("://", 1)[-1].rsplit(":", 1)[0]
-        if self.advertised_host:
-            return self.advertised_host
-        return "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
+    def resolved_listeners(self) -> list[Listener]:
+        try:
+            return resolve(
+                self.listeners,
+                self.advertised_listeners,
+                self.listener_security_protocol_map,
+                self.controller_listener_names,
+                self.advertised_host,
+            )
+        except ListenerError as exc:
+            raise ConfigError(str(exc)) from None
 
     def retention_ms(self) -> int:
         if self.log_retention_ms is not None:
@@ -139,17 +179,73 @@ class BrokerConfig:
         )
 
 
+def is_kafka_setting(name: str) -> bool:
+    if name in _NAMES or name in KAFKA_BROKER_SETTINGS:
+        return True
+    if name.startswith(OTHER_DISTRIBUTION_PREFIXES):
+        return True
+    per_listener = _PER_LISTENER.match(name)
+    return per_listener is not None and is_kafka_setting(per_listener.group(1))
+
+
 def _parse(raw: str, type_name: str) -> object:
     raw = raw.strip()
     if "bool" in type_name:
         if raw.lower() not in ("true", "false"):
-            raise ValueError(f"expected true or false, got {raw!r}")
+            raise ValueError("expected true or false")
         return raw.lower() == "true"
     if "int" in type_name:
-        return int(raw)
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError("expected a whole number") from None
     if "Path" in type_name:
         return Path(raw)
     return raw
+
+
+# KAFKA_* variables the apache/kafka image reads as something other than a setting
+_NOT_SETTINGS = frozenset(
+    {
+        "KAFKA_VERSION",
+        "KAFKA_HEAP_OPTS",
+        "KAFKA_LOG4J_OPTS",
+        "KAFKA_OPTS",
+        "KAFKA_JMX_OPTS",
+        "KAFKA_JVM_PERFORMANCE_OPTS",
+        "KAFKA_GC_LOG_OPTS",
+        "KAFKA_LOG4J_ROOT_LOGLEVEL",
+        "KAFKA_LOG4J_LOGGERS",
+        "KAFKA_TOOLS_LOG4J_LOGLEVEL",
+        "KAFKA_JMX_HOSTNAME",
+    }
+)
+
+
+# What --environment listens on when no KAFKA_* variable is set, as the apache/kafka
+# image does: every interface, clients on the host told localhost.
+ENVIRONMENT_DEFAULTS = {
+    "listeners": "PLAINTEXT://:9092",
+    "advertised.listeners": "PLAINTEXT://localhost:9092",
+}
+
+
+def settings_from_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """Settings from environment variables named as the apache/kafka image names them:
+    KAFKA_ and the setting in capitals, `.` written `_`, `_` written `__` and `-`
+    written `___` (KAFKA_LISTENER_SECURITY_PROTOCOL_MAP -> listener.security.protocol.map).
+    CLUSTER_ID gives cluster.id."""
+    settings: dict[str, str] = {}
+    for variable, value in environ.items():
+        if not variable.startswith("KAFKA_") or variable in _NOT_SETTINGS:
+            continue
+        name = variable[len("KAFKA_") :].lower().replace("_", ".")
+        settings[name.replace("...", "-").replace("..", "_")] = value
+    if not settings:
+        settings.update(ENVIRONMENT_DEFAULTS)
+    if "CLUSTER_ID" in environ and "cluster.id" not in settings:
+        settings["cluster.id"] = environ["CLUSTER_ID"]
+    return settings
 
 
 def read_properties(path: Path) -> dict[str, str]:

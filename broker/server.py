@@ -19,6 +19,7 @@ from broker.flusher import Flusher
 from broker.handlers import API_TABLE
 from broker.handlers.api_versions import api_keys
 from broker.handlers.base import Api, RequestContext
+from broker.listeners import Listener, ListenError
 from broker.producer_ids import ProducerIdAllocator
 from broker.topics import LEADER_EPOCH, Partition, Topic, TopicRegistry
 from broker.transactions import TRANSACTION_TOPIC, TransactionCoordinator
@@ -77,8 +78,9 @@ class Broker:
         self.transactions = TransactionCoordinator(
             self, self._internal_topic, self._flush_partition
         )
-        self.port = config.port
-        self._server: asyncio.Server | None = None
+        # as configured until start(); then with the ports actually bound
+        self.listeners = config.resolved_listeners()
+        self._servers: list[asyncio.Server] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._connections: set[Connection] = set()
         self._connection_ids = itertools.count(1)
@@ -90,11 +92,7 @@ class Broker:
         started = time.monotonic()
         self.topics.load()
         self.topics.remove_orphans()
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._new_connection, self.config.host, self.config.port
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
+        self.listeners = [await self._listen(listener) for listener in self.listeners]
         self._tasks.append(asyncio.create_task(self._housekeeping()))
         self._tasks.append(asyncio.create_task(self._log_cleaner()))
         if self.topics.get(OFFSETS_TOPIC) is not None:
@@ -105,8 +103,10 @@ class Broker:
         metrics.log_size.set_function(self._log_size)
         log.info(
             "started",
-            host=self.config.host,
-            port=self.port,
+            listeners=[
+                f"{x.name}://{x.host}:{x.port} (advertised {x.advertised_host}:{x.advertised_port})"
+                for x in self.listeners
+            ],
             data_dir=str(self.config.data_dir),
             topics=len(self.topics),
             recovered_partitions=sum(
@@ -123,8 +123,8 @@ class Broker:
 
     async def stop(self) -> None:
         """Clean shutdown: stop accepting, drop connections, flush and checkpoint."""
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for connection in list(self._connections):
             connection.close()
         for task in self._tasks:
@@ -132,8 +132,8 @@ class Broker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.transactions.stop()
         await self.groups.stop()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
         self.topics.close()
         log.info("stopped")
 
@@ -145,7 +145,7 @@ class Broker:
 
     async def _log_cleaner(self) -> None:
         """Compaction of compacted topics (the internal ones among them), off the event loop."""
-        backoff = int(self.config.extra.get("log.cleaner.backoff.ms", "15000")) / 1000
+        backoff = self.config.log_cleaner_backoff_ms / 1000
         while True:
             await asyncio.sleep(backoff)
             for topic in self.topics:
@@ -292,9 +292,30 @@ class Broker:
 
     # -- connections -------------------------------------------------------------
 
-    def _new_connection(self) -> Connection:
+    async def _listen(self, listener: Listener) -> Listener:
+        """Open the listener's socket; the listener with the port bound if it asked for any."""
+        host = listener.host or None  # every interface
+        try:
+            server = await asyncio.get_running_loop().create_server(
+                lambda: self._new_connection(listener), host, listener.port
+            )
+        except OSError as exc:
+            where = f"{listener.host or '*'}:{listener.port}"
+            raise ListenError(
+                f"cannot listen on {where} (listener {listener.name}): {exc.strerror or exc}"
+            ) from None
+        self._servers.append(server)
+        port = server.sockets[0].getsockname()[1]
+        if listener.port == 0 and listener.advertised_port == 0:
+            return dataclasses.replace(listener, port=port, advertised_port=port)
+        return dataclasses.replace(listener, port=port)
+
+    def _new_connection(self, listener: Listener) -> Connection:
+        async def dispatch(request: bytearray, connection_id: str, bound: Any) -> Chunks | None:
+            return await self._dispatch(request, connection_id, bound, listener)
+
         return Connection(
-            self._dispatch,
+            dispatch,
             self.config.socket_request_max_bytes,
             self._connection_opened,
             self._connection_closed,
@@ -315,7 +336,9 @@ class Broker:
         metrics.connections.dec()
         connection.log.debug("connection closed")
 
-    async def _dispatch(self, request: bytearray, connection_id: str, bound: Any) -> Chunks | None:
+    async def _dispatch(
+        self, request: bytearray, connection_id: str, bound: Any, listener: Listener
+    ) -> Chunks | None:
         api_key, version, correlation_id = peek_fixed(request)
         api = self.apis.get(api_key)
         if api is None:
@@ -331,7 +354,7 @@ class Broker:
         except messages.MalformedRequest as exc:
             raise FrameError(f"malformed {api.name} v{version} request: {exc}") from exc
         started = time.perf_counter()
-        ctx = RequestContext(self, header, connection_id)
+        ctx = RequestContext(self, header, connection_id, listener)
         reply = await api.handle(ctx, body)
         elapsed = time.perf_counter() - started
         count, timing = metrics.for_api(api.name)

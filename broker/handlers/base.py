@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.header import RequestHeader
 
 if TYPE_CHECKING:
+    from broker.listeners import Listener
     from broker.server import Broker
 
 
@@ -17,6 +18,7 @@ class RequestContext:
     broker: Broker
     header: RequestHeader
     connection_id: str
+    listener: Listener  # the one the request came through; its address is what clients see
 
     @property
     def version(self) -> int:

@@ -35,8 +35,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "brokers": [
             {
                 "broker_id": config.node_id,
-                "host": config.advertised,
-                "port": ctx.broker.port,
+                "host": ctx.listener.advertised_host,
+                "port": ctx.listener.advertised_port,
                 "rack": None,
             }
         ],

@@ -33,8 +33,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "error_code": code,
         "error_message": None if found else "no coordinator for this key type",
         "node_id": config.node_id if found else -1,
-        "host": config.advertised if found else "",
-        "port": ctx.broker.port if found else -1,
+        "host": ctx.listener.advertised_host if found else "",
+        "port": ctx.listener.advertised_port if found else -1,
     }
     if ctx.version < 4:
         return {"throttle_time": 0, **answer}

@@ -88,8 +88,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "brokers": [
             {
                 "node_id": config.node_id,
-                "host": config.advertised,
-                "port": broker.port,
+                "host": ctx.listener.advertised_host,
+                "port": ctx.listener.advertised_port,
                 "rack": None,
             }
         ],

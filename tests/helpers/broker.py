@@ -138,6 +138,11 @@ class Broker:
             return port_accepts(self.host, self.port)
         return self.proc is not None and self.proc.poll() is None
 
+    def listeners_configured(self) -> bool:
+        """True when the settings name the listeners: then ``host`` and ``port`` only say
+        where to check that the broker is up."""
+        return "listeners" in self.overrides or "KAFKA_LISTENERS" in self.env
+
     def died_unexpectedly(self) -> bool:
         """True when the process exited without stop()/kill() being asked for."""
         return self.proc is not None and self.proc.poll() is not None and not self._expected_exit
@@ -149,11 +154,9 @@ class Broker:
             "broker",
             "--data-dir",
             str(self.data_dir),
-            "--host",
-            self.host,
-            "--port",
-            str(self.port),
         ]
+        if not self.listeners_configured():
+            cmd += ["--host", self.host, "--port", str(self.port)]
         if self.metrics_port is not None:
             cmd += ["--metrics-port", str(self.metrics_port)]
         if self.config_file is not None:

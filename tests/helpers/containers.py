@@ -1,0 +1,130 @@
+"""Podman and podman-compose for the image tests: building the images, running compose."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from helpers.broker import REPO_ROOT
+
+DOCKER_DIR = REPO_ROOT / "docker"
+CONTAINERS_CONF = DOCKER_DIR / "podman" / "containers.conf"
+BASE_IMAGE = "localhost/odradek-python-base:bookworm"
+BROKER_IMAGE = "localhost/odradek:test"
+APP_IMAGE = "localhost/odradek-example-app:test"
+# pip inside `podman build` may sit behind a TLS-inspecting proxy whose CA only the
+# host's bundle holds: mounted for the build, never copied into an image.
+HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+def podman_env() -> dict[str, str]:
+    return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
+
+
+def run(
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        list(command),
+        cwd=REPO_ROOT,
+        env=dict(env) if env is not None else podman_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(command)} exited with {done.returncode}\n"
+            f"--- stdout ---\n{done.stdout[-4000:]}\n--- stderr ---\n{done.stderr[-4000:]}"
+        )
+    return done
+
+
+def build_images() -> None:
+    """The base image (once per machine), then the broker and example application images."""
+    run([str(DOCKER_DIR / "build-base-image.sh"), BASE_IMAGE], timeout=600)
+    ca: list[str] = []
+    if HOST_CA_BUNDLE.exists():
+        ca = [
+            "--build-arg",
+            f"PIP_CERT={HOST_CA_BUNDLE}",
+            "-v",
+            f"{HOST_CA_BUNDLE}:{HOST_CA_BUNDLE}:ro",
+        ]
+    common = ["podman", "build", "--format", "docker", "--build-arg", f"BASE={BASE_IMAGE}", *ca]
+    run([*common, "-f", "docker/Dockerfile", "-t", BROKER_IMAGE, "."], timeout=600)
+    run([*common, "-t", APP_IMAGE, "docker/example-app"], timeout=600)
+
+
+def podman_compose() -> str:
+    beside_python = Path(sys.executable).parent / "podman-compose"
+    found = str(beside_python) if beside_python.exists() else shutil.which("podman-compose")
+    if found is None:
+        raise AssertionError("podman-compose is not installed (make install-test installs it)")
+    return found
+
+
+class Compose:
+    """One compose project of docker/compose.yaml (+ the example applications)."""
+
+    def __init__(self, project: str, external_port: int) -> None:
+        self.project = project
+        self.external_port = external_port
+        self.env = {
+            **podman_env(),
+            "ODRADEK_IMAGE": BROKER_IMAGE,
+            "ODRADEK_EXAMPLE_IMAGE": APP_IMAGE,
+            "ODRADEK_EXTERNAL_PORT": str(external_port),
+        }
+        self.files = ["-f", "docker/compose.yaml", "-f", "docker/compose.example.yaml"]
+
+    @property
+    def bootstrap(self) -> str:
+        return f"localhost:{self.external_port}"
+
+    @property
+    def broker_container(self) -> str:
+        return f"{self.project}_kafka_1"
+
+    def __call__(
+        self, *args: str, check: bool = True, timeout: float = 180
+    ) -> subprocess.CompletedProcess[str]:
+        command = [podman_compose(), "-p", self.project, *self.files, *args]
+        return run(command, env=self.env, timeout=timeout, check=check)
+
+    def wait_healthy(self, timeout: float = 30) -> float:
+        """Seconds until the image's health check passes."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            check = ["podman", "healthcheck", "run", self.broker_container]
+            if run(check, check=False, timeout=30).returncode == 0:
+                return time.monotonic() - started
+            time.sleep(0.1)
+        logs = run(["podman", "logs", self.broker_container], check=False).stderr
+        raise AssertionError(f"{self.broker_container} not healthy in {timeout} s\n{logs}")
+
+    def state(self) -> tuple[str, int]:
+        done = run(
+            [
+                "podman",
+                "inspect",
+                self.broker_container,
+                "--format",
+                "{{.State.Status}} {{.State.ExitCode}}",
+            ]
+        )
+        status, code = done.stdout.split()
+        return status, int(code)
+
+    def logs(self) -> str:
+        done = run(["podman", "logs", self.broker_container], check=False)
+        return done.stdout + done.stderr

@@ -1,0 +1,177 @@
+"""Broker settings as pure functions: listeners, the apache/kafka image's environment
+variables, unknown and malformed settings, the health probe's bytes."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from broker import health
+from broker.config import BrokerConfig, ConfigError, is_kafka_setting, settings_from_environment
+from broker.listeners import Listener, ListenerError, parse_endpoints, resolve
+
+
+def test_the_usual_compose_pair_of_listeners() -> None:
+    listeners = resolve(
+        "INTERNAL://:29092,EXTERNAL://0.0.0.0:9092",
+        "INTERNAL://kafka:29092,EXTERNAL://localhost:9092",
+        "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+    )
+    assert listeners == [
+        Listener("INTERNAL", "PLAINTEXT", "", 29092, "kafka", 29092),
+        Listener("EXTERNAL", "PLAINTEXT", "0.0.0.0", 9092, "localhost", 9092),
+    ]
+
+
+def test_advertised_port_may_differ_and_names_are_not_case_sensitive() -> None:
+    [listener] = resolve(
+        "plaintext://127.0.0.1:9092", "PLAINTEXT://host.example:19092", "PLAINTEXT:PLAINTEXT"
+    )
+    assert (listener.name, listener.advertised_host, listener.advertised_port) == (
+        "PLAINTEXT",
+        "host.example",
+        19092,
+    )
+
+
+def test_without_advertised_listeners_each_advertises_where_it_listens() -> None:
+    listeners = resolve(
+        "PLAINTEXT://127.0.0.1:9092,OTHER://[::1]:9093,ALL://0.0.0.0:9094",
+        None,
+        "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT,ALL:PLAINTEXT",
+    )
+    assert [(x.host, x.advertised_host) for x in listeners] == [
+        ("127.0.0.1", "127.0.0.1"),
+        ("::1", "::1"),
+        ("0.0.0.0", "127.0.0.1"),
+    ]
+    [named] = resolve("PLAINTEXT://:9092", None, "PLAINTEXT:PLAINTEXT", "", "broker.example")
+    assert named.advertised_host == "broker.example"
+
+
+def test_controller_listeners_are_left_out() -> None:
+    listeners = resolve(
+        "PLAINTEXT://:9092,CONTROLLER://:9093",
+        "PLAINTEXT://localhost:9092",
+        "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "CONTROLLER",
+    )
+    assert [x.name for x in listeners] == ["PLAINTEXT"]
+
+
+@pytest.mark.parametrize(
+    ("listeners", "advertised", "protocols", "words"),
+    [
+        ("PLAINTEXT://:9092,PLAINTEXT://:9093", None, "PLAINTEXT:PLAINTEXT", "given twice"),
+        ("A://:9092,B://:9092", None, "A:PLAINTEXT,B:PLAINTEXT", "port of its own"),
+        ("PLAINTEXT://:9092", "OTHER://x:9092", "PLAINTEXT:PLAINTEXT", "not one of"),
+        ("PLAINTEXT://:9092", "PLAINTEXT://0.0.0.0:9092", "PLAINTEXT:PLAINTEXT", "cannot connect"),
+        ("INTERNAL://:9092", None, "PLAINTEXT:PLAINTEXT", "no security protocol"),
+        ("SSL://:9093", None, "SSL:SSL", "PLAINTEXT listeners only"),
+        ("PLAINTEXT://:99999", None, "PLAINTEXT:PLAINTEXT", "out of range"),
+        ("localhost:9092", None, "PLAINTEXT:PLAINTEXT", "NAME://host:port"),
+        ("", None, "PLAINTEXT:PLAINTEXT", "no listener"),
+        ("PLAINTEXT://:9092", None, "PLAINTEXT:TLS", "NAME:PROTOCOL"),
+    ],
+)
+def test_listener_settings_that_cannot_work(
+    listeners: str, advertised: str | None, protocols: str, words: str
+) -> None:
+    with pytest.raises(ListenerError, match=words):
+        resolve(listeners, advertised, protocols)
+
+
+def test_endpoints_keep_bracketed_ipv6_hosts() -> None:
+    assert [(e.host, e.port) for e in parse_endpoints("listeners", "X://[::1]:1,Y://h:2")] == [
+        ("::1", 1),
+        ("h", 2),
+    ]
+
+
+def test_environment_variables_as_the_apache_kafka_image_reads_them() -> None:
+    settings = settings_from_environment(
+        {
+            "KAFKA_ADVERTISED_LISTENERS": "PLAINTEXT://kafka:9092",
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "PLAINTEXT:PLAINTEXT",
+            "KAFKA_NUM_PARTITIONS": "3",
+            "KAFKA_SOME__UNDER___DASH": "x",
+            "KAFKA_HEAP_OPTS": "-Xmx1G",  # a JVM option, not a setting
+            "CLUSTER_ID": "abc",
+            "PATH": "/bin",
+        }
+    )
+    assert settings == {
+        "advertised.listeners": "PLAINTEXT://kafka:9092",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
+        "num.partitions": "3",
+        "some_under-dash": "x",
+        "cluster.id": "abc",
+    }
+
+
+def test_without_kafka_variables_the_image_defaults_apply() -> None:
+    assert settings_from_environment({"PATH": "/bin"}) == {
+        "listeners": "PLAINTEXT://:9092",
+        "advertised.listeners": "PLAINTEXT://localhost:9092",
+    }
+
+
+def test_kafka_settings_without_use_on_one_node_are_accepted_and_kept() -> None:
+    config = BrokerConfig()
+    config.apply(
+        {
+            "offsets.topic.replication.factor": "1",
+            "controller.quorum.voters": "1@kafka:9093",
+            "process.roles": "broker,controller",
+            "listener.name.internal.ssl.keystore.location": "/x",
+            "num.partitions": "4",
+        }
+    )
+    assert config.num_partitions == 4
+    assert set(config.unused) == {
+        "offsets.topic.replication.factor",
+        "controller.quorum.voters",
+        "process.roles",
+        "listener.name.internal.ssl.keystore.location",
+    }
+
+
+@pytest.mark.parametrize(
+    ("settings", "words"),
+    [
+        ({"num.partition": "3"}, "num.partition: not a Kafka broker setting"),
+        ({"listener.name.x.no.such.thing": "1"}, "not a Kafka broker setting"),
+        ({"num.partitions": "three"}, "num.partitions='three': expected a whole number"),
+        ({"auto.create.topics.enable": "yes"}, "expected true or false"),
+    ],
+)
+def test_unknown_and_malformed_settings_are_named(settings: dict[str, str], words: str) -> None:
+    with pytest.raises(ConfigError, match=words):
+        BrokerConfig().apply(settings)
+
+
+def test_kafka_setting_names() -> None:
+    for name in ("log.retention.hours", "num.network.threads", "zookeeper.connect", "port"):
+        assert is_kafka_setting(name), name
+    assert not is_kafka_setting("log.retention.hour")
+
+
+def test_health_probe_bytes() -> None:
+    request = health.api_versions_request()
+    size, api_key, version, correlation = struct.unpack_from(">ihhi", request)
+    assert (size, api_key, version) == (len(request) - 4, 18, 0)
+    good = struct.pack(">ihi", correlation, 0, 1) + struct.pack(">hhh", 0, 0, 9)
+    assert health.check_api_versions_response(good) == 1
+    with pytest.raises(health.Unhealthy, match="error code 35"):
+        health.check_api_versions_response(struct.pack(">ihi", correlation, 35, 0))
+    with pytest.raises(health.Unhealthy, match="another request"):
+        health.check_api_versions_response(struct.pack(">ihi", correlation + 1, 0, 1))
+    with pytest.raises(health.Unhealthy, match="short"):
+        health.check_api_versions_response(b"\x00")
+
+
+def test_health_check_finds_the_first_listener() -> None:
+    assert health.default_bootstrap("") == "127.0.0.1:9092"
+    assert health.default_bootstrap("INTERNAL://:29092,EXTERNAL://:9092") == "127.0.0.1:29092"
+    assert health.default_bootstrap("PLAINTEXT://10.0.0.5:9093") == "10.0.0.5:9093"
