@@ -12,12 +12,11 @@ test turns the test into an error, and the broker log is attached to failing tes
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
 
 import pytest
-from helpers.broker import TEST_DEFAULT_OVERRIDES, Broker, BrokerFactory, normalize_overrides
+from helpers.broker import Broker, BrokerFactory, normalize_overrides
 from helpers.names import unique_name
 
 _BROKERS_KEY = pytest.StashKey[list[Broker]]()
@@ -58,8 +57,7 @@ def broker_factory(
     def make(
         overrides: Mapping[str, object] | None = None, /, *, start: bool = True, **kw: object
     ) -> Broker:
-        merged = dict(TEST_DEFAULT_OVERRIDES)
-        merged.update(normalize_overrides(overrides, **kw))
+        merged = normalize_overrides(overrides, **kw)
         base = tmp_path_factory.mktemp("broker")
         broker = Broker(base / "data", overrides=merged, log_dir=base)
         started.append(broker)
@@ -89,18 +87,10 @@ def broker(broker_factory: BrokerFactory) -> Broker:
 
 
 @pytest.fixture(scope="session")
-def _session_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    base = tmp_path_factory.mktemp("shared-broker")
-    external = os.environ.get("ODRADEK_EXTERNAL_BOOTSTRAP")
-    if external:  # check the tests against another Kafka (e.g. a real one)
-        host, _, port = external.rpartition(":")
-        broker = Broker(base / "data", host=host, port=int(port), log_dir=base, external=True)
-        yield broker
-        return
-    broker = Broker(base / "data", overrides=dict(TEST_DEFAULT_OVERRIDES), log_dir=base)
-    broker.start()
-    yield broker
-    broker.kill()
+def _session_broker(odradek_broker: Broker) -> Broker:
+    """The pytest plugin's session broker (ODRADEK_BOOTSTRAP_SERVERS=host:port runs the
+    tests against another Kafka instead, a real one say)."""
+    return odradek_broker
 
 
 @pytest.fixture

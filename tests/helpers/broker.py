@@ -1,27 +1,23 @@
-"""Start and control a real Odradek broker process for tests."""
+"""The real Odradek broker process for Odradek's own tests: the shipped
+``broker.testing.Broker`` plus what only this suite needs."""
 
 from __future__ import annotations
 
-import atexit
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Protocol
+from typing import Protocol
+
+from broker.testing import (
+    START_TIMEOUT,
+    STOP_TIMEOUT,
+    Broker,
+    BrokerStartError,
+    free_port,
+    normalize_overrides,
+    port_accepts,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-START_TIMEOUT = float(os.environ.get("ODRADEK_BROKER_START_TIMEOUT", "10"))
-STOP_TIMEOUT = float(os.environ.get("ODRADEK_BROKER_STOP_TIMEOUT", "15"))
-
-# Settings that make tests fast without changing semantics the tests check.
-TEST_DEFAULT_OVERRIDES: dict[str, str] = {
-    "group.initial.rebalance.delay.ms": "0",
-}
 
 
 class BrokerFactory(Protocol):
@@ -30,19 +26,6 @@ class BrokerFactory(Protocol):
     def __call__(
         self, overrides: Mapping[str, object] | None = None, /, *, start: bool = True, **kw: object
     ) -> Broker: ...
-
-
-class BrokerStartError(RuntimeError):
-    pass
-
-
-_LIVE: set[Broker] = set()
-
-
-@atexit.register
-def _kill_leftovers() -> None:
-    for broker in list(_LIVE):
-        broker.kill()
 
 
 def rss_kb(pid: int) -> int:
@@ -54,232 +37,15 @@ def rss_kb(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def port_accepts(host: str, port: int, timeout: float = 0.2) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def normalize_overrides(
-    overrides: Mapping[str, object] | None = None, **kw: object
-) -> dict[str, str]:
-    """Merge a mapping of Kafka config names with keyword arguments (``num_partitions=3``
-    becomes ``num.partitions=3``). Booleans become ``true``/``false``."""
-    out: dict[str, str] = {}
-    items: list[tuple[str, object]] = list((overrides or {}).items())
-    items += [(k.replace("_", "."), v) for k, v in kw.items()]
-    for key, value in items:
-        out[key] = str(value).lower() if isinstance(value, bool) else str(value)
-    return out
-
-
-class Broker:
-    """One broker process: ``start()``, ``stop()`` (SIGTERM), ``kill()`` (SIGKILL),
-    ``restart()`` (same data dir and port). Logs (stdout and stderr) go to ``log_path``."""
-
-    def __init__(
-        self,
-        data_dir: Path,
-        *,
-        host: str = "127.0.0.1",
-        port: int | None = None,
-        overrides: Mapping[str, str] | None = None,
-        metrics_port: int | None = None,
-        config_file: Path | None = None,
-        extra_args: Sequence[str] = (),
-        log_dir: Path | None = None,
-        python: str | None = None,
-        external: bool = False,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self.data_dir = Path(data_dir)
-        self.host = host
-        self.port = port if port is not None else free_port(host)
-        self.overrides = dict(overrides or {})
-        self.metrics_port = metrics_port
-        self.config_file = config_file
-        self.extra_args = list(extra_args)
-        self.log_dir = Path(log_dir) if log_dir is not None else self.data_dir.parent
-        self.python = python or os.environ.get("ODRADEK_PYTHON") or sys.executable
-        # external: a broker this object does not own (ODRADEK_EXTERNAL_BOOTSTRAP), used to
-        # check the tests themselves against another Kafka; start/stop/kill do nothing.
-        self.external = external
-        # extra environment variables for the broker process (e.g. ODRADEK_TXN_CRASH_AT);
-        # may be changed between restarts
-        self.env: dict[str, str] = dict(env or {})
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.starts = 0
-        self._log_file: IO[bytes] | None = None
-        self._expected_exit = False
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = self.log_dir / f"broker-{self.port}.log"
-
-    # ------------------------------------------------------------------ properties
-
-    @property
-    def bootstrap(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None else None
-
-    def is_running(self) -> bool:
-        if self.external:
-            return port_accepts(self.host, self.port)
-        return self.proc is not None and self.proc.poll() is None
-
-    def listeners_configured(self) -> bool:
-        """True when the settings name the listeners: then ``host`` and ``port`` only say
-        where to check that the broker is up."""
-        return "listeners" in self.overrides or "KAFKA_LISTENERS" in self.env
-
-    def died_unexpectedly(self) -> bool:
-        """True when the process exited without stop()/kill() being asked for."""
-        return self.proc is not None and self.proc.poll() is not None and not self._expected_exit
-
-    def command(self) -> list[str]:
-        cmd = [
-            self.python,
-            "-m",
-            "broker",
-            "--data-dir",
-            str(self.data_dir),
-        ]
-        if not self.listeners_configured():
-            cmd += ["--host", self.host, "--port", str(self.port)]
-        if self.metrics_port is not None:
-            cmd += ["--metrics-port", str(self.metrics_port)]
-        if self.config_file is not None:
-            cmd += ["--config", str(self.config_file)]
-        for key, value in self.overrides.items():
-            cmd += ["--override", f"{key}={value}"]
-        return cmd + self.extra_args
-
-    def log_text(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def log_tail(self, max_chars: int = 6000) -> str:
-        text = self.log_text()
-        return text if len(text) <= max_chars else "...\n" + text[-max_chars:]
-
-    # ------------------------------------------------------------------ lifecycle
-
-    def start(self, timeout: float = START_TIMEOUT) -> Broker:
-        if self.external:
-            return self
-        if self.is_running():
-            raise RuntimeError(f"broker on {self.bootstrap} is already running")
-        self.starts += 1
-        self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the process
-        self._log_file.write(f"==== start #{self.starts}: {' '.join(self.command())}\n".encode())
-        self._log_file.flush()
-        self._expected_exit = False
-        env = dict(os.environ)
-        env.update(self.env)
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p
-        )
-        self.proc = subprocess.Popen(
-            self.command(),
-            cwd=REPO_ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-        _LIVE.add(self)
-        self.wait_ready(timeout)
-        return self
-
-    def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
-        deadline = time.monotonic() + timeout
-        assert self.proc is not None
-        while time.monotonic() < deadline:
-            code = self.proc.poll()
-            if code is not None:
-                self._expected_exit = True
-                raise BrokerStartError(
-                    f"broker exited with status {code} before accepting connections on "
-                    f"{self.bootstrap}\ncommand: {' '.join(self.command())}\n"
-                    f"--- broker log ({self.log_path}) ---\n{self.log_tail()}"
-                )
-            if port_accepts(self.host, self.port):
-                return
-            time.sleep(0.05)
-        self.kill()
-        raise BrokerStartError(
-            f"broker did not accept connections on {self.bootstrap} within {timeout:.0f}s\n"
-            f"command: {' '.join(self.command())}\n"
-            f"--- broker log ({self.log_path}) ---\n{self.log_tail()}"
-        )
-
-    def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
-        """SIGTERM and wait; SIGKILL if it does not exit in time. Returns the exit status."""
-        if self.proc is None:
-            return None
-        self._expected_exit = True
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._write_log_note(f"did not exit {timeout:.0f}s after SIGTERM; SIGKILL")
-                self.proc.kill()
-                self.proc.wait()
-        self._close_log()
-        return self.proc.returncode
-
-    def kill(self) -> None:
-        """SIGKILL (a crash) and reap."""
-        if self.proc is None:
-            return
-        self._expected_exit = True
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self._close_log()
-
-    def restart(self, *, hard: bool = False, timeout: float = START_TIMEOUT) -> Broker:
-        """Stop (SIGTERM, or SIGKILL when ``hard``) and start again on the same dir and port."""
-        if hard:
-            self.kill()
-        else:
-            self.stop()
-        return self.start(timeout)
-
-    def _write_log_note(self, note: str) -> None:
-        if self._log_file is not None and not self._log_file.closed:
-            self._log_file.write(f"==== harness: {note}\n".encode())
-            self._log_file.flush()
-
-    def _close_log(self) -> None:
-        _LIVE.discard(self)
-        if self._log_file is not None and not self._log_file.closed:
-            status = self.proc.returncode if self.proc is not None else None
-            self._log_file.write(f"==== exited with status {status}\n".encode())
-            self._log_file.close()
-
-    def __enter__(self) -> Broker:
-        return self.start() if not self.is_running() else self
-
-    def __exit__(self, *exc: object) -> None:
-        self.kill()
-
-    def __repr__(self) -> str:
-        state = "running" if self.is_running() else "stopped"
-        return f"<Broker {self.bootstrap} {state} data_dir={self.data_dir}>"
+__all__ = [
+    "REPO_ROOT",
+    "START_TIMEOUT",
+    "STOP_TIMEOUT",
+    "Broker",
+    "BrokerFactory",
+    "BrokerStartError",
+    "free_port",
+    "normalize_overrides",
+    "port_accepts",
+    "rss_kb",
+]
