@@ -1,0 +1,473 @@
+"""The classic group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) on a shard:
+members join, the leader assigns, everyone syncs; a rebalance starts when membership
+or subscriptions change, and the session timer of each member removes it when it
+stops heartbeating."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+from coordinator.group.classic import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    ClassicGroup,
+    Member,
+)
+from coordinator.group.shard_state import MAX_GROUP_SIZE, ShardState
+from coordinator.runtime import Record, Result
+from protocol.errors import ErrorCode
+
+
+class ClassicProtocol(ShardState):
+    def _arm_session(self, group: ClassicGroup, member: Member) -> None:
+        key = f"session:{group.group_id}:{member.member_id}"
+        group_id, member_id = group.group_id, member.member_id
+
+        def expire(shard: ClassicProtocol) -> Result[None]:
+            return shard._expire_member(group_id, member_id)
+
+        self._schedule(key, member.session_timeout_ms, expire)
+
+    def _expire_member(self, group_id: str, member_id: str) -> Result[None]:
+        group = self.groups.get(group_id)
+        if group is None:
+            return Result()
+        if member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            return Result(self._maybe_complete_join(group))
+        if member_id not in group.members:
+            return Result()
+        return Result(self._remove_member(group, member_id, "session timeout"))
+
+    def _remove_member(self, group: ClassicGroup, member_id: str, reason: str) -> list[Record]:
+        member = group.remove(member_id)
+        self._cancel(f"session:{group.group_id}:{member_id}")
+        if member is not None:
+            for future in (member.join_future, member.sync_future):
+                if future is not None and not future.done():
+                    future.set_result({"error_code": ErrorCode.unknown_member_id})
+        if group.state in (STABLE, COMPLETING_REBALANCE):
+            return self._prepare_rebalance(group)
+        if group.state == PREPARING_REBALANCE:
+            return self._maybe_complete_join(group)
+        return []
+
+    def _prepare_rebalance(self, group: ClassicGroup) -> list[Record]:
+        """Start a rebalance; members learn of it through their heartbeats."""
+        for member in group.members.values():
+            if member.sync_future is not None and not member.sync_future.done():
+                member.sync_future.set_result({"error_code": ErrorCode.rebalance_in_progress})
+            member.sync_future = None
+        self._cancel(f"sync:{group.group_id}")
+        was_empty = group.state == EMPTY
+        group.state = PREPARING_REBALANCE
+        timeout = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+        if was_empty:
+            delay = self.config.initial_rebalance_delay_ms
+            group.initial_delay_until = time.monotonic() + delay / 1000
+            if delay > 0:
+                timeout = max(min(delay, timeout or delay), 0)
+        group_id, generation = group.group_id, group.generation
+
+        def rebalance_timeout(shard: ClassicProtocol) -> Result[None]:
+            g = shard.groups.get(group_id)
+            if g is None or g.state != PREPARING_REBALANCE or g.generation != generation:
+                return Result()
+            return Result(shard._complete_join(g))
+
+        self._schedule(f"join:{group.group_id}", timeout, rebalance_timeout)
+        return self._maybe_complete_join(group)
+
+    def _join_or_rebalance(self, group: ClassicGroup) -> list[Record]:
+        """A member now waits to join: end the join phase if it can, or start one."""
+        if group.state == PREPARING_REBALANCE:
+            return self._maybe_complete_join(group)
+        return self._prepare_rebalance(group)
+
+    def _maybe_complete_join(self, group: ClassicGroup) -> list[Record]:
+        if group.state != PREPARING_REBALANCE or not group.all_joined():
+            return []
+        if time.monotonic() < group.initial_delay_until:
+            return []  # the timer completes it when the initial delay is over
+        return self._complete_join(group)
+
+    def _complete_join(self, group: ClassicGroup) -> list[Record]:
+        """End the join phase: drop dynamic members that did not rejoin, start a generation.
+
+        Static members that did not rejoin stay (KIP-345): they keep their place and get
+        an assignment, and only their session timeout removes them."""
+        self._cancel(f"join:{group.group_id}")
+        group.initial_delay_until = 0.0
+        for member_id in [
+            m.member_id
+            for m in group.members.values()
+            if m.join_future is None and m.group_instance_id is None
+        ]:
+            group.remove(member_id)
+            self._cancel(f"session:{group.group_id}:{member_id}")
+        group.pending_members.clear()
+        joined = [m for m in group.members.values() if m.join_future is not None]
+        if group.members and not joined:
+            # Only absent static members: wait another rebalance timeout (their sessions
+            # expire meanwhile) instead of starting a generation nobody would sync.
+            group_id, generation = group.group_id, group.generation
+
+            def retry(shard: ClassicProtocol) -> Result[None]:
+                g = shard.groups.get(group_id)
+                if g is None or g.state != PREPARING_REBALANCE or g.generation != generation:
+                    return Result()
+                return Result(shard._complete_join(g))
+
+            timeout = max(m.rebalance_timeout_ms for m in group.members.values())
+            self._schedule(f"join:{group.group_id}", timeout, retry)
+            return []
+        group.generation += 1
+        if not group.members:
+            group.state = EMPTY
+            group.protocol = None
+            group.leader = None
+            return [self._group_record(group)]
+        group.state = COMPLETING_REBALANCE
+        group.protocol = group.select_protocol()
+        leader = group.members.get(group.leader or "")
+        if leader is None or leader.join_future is None:
+            # the leader must be a member that rejoined: it computes the assignment
+            group.leader = joined[0].member_id
+        for member in group.members.values():
+            future, member.join_future = member.join_future, None
+            if future is not None:
+                if not future.done():
+                    future.set_result(self._join_answer(group, member))
+                self._arm_session(group, member)
+        group_id, generation = group.group_id, group.generation
+        timeout = max(m.rebalance_timeout_ms for m in group.members.values())
+
+        def sync_timeout(shard: ClassicProtocol) -> Result[None]:
+            g = shard.groups.get(group_id)
+            if g is None or g.state != COMPLETING_REBALANCE or g.generation != generation:
+                return Result()
+            stragglers = [m.member_id for m in g.members.values() if m.sync_future is None]
+            records: list[Record] = []
+            for member_id in stragglers:
+                records += shard._remove_member(g, member_id, "no SyncGroup in time")
+            return Result(records)
+
+        self._schedule(f"sync:{group.group_id}", timeout, sync_timeout)
+        return []
+
+    def _join_answer(self, group: ClassicGroup, member: Member) -> dict[str, Any]:
+        is_leader = member.member_id == group.leader
+        members = []
+        if is_leader:
+            members = [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "metadata": m.metadata_for(group.protocol),
+                }
+                for m in group.members.values()
+            ]
+        return {
+            "error_code": ErrorCode.none,
+            "generation_id": group.generation,
+            "protocol_type": group.protocol_type,
+            "protocol_name": group.protocol,
+            "leader": group.leader or "",
+            "skip_assignment": False,
+            "member_id": member.member_id,
+            "members": members,
+        }
+
+    # -- JoinGroup ---------------------------------------------------------------
+
+    def join_group(self, request: dict[str, Any]) -> Result[Any]:
+        """Returns a future: the answer comes when the join phase completes."""
+        loop = asyncio.get_running_loop()
+        group_id: str = request["group_id"]
+        member_id: str = request["member_id"]
+        instance_id: str | None = request["group_instance_id"]
+        session = request["session_timeout_ms"]
+
+        def now(answer: dict[str, Any]) -> Result[Any]:
+            future: asyncio.Future[dict[str, Any]] = loop.create_future()
+            future.set_result(answer)
+            return Result([], future)
+
+        def error(code: int) -> Result[Any]:
+            return now({"error_code": code, "member_id": member_id, "generation_id": -1})
+
+        if not group_id:
+            return error(ErrorCode.invalid_group_id)
+        if not self.config.min_session_timeout_ms <= session <= self.config.max_session_timeout_ms:
+            return error(ErrorCode.invalid_session_timeout)
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_id:
+                return error(ErrorCode.unknown_member_id)
+            group = ClassicGroup(group_id)
+            self.groups[group_id] = group
+        if group.state == DEAD:
+            return error(ErrorCode.coordinator_not_available)
+        protocols = [(p["name"], p["metadata"]) for p in request["protocols"]]
+        if not group.supports(request["protocol_type"], [n for n, _ in protocols]):
+            return error(ErrorCode.inconsistent_group_protocol)
+
+        if not member_id:
+            return self._join_unknown(group, request, protocols, now, error)
+        if member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            return self._add_and_rebalance(group, member_id, request, protocols)
+        member = group.members.get(member_id)
+        if instance_id is not None:
+            known = group.static_members.get(instance_id)
+            if known is not None and known != member_id:
+                return error(ErrorCode.fenced_instance_id)
+        if member is None:
+            return error(ErrorCode.unknown_member_id)
+        return self._join_known(group, member, request, protocols, now)
+
+    def _new_member(
+        self, member_id: str, request: dict[str, Any], protocols: list[tuple[str, bytes]]
+    ) -> Member:
+        return Member(
+            member_id=member_id,
+            group_instance_id=request["group_instance_id"],
+            client_id=request["client_id"],
+            client_host=request["client_host"],
+            rebalance_timeout_ms=request["rebalance_timeout_ms"],
+            session_timeout_ms=request["session_timeout_ms"],
+            protocol_type=request["protocol_type"],
+            protocols=protocols,
+        )
+
+    def _join_unknown(
+        self,
+        group: ClassicGroup,
+        request: dict[str, Any],
+        protocols: list[tuple[str, bytes]],
+        now: Any,
+        error: Any,
+    ) -> Result[Any]:
+        instance_id = request["group_instance_id"]
+        new_id = f"{request['client_id']}-{uuid.uuid4()}"
+        if instance_id is not None and instance_id in group.static_members:
+            return self._replace_static_member(group, new_id, request, protocols)
+        if len(group.members) + len(group.pending_members) >= MAX_GROUP_SIZE:
+            return error(ErrorCode.group_max_size_reached)
+        if instance_id is None and request["require_known_member_id"]:
+            group.pending_members.add(new_id)
+            group_id = group.group_id
+
+            def pending_expired(shard: ClassicProtocol) -> Result[None]:
+                return shard._expire_member(group_id, new_id)
+
+            self._schedule(
+                f"session:{group.group_id}:{new_id}", request["session_timeout_ms"], pending_expired
+            )
+            return now(
+                {
+                    "error_code": ErrorCode.member_id_required,
+                    "member_id": new_id,
+                    "generation_id": -1,
+                }
+            )
+        return self._add_and_rebalance(group, new_id, request, protocols)
+
+    def _replace_static_member(
+        self,
+        group: ClassicGroup,
+        new_id: str,
+        request: dict[str, Any],
+        protocols: list[tuple[str, bytes]],
+    ) -> Result[Any]:
+        """A static member restarting: it takes the old member's place and assignment."""
+        instance_id = request["group_instance_id"]
+        old_id = group.static_members[instance_id]
+        old = group.members[old_id]
+        group.remove(old_id)
+        self._cancel(f"session:{group.group_id}:{old_id}")
+        for parked in (old.join_future, old.sync_future):
+            if parked is not None and not parked.done():
+                parked.set_result({"error_code": ErrorCode.fenced_instance_id})
+        member = self._new_member(new_id, request, protocols)
+        member.assignment = old.assignment
+        was_leader = group.leader is None or group.leader == old_id
+        group.add(member)
+        if was_leader:
+            group.leader = new_id
+        loop = asyncio.get_running_loop()
+        unchanged = set(member.protocol_names) == set(old.protocol_names)
+        if group.state in (STABLE, COMPLETING_REBALANCE) and unchanged:
+            # No rebalance: persist the new member id, answer with the current generation.
+            self._arm_session(group, member)
+            current = self._join_answer(group, member)
+            # KIP-814: a static leader rejoining a stable group keeps the assignment as is
+            current["skip_assignment"] = group.state == STABLE and new_id == group.leader
+            future: asyncio.Future[dict[str, Any]] = loop.create_future()
+            future.set_result(current)
+            return Result([self._group_record(group)] if group.state == STABLE else [], future)
+        answer = member.join_future = loop.create_future()
+        return Result(self._join_or_rebalance(group), answer)
+
+    def _add_and_rebalance(
+        self,
+        group: ClassicGroup,
+        member_id: str,
+        request: dict[str, Any],
+        protocols: list[tuple[str, bytes]],
+    ) -> Result[Any]:
+        member = self._new_member(member_id, request, protocols)
+        answer = member.join_future = asyncio.get_running_loop().create_future()
+        group.add(member)
+        self._arm_session(group, member)
+        return Result(self._join_or_rebalance(group), answer)
+
+    def _join_known(
+        self,
+        group: ClassicGroup,
+        member: Member,
+        request: dict[str, Any],
+        protocols: list[tuple[str, bytes]],
+        now: Any,
+    ) -> Result[Any]:
+        loop = asyncio.get_running_loop()
+        changed = protocols != member.protocols
+        member.protocols = protocols
+        member.rebalance_timeout_ms = request["rebalance_timeout_ms"]
+        member.session_timeout_ms = request["session_timeout_ms"]
+        self._arm_session(group, member)
+        if group.state == COMPLETING_REBALANCE and not changed:
+            return now(self._join_answer(group, member))
+        if group.state == STABLE and not changed and member.member_id != group.leader:
+            return now(self._join_answer(group, member))
+        if member.join_future is not None and not member.join_future.done():
+            member.join_future.set_result({"error_code": ErrorCode.rebalance_in_progress})
+        answer = member.join_future = loop.create_future()
+        return Result(self._join_or_rebalance(group), answer)
+
+    # -- SyncGroup -----------------------------------------------------------------
+
+    def sync_group(self, request: dict[str, Any]) -> Result[Any]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        if not request["group_id"]:
+            future.set_result({"error_code": ErrorCode.invalid_group_id})
+            return Result([], future)
+        group = self.groups.get(request["group_id"])
+        code = self._validate_member(group, request["member_id"], request["group_instance_id"])
+        if code == ErrorCode.none and group is not None:
+            if request["generation_id"] != group.generation:
+                code = ErrorCode.illegal_generation
+            elif request.get("protocol_type") not in (None, group.protocol_type) or request.get(
+                "protocol_name"
+            ) not in (None, group.protocol):
+                code = ErrorCode.inconsistent_group_protocol
+        if code != ErrorCode.none or group is None:
+            future.set_result({"error_code": code})
+            return Result([], future)
+        member = group.members[request["member_id"]]
+        if group.state == PREPARING_REBALANCE:
+            future.set_result({"error_code": ErrorCode.rebalance_in_progress})
+            return Result([], future)
+        if group.state == STABLE:
+            future.set_result(self._sync_answer(group, member))
+            return Result([], future)
+        if group.state != COMPLETING_REBALANCE:
+            future.set_result({"error_code": ErrorCode.unknown_member_id})
+            return Result([], future)
+        member.sync_future = future
+        self._arm_session(group, member)
+        if member.member_id != group.leader:
+            return Result([], future)
+        assignments = {a["member_id"]: a["assignment"] for a in request["assignments"]}
+        for m in group.members.values():
+            m.assignment = assignments.get(m.member_id, b"")
+        self._cancel(f"sync:{group.group_id}")
+        group.state = STABLE
+        records = [self._group_record(group)]
+        for m in group.members.values():
+            if m.sync_future is not None and not m.sync_future.done():
+                m.sync_future.set_result(self._sync_answer(group, m))
+            m.sync_future = None
+        return Result(records, future)
+
+    def _sync_answer(self, group: ClassicGroup, member: Member) -> dict[str, Any]:
+        return {
+            "error_code": ErrorCode.none,
+            "protocol_type": group.protocol_type,
+            "protocol_name": group.protocol,
+            "assignment": member.assignment,
+        }
+
+    def _validate_member(
+        self, group: ClassicGroup | None, member_id: str, instance_id: str | None
+    ) -> ErrorCode:
+        if group is None or group.state == DEAD:
+            return ErrorCode.unknown_member_id
+        if instance_id is not None:
+            known = group.static_members.get(instance_id)
+            if known is not None and known != member_id:
+                return ErrorCode.fenced_instance_id
+        if member_id not in group.members:
+            return ErrorCode.unknown_member_id
+        return ErrorCode.none
+
+    # -- Heartbeat and LeaveGroup ----------------------------------------------------
+
+    def heartbeat(
+        self, group_id: str, member_id: str, instance_id: str | None, generation: int
+    ) -> Result[int]:
+        if not group_id:
+            return Result([], ErrorCode.invalid_group_id)
+        group = self.groups.get(group_id)
+        code = self._validate_member(group, member_id, instance_id)
+        if code != ErrorCode.none or group is None:
+            return Result([], code)
+        # Kafka's order: a wrong generation is ErrorCode.illegal_generation even mid-rebalance
+        if generation != group.generation:
+            return Result([], ErrorCode.illegal_generation)
+        self._arm_session(group, group.members[member_id])
+        if group.state == PREPARING_REBALANCE:
+            return Result([], ErrorCode.rebalance_in_progress)
+        return Result([], ErrorCode.none)
+
+    def leave_group(
+        self, group_id: str, leaving: list[tuple[str, str | None]]
+    ) -> Result[tuple[int, list[dict[str, Any]]]]:
+        if not group_id:
+            return Result([], (ErrorCode.invalid_group_id, []))
+        group = self.groups.get(group_id)
+        if group is None or group.state == DEAD:
+            return Result([], (ErrorCode.unknown_member_id, []))
+        answers = []
+        records: list[Record] = []
+        for member_id, instance_id in leaving:
+            code = ErrorCode.none
+            target = member_id
+            if instance_id is not None:
+                known = group.static_members.get(instance_id)
+                if known is None:
+                    code = ErrorCode.unknown_member_id
+                elif member_id and member_id != known:
+                    code = ErrorCode.fenced_instance_id
+                else:
+                    target = known
+            elif member_id in group.pending_members:
+                group.pending_members.discard(member_id)
+                self._cancel(f"session:{group_id}:{member_id}")
+                records += self._maybe_complete_join(group)
+                target = ""
+            elif member_id not in group.members:
+                code = ErrorCode.unknown_member_id
+            if code == ErrorCode.none and target:
+                records += self._remove_member(group, target, "left the group")
+            answers.append(
+                {"member_id": member_id, "group_instance_id": instance_id, "error_code": code}
+            )
+        return Result(records, (ErrorCode.none, answers))

@@ -1,0 +1,80 @@
+"""What a group coordinator shard holds, and the helpers both group protocols use."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator.group import records as rec
+from coordinator.group.classic import ClassicGroup
+from coordinator.runtime import Record, ShardRuntime
+
+MAX_GROUP_SIZE = 10000
+
+
+@dataclass
+class GroupConfig:
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1800000
+    initial_rebalance_delay_ms: int = 3000
+    offset_metadata_max_bytes: int = 4096
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    offsets_retention_check_interval_ms: int = 600000
+
+
+@dataclass(slots=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int = -1
+    record_offset: int = -1  # where it sits in the partition log
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ShardState:
+    def __init__(self, runtime: ShardRuntime | None, config: GroupConfig) -> None:
+        self.runtime = runtime
+        self.config = config
+        self.groups: dict[str, ClassicGroup] = {}
+        self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+        # transactional offsets waiting for their marker: producer id -> group -> offsets
+        self.pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}
+
+    # -- helpers -----------------------------------------------------------------
+
+    def _group_record(self, group: ClassicGroup) -> Record:
+        value = rec.GroupValue(
+            protocol_type=group.protocol_type or "",
+            generation=group.generation,
+            protocol=group.protocol,
+            leader=group.leader,
+            state_timestamp=now_ms(),
+            members=[
+                rec.MemberValue(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    m.metadata_for(group.protocol),
+                    m.assignment,
+                )
+                for m in group.members.values()
+            ],
+        )
+        return rec.encode_key(rec.GroupKey(group.group_id)), rec.encode_group(value)
+
+    def _schedule(self, key: str, delay_ms: float, operation: Any) -> None:
+        if self.runtime is not None:
+            self.runtime.schedule(key, delay_ms, operation)
+
+    def _cancel(self, key: str) -> None:
+        if self.runtime is not None:
+            self.runtime.cancel(key)
