@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import uuid
 
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
@@ -44,6 +45,44 @@ class Writer:
         self.int32(len(value))
         self.out += value
         return self
+
+    def int8(self, value: int) -> Writer:
+        self.out += _I8.pack(value)
+        return self
+
+    # Flexible (compact) forms, for value versions that use them.
+    def uvarint(self, value: int) -> Writer:
+        while value >= 0x80:
+            self.out.append((value & 0x7F) | 0x80)
+            value >>= 7
+        self.out.append(value)
+        return self
+
+    def compact_string(self, value: str | None) -> Writer:
+        if value is None:
+            return self.uvarint(0)
+        raw = value.encode()
+        self.uvarint(len(raw) + 1)
+        self.out += raw
+        return self
+
+    def compact_bytes(self, value: bytes | None) -> Writer:
+        if value is None:
+            return self.uvarint(0)
+        self.uvarint(len(value) + 1)
+        self.out += value
+        return self
+
+    def compact_length(self, count: int) -> Writer:
+        """The length of a compact array that follows (never null here)."""
+        return self.uvarint(count + 1)
+
+    def uuid(self, value: uuid.UUID) -> Writer:
+        self.out += value.bytes
+        return self
+
+    def no_tags(self) -> Writer:
+        return self.uvarint(0)
 
     def done(self) -> bytes:
         return bytes(self.out)
@@ -107,6 +146,13 @@ class Reader:
     def compact_bytes(self) -> bytes | None:
         length = self.uvarint() - 1
         return None if length < 0 else self._take(length)
+
+    def compact_length(self) -> int:
+        """The length of a compact array (a null array reads as empty)."""
+        return max(self.uvarint() - 1, 0)
+
+    def uuid(self) -> uuid.UUID:
+        return uuid.UUID(bytes=self._take(16))
 
     def skip_tags(self) -> None:
         for _ in range(self.uvarint()):
