@@ -1,0 +1,161 @@
+"""A consumer-protocol group (KIP-848) and the reconciliation of one member towards its
+target assignment, as pure state.
+
+The group epoch counts changes of membership, subscriptions and subscribed topics;
+the target assignment is computed for a group epoch; each member's epoch reaches the
+target epoch only once it owns nothing another member must get. A member first gives
+up what moves away (UNREVOKED_PARTITIONS, at its old epoch), then takes what is free;
+what another member still holds it gets later (UNRELEASED_PARTITIONS). So no partition
+ever has two owners.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from coordinator.group.consumer_records import TopicMetadata, TopicPartitions
+
+STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS = 0, 1, 2
+MEMBER_STATES = {STABLE: "Stable", UNREVOKED_PARTITIONS: "UnrevokedPartitions",
+                 UNRELEASED_PARTITIONS: "UnreleasedPartitions"}  # fmt: skip
+
+# group states as DescribeGroups / ListGroups / ConsumerGroupDescribe name them
+EMPTY, ASSIGNING, RECONCILING, GROUP_STABLE = "Empty", "Assigning", "Reconciling", "Stable"
+
+
+@dataclass
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    rebalance_timeout_ms: int = 300000
+    server_assignor: str | None = None
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    state: int = STABLE
+    assigned: TopicPartitions = field(default_factory=dict)
+    pending_revocation: TopicPartitions = field(default_factory=dict)
+
+
+@dataclass
+class ConsumerGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    target: dict[str, TopicPartitions] = field(default_factory=dict)
+    # the subscribed topics as of the group epoch: a change means a new epoch
+    topics: list[TopicMetadata] = field(default_factory=list)
+
+    @property
+    def state(self) -> str:
+        if not self.members:
+            return EMPTY
+        if self.assignment_epoch != self.group_epoch:
+            return ASSIGNING
+        if any(
+            m.member_epoch != self.assignment_epoch or m.state != STABLE
+            for m in self.members.values()
+        ):
+            return RECONCILING
+        return GROUP_STABLE
+
+    def static_member(self, instance_id: str) -> ConsumerMember | None:
+        for member in self.members.values():
+            if member.instance_id == instance_id:
+                return member
+        return None
+
+    def partition_owners(self) -> dict[tuple[uuid.UUID, int], int]:
+        """(topic id, partition) -> the epoch of the member that holds it, assigned or
+        still revoking."""
+        owners: dict[tuple[uuid.UUID, int], int] = {}
+        for member in self.members.values():
+            for held in (member.assigned, member.pending_revocation):
+                for topic_id, parts in held.items():
+                    for partition in parts:
+                        owners[(topic_id, partition)] = member.member_epoch
+        return owners
+
+
+def owns_any(owned: Mapping[uuid.UUID, frozenset[int]] | None, wanted: TopicPartitions) -> bool:
+    """Does the member's reported ownership include any of ``wanted``? Unknown (None)
+    counts as yes: the member has not said it let go."""
+    if owned is None:
+        return True
+    return any(owned.get(t, frozenset()) & parts for t, parts in wanted.items())
+
+
+def reconcile(
+    member: ConsumerMember,
+    target_epoch: int,
+    target: TopicPartitions,
+    owned: Mapping[uuid.UUID, frozenset[int]] | None,
+    held_by_another: Callable[[uuid.UUID, int], bool],
+) -> ConsumerMember:
+    """The member's next state towards ``target`` (of ``target_epoch``), given what it
+    reported owning in this heartbeat (None when it did not say)."""
+    if member.state == STABLE:
+        if member.member_epoch == target_epoch:
+            return member
+        return _next(member, member.member_epoch, target_epoch, target, owned, held_by_another)
+    if member.state == UNREVOKED_PARTITIONS:
+        if owns_any(owned, member.pending_revocation):
+            return member
+        return _next(member, member.member_epoch + 1, target_epoch, target, owned, held_by_another)
+    return _next(member, member.member_epoch, target_epoch, target, owned, held_by_another)
+
+
+def _next(
+    member: ConsumerMember,
+    epoch: int,
+    target_epoch: int,
+    target: TopicPartitions,
+    owned: Mapping[uuid.UUID, frozenset[int]] | None,
+    held_by_another: Callable[[uuid.UUID, int], bool],
+) -> ConsumerMember:
+    keep: TopicPartitions = {}
+    revoke: TopicPartitions = {}
+    take: TopicPartitions = {}
+    unreleased = False
+    for topic_id in set(target) | set(member.assigned):
+        wanted = target.get(topic_id, frozenset())
+        current = member.assigned.get(topic_id, frozenset())
+        if current & wanted:
+            keep[topic_id] = current & wanted
+        if current - wanted:
+            revoke[topic_id] = current - wanted
+        free = frozenset(p for p in wanted - current if not held_by_another(topic_id, p))
+        unreleased = unreleased or len(free) < len(wanted - current)
+        if free:
+            take[topic_id] = free
+    if revoke and owns_any(owned, revoke):
+        return _moved(member, epoch, UNREVOKED_PARTITIONS, keep, revoke)
+    for topic_id, parts in take.items():
+        keep[topic_id] = keep.get(topic_id, frozenset()) | parts
+    state = UNRELEASED_PARTITIONS if unreleased else STABLE
+    return _moved(member, target_epoch, state, keep, {})
+
+
+def _moved(
+    member: ConsumerMember,
+    epoch: int,
+    state: int,
+    assigned: TopicPartitions,
+    pending_revocation: TopicPartitions,
+) -> ConsumerMember:
+    return dataclasses.replace(
+        member,
+        member_epoch=epoch,
+        previous_member_epoch=member.member_epoch,
+        state=state,
+        assigned=assigned,
+        pending_revocation=pending_revocation,
+    )
