@@ -70,6 +70,10 @@ _NAMES = {
     "producer.id.expiration.ms": "producer_id_expiration_ms",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "txn_abort_interval_ms",
     "log.cleaner.backoff.ms": "log_cleaner_backoff_ms",
+    "group.coordinator.rebalance.protocols": "group_coordinator_rebalance_protocols",
+    "group.consumer.session.timeout.ms": "group_consumer_session_timeout_ms",
+    "group.consumer.heartbeat.interval.ms": "group_consumer_heartbeat_interval_ms",
+    "group.consumer.max.size": "group_consumer_max_size",
 }
 # Per-listener forms of a setting: listener.name.<listener>.<setting>
 _PER_LISTENER = re.compile(r"^listener\.name\.[a-z0-9_]+\.(.+)$")
@@ -122,6 +126,10 @@ class BrokerConfig:
     producer_id_expiration_ms: int = 86400000
     txn_abort_interval_ms: int = 10000
     log_cleaner_backoff_ms: int = 15000
+    group_coordinator_rebalance_protocols: str = "classic,consumer"
+    group_consumer_session_timeout_ms: int = 45000
+    group_consumer_heartbeat_interval_ms: int = 5000
+    group_consumer_max_size: int = 2147483647
     # Kafka settings given but not used here, with their values
     unused: dict[str, str] = field(default_factory=dict)
 

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import itertools
 import time
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -53,6 +54,9 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         offset_metadata_max_bytes=config.offset_metadata_max_bytes,
         offsets_retention_ms=config.offsets_retention_minutes * 60000,
         offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+        consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
+        consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+        consumer_max_size=config.group_consumer_max_size,
     )
 
 
@@ -71,7 +75,7 @@ class Broker:
         self.groups = CoordinatorRuntime(
             OFFSETS_TOPIC,
             config.offsets_topic_num_partitions,
-            lambda runtime: GroupShard(runtime, group_config(config)),
+            lambda runtime: GroupShard(runtime, group_config(config), self._topics_view),
             self._internal_topic,
             self._flush_partition,
         )
@@ -136,6 +140,14 @@ class Broker:
             await server.wait_closed()
         self.topics.close()
         log.info("stopped")
+
+    def _topics_view(self) -> dict[str, tuple[uuid.UUID, int]]:
+        """What the consumer group protocol assigns: name -> (id, partition count)."""
+        return {
+            t.name: (t.topic_id, len(t.partitions))
+            for t in self.topics
+            if t.name not in (OFFSETS_TOPIC, TRANSACTION_TOPIC)
+        }
 
     def _partition_count(self) -> float:
         return float(sum(len(t.partitions) for t in self.topics))

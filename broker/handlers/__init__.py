@@ -9,6 +9,8 @@ from broker.handlers import (
     add_partitions_to_txn,
     alter_configs,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_partitions,
     create_topics,
     delete_groups,
@@ -79,6 +81,8 @@ _MODULES: dict[int, ModuleType] = {
     61: describe_producers,
     65: describe_transactions,
     66: list_transactions,
+    68: consumer_group_heartbeat,
+    69: consumer_group_describe,
 }
 
 API_TABLE: dict[int, Api] = {

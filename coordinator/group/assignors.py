@@ -8,17 +8,18 @@ target assignment.
 - ``range``: per topic, the members subscribed to it (ordered by member id) take
   contiguous ranges, the first ones one partition more when it does not divide.
 
-Topics are named by id (a UUID string here); an assignment maps member id to
-topic id to a set of partitions.
+Topics are named by id; an assignment maps member id to topic id to a set of
+partitions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
 
-Assignment = dict[str, dict[str, set[int]]]
-Partition = tuple[str, int]
+Assignment = dict[str, dict[uuid.UUID, set[int]]]
+Partition = tuple[uuid.UUID, int]
 
 
 @dataclass(frozen=True)
@@ -26,12 +27,12 @@ class AssignmentSpec:
     """What an assignor sees: each member's subscribed topic ids, each topic's partition
     count, and the target assignment it may keep."""
 
-    subscriptions: Mapping[str, frozenset[str]]
-    partitions: Mapping[str, int]
-    current: Mapping[str, Mapping[str, set[int]]]
+    subscriptions: Mapping[str, frozenset[uuid.UUID]]
+    partitions: Mapping[uuid.UUID, int]
+    current: Mapping[str, Mapping[uuid.UUID, Set[int]]]
 
 
-def _empty(members: Mapping[str, frozenset[str]]) -> Assignment:
+def _empty(members: Mapping[str, frozenset[uuid.UUID]]) -> Assignment:
     return {member: {} for member in members}
 
 

@@ -206,6 +206,10 @@ class ClassicProtocol(ShardState):
             return error(ErrorCode.invalid_group_id)
         if not self.config.min_session_timeout_ms <= session <= self.config.max_session_timeout_ms:
             return error(ErrorCode.invalid_session_timeout)
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None and consumer_group.members:
+            # classic members inside a consumer-protocol group are not supported
+            return error(ErrorCode.inconsistent_group_protocol)
         group = self.groups.get(group_id)
         if group is None:
             if member_id:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from coordinator.group import consumer_records as cr
 from coordinator.group import records as rec
 from coordinator.group.classic import (
     COMPLETING_REBALANCE,
@@ -24,6 +25,8 @@ from coordinator.group.classic import (
     Member,
 )
 from coordinator.group.classic_protocol import ClassicProtocol
+from coordinator.group.consumer import ConsumerGroup
+from coordinator.group.consumer_protocol import ConsumerProtocol
 from coordinator.group.shard_state import CommittedOffset, GroupConfig, now_ms
 from coordinator.runtime import Record, Result
 from protocol.errors import ErrorCode
@@ -31,7 +34,7 @@ from protocol.errors import ErrorCode
 __all__ = ["CommittedOffset", "GroupConfig", "GroupShard"]
 
 
-class GroupShard(ClassicProtocol):
+class GroupShard(ClassicProtocol, ConsumerProtocol):
     """Replay of the shard's records, offsets, and the requests about whole groups."""
 
     # -- replay ------------------------------------------------------------------
@@ -42,6 +45,10 @@ class GroupShard(ClassicProtocol):
             self._replay_offset(offset, decoded, value, producer_id)
         elif isinstance(decoded, rec.GroupKey):
             self._replay_group(decoded.group, value)
+        else:
+            consumer_key = cr.decode_key(key)
+            if consumer_key is not None:
+                self._replay_consumer(consumer_key, value)
 
     def _replay_offset(
         self, offset: int, key: rec.OffsetKey, value: bytes | None, producer_id: int
@@ -52,7 +59,11 @@ class GroupShard(ClassicProtocol):
             target = pending.setdefault(key.group, {})
         else:
             target = self.offsets.setdefault(key.group, {})
-            if value is not None and key.group not in self.groups:
+            if (
+                value is not None
+                and key.group not in self.groups
+                and key.group not in self.consumer_groups
+            ):
                 # a group known only by its offsets (simple commits) is an Empty group
                 self.groups[key.group] = ClassicGroup(key.group)
         if value is None:
@@ -117,6 +128,7 @@ class GroupShard(ClassicProtocol):
         for group in self.groups.values():
             for member in group.members.values():
                 self._arm_session(group, member)
+        self.on_consumer_groups_loaded()
         self._schedule_offset_expiry()
 
     # -- offsets -------------------------------------------------------------------
@@ -129,7 +141,12 @@ class GroupShard(ClassicProtocol):
         producer = request.get("producer")  # (id, epoch) for TxnOffsetCommit
         member_id = request["member_id"]
         code = ErrorCode.none
-        if group is None:
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            code = _consumer_commit_error(consumer_group, member_id, generation, producer)
+            if code != ErrorCode.none:
+                return Result([], {tp: code for tp in request["offsets"]})
+        elif group is None:
             if generation >= 0:
                 code = ErrorCode.illegal_generation
         elif generation < 0 and not member_id and (group.is_empty() or producer is not None):
@@ -147,7 +164,7 @@ class GroupShard(ClassicProtocol):
                     self._arm_session(group, group.members[member_id])
         if code != ErrorCode.none:
             return Result([], {tp: code for tp in request["offsets"]})
-        if group is None:
+        if group is None and consumer_group is None:
             self.groups[group_id] = ClassicGroup(group_id)
         now = now_ms()
         records: list[Record] = []
@@ -208,6 +225,15 @@ class GroupShard(ClassicProtocol):
         records: list[Record] = []
         answers = {}
         for group_id in group_ids:
+            consumer_group = self.consumer_groups.get(group_id)
+            if consumer_group is not None:
+                if consumer_group.members:
+                    answers[group_id] = ErrorCode.non_empty_group
+                    continue
+                records += self._offset_tombstones(group_id, self.offsets.get(group_id, {}))
+                records += self.consumer_group_tombstones(consumer_group)
+                answers[group_id] = ErrorCode.none
+                continue
             group = self.groups.get(group_id)
             if group is None and group_id not in self.offsets:
                 answers[group_id] = ErrorCode.group_id_not_found
@@ -310,6 +336,25 @@ class GroupShard(ClassicProtocol):
             for g in self.groups.values()
             if g.state != DEAD
         ]
+        listed += [(g.group_id, "consumer", g.state) for g in self.consumer_groups.values()]
         known = {g for g, _, _ in listed}
         listed += [(g, "", EMPTY) for g in self.offsets if g not in known]
         return Result([], listed)
+
+
+def _consumer_commit_error(
+    group: ConsumerGroup, member_id: str, epoch: int, producer: Any
+) -> ErrorCode:
+    """Who may commit offsets of a consumer-protocol group: anyone while it has no
+    members (an admin, a manual assignment), else a member at its current epoch."""
+    if epoch < 0 and not group.members:
+        return ErrorCode.none
+    member = group.members.get(member_id)
+    if member is None:
+        return ErrorCode.unknown_member_id
+    if epoch != member.member_epoch:
+        # a transactional commit reports it as the classic protocol would
+        return (
+            ErrorCode.illegal_generation if producer is not None else ErrorCode.stale_member_epoch
+        )
+    return ErrorCode.none

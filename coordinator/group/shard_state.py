@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from coordinator.group import records as rec
 from coordinator.group.classic import ClassicGroup
+from coordinator.group.consumer import ConsumerGroup
 from coordinator.runtime import Record, ShardRuntime
 
 MAX_GROUP_SIZE = 10000
@@ -21,6 +24,10 @@ class GroupConfig:
     offset_metadata_max_bytes: int = 4096
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600000
+    # the consumer protocol (KIP-848): group.consumer.*
+    consumer_session_timeout_ms: int = 45000
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_max_size: int = 2147483647
 
 
 @dataclass(slots=True)
@@ -37,11 +44,23 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def no_topics() -> dict[str, tuple[uuid.UUID, int]]:
+    return {}
+
+
 class ShardState:
-    def __init__(self, runtime: ShardRuntime | None, config: GroupConfig) -> None:
+    def __init__(
+        self,
+        runtime: ShardRuntime | None,
+        config: GroupConfig,
+        topics_view: Callable[[], Mapping[str, tuple[uuid.UUID, int]]] = no_topics,
+    ) -> None:
         self.runtime = runtime
         self.config = config
+        # topic name -> (id, partition count) of the topics that exist now
+        self.topics_view = topics_view
         self.groups: dict[str, ClassicGroup] = {}
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
         self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
         # transactional offsets waiting for their marker: producer id -> group -> offsets
         self.pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}

@@ -1,0 +1,85 @@
+"""ConsumerGroupDescribe (69), v0-v1: consumer-protocol groups with their epochs, the
+assignor, and each member's subscription, current and target assignment. A group id
+that is not a consumer group answers GROUP_ID_NOT_FOUND."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.groups_common import on_group_shard
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 0, 1
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    groups = []
+    for group_id in request.group_ids:
+        code, described = await on_group_shard(ctx, group_id, _describe(group_id))
+        if code or described is None:
+            groups.append(_missing(group_id, ErrorCode(code) if code else None))
+        else:
+            groups.append(_described(described))
+    return {"throttle_time": 0, "groups": groups}
+
+
+def _describe(group_id: str) -> Callable[[Any], Any]:
+    return lambda shard: shard.describe_consumer_group(group_id)
+
+
+def _assignment(
+    parts: Mapping[uuid.UUID, frozenset[int]], names: Mapping[uuid.UUID, str]
+) -> dict[str, Any]:
+    return {
+        "topic_partitions": [
+            {"topic_id": topic_id, "topic_name": names.get(topic_id, ""), "partitions": sorted(p)}
+            for topic_id, p in sorted(parts.items())
+        ]
+    }
+
+
+def _described(group: dict[str, Any]) -> dict[str, Any]:
+    names = group["topic_names"]
+    return {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "group_id": group["group_id"],
+        "group_state": group["group_state"],
+        "group_epoch": group["group_epoch"],
+        "assignment_epoch": group["assignment_epoch"],
+        "assignor_name": group["assignor_name"],
+        "members": [
+            {
+                "member_id": m["member_id"],
+                "instance_id": m["instance_id"],
+                "rack_id": m["rack_id"],
+                "member_epoch": m["member_epoch"],
+                "client_id": m["client_id"],
+                "client_host": m["client_host"],
+                "subscribed_topic_names": list(m["subscribed_topic_names"]),
+                "subscribed_topic_regex": m["subscribed_topic_regex"],
+                "assignment": _assignment(m["assignment"], names),
+                "target_assignment": _assignment(m["target_assignment"], names),
+                "member_type": 1,  # consumer protocol
+            }
+            for m in group["members"]
+        ],
+        "authorized_operations": -2147483648,
+    }
+
+
+def _missing(group_id: str, code: ErrorCode | None) -> dict[str, Any]:
+    return {
+        "error_code": code or ErrorCode.group_id_not_found,
+        "error_message": None if code else f"Group {group_id} is not a consumer group.",
+        "group_id": group_id,
+        "group_state": "Dead",
+        "group_epoch": -1,
+        "assignment_epoch": -1,
+        "assignor_name": "",
+        "members": [],
+        "authorized_operations": -2147483648,
+    }

@@ -1,0 +1,75 @@
+"""ConsumerGroupHeartbeat (68), v0-v1: the consumer group protocol (KIP-848).
+
+A member joins with epoch 0 and its subscription, then heartbeats with its epoch and,
+when they changed, what it owns; the answer carries its new epoch and, when it
+changed, the partitions it should own. Epoch -1 leaves, -2 leaves for a while (a static
+member). The group's shard does the work (coordinator/group/consumer_protocol.py);
+here the request becomes a dict and the answer a response.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.groups_common import client_host, on_group_shard
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 0, 1
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    if "consumer" not in ctx.broker.config.group_coordinator_rebalance_protocols:
+        return _error(ErrorCode.unsupported_version, "The consumer group protocol is disabled.")
+    owned = request.topic_partitions
+    rebalance_timeout = request.rebalance_timeout
+    details = {
+        "group_id": request.group_id,
+        "member_id": request.member_id,
+        "member_epoch": request.member_epoch,
+        "instance_id": request.instance_id,
+        "rack_id": request.rack_id,
+        "rebalance_timeout_ms": int(rebalance_timeout.total_seconds() * 1000),
+        "subscribed_topic_names": request.subscribed_topic_names,
+        "subscribed_topic_regex": getattr(request, "subscribed_topic_regex", None),
+        "server_assignor": request.server_assignor,
+        "owned": None
+        if owned is None
+        else {tp.topic_id: frozenset(tp.partitions) for tp in owned if tp.topic_id is not None},
+        "client_id": ctx.header.client_id or "",
+        "client_host": client_host(ctx),
+    }
+    code, answer = await on_group_shard(
+        ctx, request.group_id, lambda s: s.consumer_group_heartbeat(details)
+    )
+    if code:
+        return _error(ErrorCode(code), None)
+    assignment = answer.get("assignment")
+    return {
+        "throttle_time": 0,
+        "error_code": answer["error_code"],
+        "error_message": answer.get("error_message"),
+        "member_id": answer.get("member_id"),
+        "member_epoch": answer.get("member_epoch", 0),
+        "heartbeat_interval": answer.get("heartbeat_interval_ms", 0),
+        "assignment": None
+        if assignment is None
+        else {
+            "topic_partitions": [
+                {"topic_id": topic_id, "partitions": sorted(parts)}
+                for topic_id, parts in sorted(assignment.items())
+            ]
+        },
+    }
+
+
+def _error(code: ErrorCode, message: str | None) -> Reply:
+    return {
+        "throttle_time": 0,
+        "error_code": code,
+        "error_message": message,
+        "member_id": None,
+        "member_epoch": 0,
+        "heartbeat_interval": 0,
+        "assignment": None,
+    }

@@ -1,0 +1,573 @@
+"""The consumer group protocol (KIP-848: ConsumerGroupHeartbeat) on a shard.
+
+A heartbeat works on a copy of its group: every change becomes a record (see
+consumer_records.py) that is applied to the copy at once, so later steps of the same
+heartbeat see it, and to the shard's state by `replay` once the records are written.
+Loading after a restart replays the same records, so a group comes back with its
+epochs, target assignment and each member's reconciliation state.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from coordinator.group import consumer_records as cr
+from coordinator.group import records as rec
+from coordinator.group.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, AssignmentSpec
+from coordinator.group.consumer import (
+    MEMBER_STATES,
+    STABLE,
+    UNREVOKED_PARTITIONS,
+    ConsumerGroup,
+    ConsumerMember,
+    reconcile,
+)
+from coordinator.group.shard_state import ShardState
+from coordinator.runtime import Record, Result
+from protocol.errors import ErrorCode
+
+LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
+# topic name -> (topic id, partition count), of the topics that exist now
+TopicsView = Callable[[], Mapping[str, tuple[uuid.UUID, int]]]
+
+
+class HeartbeatError(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _invalid(message: str) -> HeartbeatError:
+    return HeartbeatError(ErrorCode.invalid_request, message)
+
+
+class ConsumerProtocol(ShardState):
+    # -- replay ------------------------------------------------------------------
+
+    def _replay_consumer(self, key: cr.ConsumerKey, value: bytes | None) -> None:
+        group = self.consumer_groups.get(key.group)
+        if group is None:
+            if value is None:
+                return
+            group = self.consumer_groups[key.group] = ConsumerGroup(key.group)
+        apply_record(group, key, value)
+        if key.kind == cr.GROUP_EPOCH and value is None:
+            del self.consumer_groups[key.group]
+
+    # -- ConsumerGroupHeartbeat ----------------------------------------------------
+
+    def consumer_group_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
+        try:
+            return self._heartbeat(request)
+        except HeartbeatError as exc:
+            return Result([], {"error_code": exc.code, "error_message": str(exc)})
+
+    def _heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
+        _validate(request)
+        group_id, epoch = request["group_id"], request["member_epoch"]
+        records: list[Record] = []
+        live = self.consumer_groups.get(group_id)
+        if live is None:
+            classic = self.groups.get(group_id)
+            if classic is not None and not classic.is_empty():
+                raise HeartbeatError(
+                    ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
+                )
+            if epoch != 0:
+                raise HeartbeatError(
+                    ErrorCode.unknown_member_id,
+                    f"Group {group_id} has no member {request['member_id']}.",
+                )
+            if classic is not None:  # an empty classic group becomes a consumer group
+                records.append(self._classic_tombstone(group_id))
+        group = copy.deepcopy(live) if live is not None else ConsumerGroup(group_id)
+        if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            return self._leave(group, request, records)
+        member = self._member_for(group, request, records)
+        previously_assigned = member.assigned  # records below replace the group's members
+        updated = _with_request(member, request)
+        stored = group.members.get(updated.member_id)
+        if stored is None or _metadata(stored) != _metadata(updated):
+            _emit(group, records, _member_record(group_id, updated))
+        if _progress(group.members[updated.member_id]) != _progress(updated):
+            _emit(group, records, _current_record(group_id, updated))
+        bump = stored is None or _subscription_changed(stored, updated)
+        topics = self._subscribed_topics(group)
+        if topics != group.topics:
+            key = cr.ConsumerKey(cr.PARTITION_METADATA, group_id)
+            _emit(group, records, (cr.encode_key(key), cr.encode_partition_metadata(topics)))
+            bump = True
+        if bump or group.group_epoch == 0:
+            key = cr.ConsumerKey(cr.GROUP_EPOCH, group_id)
+            _emit(group, records, (cr.encode_key(key), cr.encode_epoch(group.group_epoch + 1)))
+        if group.group_epoch > group.assignment_epoch:
+            self._assign(group, records)
+        before = group.members[updated.member_id]
+        after = reconcile(
+            before,
+            group.assignment_epoch,
+            group.target.get(before.member_id, {}),
+            request.get("owned"),
+            _held_by_another(group, before.member_id),
+        )
+        if after != before:
+            _emit(group, records, _current_record(group_id, after))
+        self._arm_consumer_timers(group, after)
+        full = epoch == 0 or (
+            request.get("rebalance_timeout_ms", -1) != -1
+            and request.get("subscribed_topic_names") is not None
+            and request.get("owned") is not None
+        )
+        response: dict[str, Any] = {
+            "error_code": ErrorCode.none,
+            "member_id": after.member_id,
+            "member_epoch": after.member_epoch,
+            "heartbeat_interval_ms": self.config.consumer_heartbeat_interval_ms,
+            "assignment": None,
+        }
+        if full or after.assigned != previously_assigned:
+            response["assignment"] = after.assigned
+        return Result(records, response)
+
+    def _member_for(
+        self, group: ConsumerGroup, request: dict[str, Any], records: list[Record]
+    ) -> ConsumerMember:
+        member_id, epoch = request["member_id"], request["member_epoch"]
+        instance_id = request.get("instance_id")
+        if epoch == 0:
+            if len(group.members) >= self.config.consumer_max_size and (
+                member_id not in group.members
+            ):
+                raise HeartbeatError(
+                    ErrorCode.group_max_size_reached,
+                    f"The consumer group has reached its maximum of "
+                    f"{self.config.consumer_max_size} members.",
+                )
+            member_id = member_id or str(uuid.uuid4())
+            if instance_id is not None:
+                previous = group.static_member(instance_id)
+                if previous is not None and previous.member_id != member_id:
+                    if previous.member_epoch != STATIC_LEAVE_EPOCH:
+                        raise HeartbeatError(
+                            ErrorCode.unreleased_instance_id,
+                            f"Static member {previous.member_id} with instance id {instance_id} "
+                            "is still in the group.",
+                        )
+                    # the instance comes back under a new member id and keeps its place
+                    replacement = ConsumerMember(
+                        **{
+                            **vars(previous),
+                            "member_id": member_id,
+                            "member_epoch": 0,
+                            "previous_member_epoch": 0,
+                        }  # fmt: skip
+                    )
+                    target = group.target.get(previous.member_id, {})
+                    self._remove(group, previous.member_id, records)
+                    _emit(group, records, _target_record(group.group_id, member_id, target))
+                    return replacement
+            existing = group.members.get(member_id)
+            if existing is not None:
+                # a member that lost its epoch rejoins: it holds nothing any more
+                return ConsumerMember(
+                    **{
+                        **vars(existing),
+                        "member_epoch": 0,
+                        "previous_member_epoch": 0,
+                        "state": STABLE,
+                        "assigned": {},
+                        "pending_revocation": {},
+                    }  # fmt: skip
+                )
+            return ConsumerMember(member_id)
+        member = group.members.get(member_id)
+        if member is None:
+            raise HeartbeatError(
+                ErrorCode.unknown_member_id, f"Member {member_id} is not in group {group.group_id}."
+            )
+        if instance_id is not None and member.instance_id not in (None, instance_id):
+            raise HeartbeatError(
+                ErrorCode.fenced_instance_id, f"Member {member_id} has another instance id."
+            )
+        owned = request.get("owned")
+        if epoch > member.member_epoch or (
+            epoch < member.member_epoch
+            and (epoch != member.previous_member_epoch or not _subset(owned, member.assigned))
+        ):
+            raise HeartbeatError(
+                ErrorCode.fenced_member_epoch,
+                f"Member epoch {epoch} is not the group coordinator's {member.member_epoch}. "
+                "The member must abandon all its partitions and rejoin.",
+            )
+        return member
+
+    def _leave(
+        self, group: ConsumerGroup, request: dict[str, Any], records: list[Record]
+    ) -> Result[dict[str, Any]]:
+        member_id, epoch = request["member_id"], request["member_epoch"]
+        member = group.members.get(member_id)
+        if member is None:
+            raise HeartbeatError(
+                ErrorCode.unknown_member_id, f"Member {member_id} is not in group {group.group_id}."
+            )
+        self._cancel_consumer_timers(group.group_id, member_id)
+        if epoch == STATIC_LEAVE_EPOCH and member.instance_id is not None:
+            # keeps its place and assignment until it returns or its session ends
+            parked = ConsumerMember(**{**vars(member), "member_epoch": STATIC_LEAVE_EPOCH})
+            _emit(group, records, _current_record(group.group_id, parked))
+            self._arm_session_timeout(group.group_id, member_id)
+        else:
+            self._remove(group, member_id, records)
+            self._bump(group, records)
+        return Result(
+            records,
+            {
+                "error_code": ErrorCode.none,
+                "member_id": member_id,
+                "member_epoch": epoch,
+                "heartbeat_interval_ms": 0,
+                "assignment": None,
+            },
+        )
+
+    # -- target assignment ---------------------------------------------------------
+
+    def _assign(self, group: ConsumerGroup, records: list[Record]) -> None:
+        by_name = {t.name: t for t in group.topics}
+        subscriptions = {
+            m.member_id: frozenset(
+                by_name[name].topic_id for name in self._member_topics(m) if name in by_name
+            )
+            for m in group.members.values()
+        }
+        spec = AssignmentSpec(
+            subscriptions,
+            {t.topic_id: t.partitions for t in group.topics},
+            group.target,
+        )
+        assignor = ASSIGNORS[_preferred_assignor(group)]
+        new_target = {
+            member: {topic: frozenset(parts) for topic, parts in owned.items() if parts}
+            for member, owned in assignor(spec).items()
+        }
+        for member_id, target in new_target.items():
+            if group.target.get(member_id) != target:
+                _emit(group, records, _target_record(group.group_id, member_id, target))
+        key = cr.ConsumerKey(cr.TARGET_EPOCH, group.group_id)
+        _emit(group, records, (cr.encode_key(key), cr.encode_epoch(group.group_epoch)))
+
+    def _subscribed_topics(self, group: ConsumerGroup) -> list[cr.TopicMetadata]:
+        existing = self.topics_view()
+        names: set[str] = set()
+        for member in group.members.values():
+            names.update(n for n in self._member_topics(member) if n in existing)
+        return [cr.TopicMetadata(existing[n][0], n, existing[n][1]) for n in sorted(names)]
+
+    def _member_topics(self, member: ConsumerMember) -> list[str]:
+        names = list(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            try:
+                pattern = re.compile(member.subscribed_topic_regex)
+            except re.error:
+                return names
+            names += [n for n in self.topics_view() if pattern.fullmatch(n)]
+        return names
+
+    def _remove(self, group: ConsumerGroup, member_id: str, records: list[Record]) -> None:
+        for kind in (cr.TARGET_MEMBER, cr.CURRENT_ASSIGNMENT, cr.MEMBER_METADATA):
+            key = cr.ConsumerKey(kind, group.group_id, member_id)
+            _emit(group, records, (cr.encode_key(key), None))
+
+    def _bump(self, group: ConsumerGroup, records: list[Record]) -> None:
+        key = cr.ConsumerKey(cr.GROUP_EPOCH, group.group_id)
+        _emit(group, records, (cr.encode_key(key), cr.encode_epoch(group.group_epoch + 1)))
+
+    # -- timers --------------------------------------------------------------------
+
+    def _arm_consumer_timers(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        self._arm_session_timeout(group.group_id, member.member_id)
+        revoke_key = f"revoke:{group.group_id}:{member.member_id}"
+        if member.state != UNREVOKED_PARTITIONS:
+            self._cancel(revoke_key)
+            return
+        group_id, member_id, epoch = group.group_id, member.member_id, member.member_epoch
+
+        def fence(shard: ConsumerProtocol) -> Result[None]:
+            return shard._fence(group_id, member_id, epoch, "did not revoke in time")
+
+        self._schedule(revoke_key, member.rebalance_timeout_ms, fence)
+
+    def _arm_session_timeout(self, group_id: str, member_id: str) -> None:
+        def expire(shard: ConsumerProtocol) -> Result[None]:
+            return shard._fence(group_id, member_id, None, "session timeout")
+
+        self._schedule(
+            f"csession:{group_id}:{member_id}", self.config.consumer_session_timeout_ms, expire
+        )
+
+    def _cancel_consumer_timers(self, group_id: str, member_id: str) -> None:
+        self._cancel(f"csession:{group_id}:{member_id}")
+        self._cancel(f"revoke:{group_id}:{member_id}")
+
+    def _fence(self, group_id: str, member_id: str, epoch: int | None, reason: str) -> Result[None]:
+        live = self.consumer_groups.get(group_id)
+        if live is None or member_id not in live.members:
+            return Result()
+        member = live.members[member_id]
+        if epoch is not None and (
+            member.member_epoch != epoch or member.state != UNREVOKED_PARTITIONS
+        ):
+            return Result()
+        group = copy.deepcopy(live)
+        records: list[Record] = []
+        self._cancel_consumer_timers(group_id, member_id)
+        self._remove(group, member_id, records)
+        self._bump(group, records)
+        return Result(records)
+
+    def on_consumer_groups_loaded(self) -> None:
+        for group in self.consumer_groups.values():
+            for member in group.members.values():
+                self._arm_consumer_timers(group, member)
+
+    # -- describe --------------------------------------------------------------------
+
+    def describe_consumer_group(self, group_id: str) -> Result[dict[str, Any]]:
+        group = self.consumer_groups.get(group_id)
+        if group is None:
+            return Result([], None)
+        return Result(
+            [],
+            {
+                "group_id": group_id,
+                "group_state": group.state,
+                "group_epoch": group.group_epoch,
+                "assignment_epoch": group.assignment_epoch,
+                "assignor_name": _preferred_assignor(group),
+                "members": [
+                    {
+                        "member_id": m.member_id,
+                        "instance_id": m.instance_id,
+                        "rack_id": m.rack_id,
+                        "member_epoch": m.member_epoch,
+                        "client_id": m.client_id,
+                        "client_host": m.client_host,
+                        "subscribed_topic_names": m.subscribed_topic_names,
+                        "subscribed_topic_regex": m.subscribed_topic_regex,
+                        "assignment": m.assigned,
+                        "target_assignment": group.target.get(m.member_id, {}),
+                        "state": MEMBER_STATES.get(m.state, "Unknown"),
+                    }
+                    for m in group.members.values()
+                ],
+                "topic_names": {t.topic_id: t.name for t in group.topics},
+            },
+        )
+
+    def consumer_group_tombstones(self, group: ConsumerGroup) -> list[Record]:
+        """Records that delete an empty group (the epoch last: replay drops the group)."""
+        keys = [cr.ConsumerKey(cr.TARGET_MEMBER, group.group_id, m) for m in group.target]
+        keys += [
+            cr.ConsumerKey(cr.TARGET_EPOCH, group.group_id),
+            cr.ConsumerKey(cr.PARTITION_METADATA, group.group_id),
+            cr.ConsumerKey(cr.GROUP_EPOCH, group.group_id),
+        ]
+        return [(cr.encode_key(key), None) for key in keys]
+
+    def _classic_tombstone(self, group_id: str) -> Record:
+        return rec.encode_key(rec.GroupKey(group_id)), None
+
+
+# -- records applied to a group -----------------------------------------------------
+
+
+def apply_record(group: ConsumerGroup, key: cr.ConsumerKey, value: bytes | None) -> None:
+    """One record's change to ``group``: the same for a heartbeat's working copy, a
+    live replay and loading."""
+    kind, member_id = key.kind, key.member
+    if kind == cr.GROUP_EPOCH:
+        group.group_epoch = cr.decode_epoch(value) if value is not None else 0
+    elif kind == cr.PARTITION_METADATA:
+        group.topics = cr.decode_partition_metadata(value) if value is not None else []
+    elif kind == cr.TARGET_EPOCH:
+        group.assignment_epoch = cr.decode_epoch(value) if value is not None else 0
+    elif kind == cr.TARGET_MEMBER:
+        if value is None:
+            group.target.pop(member_id, None)
+        else:
+            group.target[member_id] = cr.decode_target(value)
+    elif kind == cr.MEMBER_METADATA:
+        if value is None:
+            group.members.pop(member_id, None)
+            return
+        meta = cr.decode_member(value)
+        member = group.members.setdefault(member_id, ConsumerMember(member_id))
+        member.instance_id, member.rack_id = meta.instance_id, meta.rack_id
+        member.client_id, member.client_host = meta.client_id, meta.client_host
+        member.subscribed_topic_names = meta.subscribed_topic_names
+        member.subscribed_topic_regex = meta.subscribed_topic_regex
+        member.rebalance_timeout_ms = meta.rebalance_timeout_ms
+        member.server_assignor = meta.server_assignor
+    elif kind == cr.CURRENT_ASSIGNMENT:
+        if value is None:
+            known = group.members.get(member_id)
+            if known is not None:
+                known.member_epoch, known.assigned, known.pending_revocation = 0, {}, {}
+            return
+        current = cr.decode_current(value)
+        target = group.members.setdefault(member_id, ConsumerMember(member_id))
+        target.member_epoch = current.member_epoch
+        target.previous_member_epoch = current.previous_member_epoch
+        target.state = current.state
+        target.assigned = current.assigned
+        target.pending_revocation = current.pending_revocation
+
+
+def _emit(group: ConsumerGroup, records: list[Record], record: Record) -> None:
+    key, value = record
+    assert key is not None
+    decoded = cr.decode_key(key)
+    assert decoded is not None
+    apply_record(group, decoded, value)
+    records.append(record)
+
+
+def _member_record(group_id: str, member: ConsumerMember) -> Record:
+    key = cr.ConsumerKey(cr.MEMBER_METADATA, group_id, member.member_id)
+    value = cr.MemberMetadata(
+        member.instance_id,
+        member.rack_id,
+        member.client_id,
+        member.client_host,
+        member.subscribed_topic_names,
+        member.subscribed_topic_regex,
+        member.rebalance_timeout_ms,
+        member.server_assignor,
+    )
+    return cr.encode_key(key), cr.encode_member(value)
+
+
+def _current_record(group_id: str, member: ConsumerMember) -> Record:
+    key = cr.ConsumerKey(cr.CURRENT_ASSIGNMENT, group_id, member.member_id)
+    value = cr.CurrentAssignment(
+        member.member_epoch,
+        member.previous_member_epoch,
+        member.state,
+        member.assigned,
+        member.pending_revocation,
+    )
+    return cr.encode_key(key), cr.encode_current(value)
+
+
+def _target_record(group_id: str, member_id: str, target: cr.TopicPartitions) -> Record:
+    key = cr.ConsumerKey(cr.TARGET_MEMBER, group_id, member_id)
+    return cr.encode_key(key), cr.encode_target(target)
+
+
+def _validate(request: dict[str, Any]) -> None:
+    if not request["group_id"]:
+        raise _invalid("GroupId can't be empty.")
+    if request.get("instance_id") == "":
+        raise _invalid("InstanceId can't be empty.")
+    if request.get("rack_id") == "":
+        raise _invalid("RackId can't be empty.")
+    epoch = request["member_epoch"]
+    if epoch > 0 or epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+        if not request["member_id"]:
+            raise _invalid("MemberId can't be empty.")
+        if epoch == STATIC_LEAVE_EPOCH and request.get("instance_id") is None:
+            raise _invalid("InstanceId can't be null.")
+    elif epoch == 0:
+        if request.get("rebalance_timeout_ms", -1) == -1:
+            raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+        if request.get("owned") is None or request["owned"]:
+            raise _invalid("TopicPartitions must be empty when (re-)joining.")
+        if not request.get("subscribed_topic_names") and not request.get("subscribed_topic_regex"):
+            raise _invalid("SubscribedTopicNames must be set in first request.")
+    else:
+        raise _invalid("MemberEpoch is invalid.")
+    assignor = request.get("server_assignor")
+    if assignor is not None and assignor not in ASSIGNORS:
+        raise HeartbeatError(
+            ErrorCode.unsupported_assignor,
+            f"ServerAssignor {assignor} is not supported. Supported assignors: "
+            f"{', '.join(ASSIGNORS)}.",
+        )
+
+
+def _with_request(member: ConsumerMember, request: dict[str, Any]) -> ConsumerMember:
+    """The member with what the request changes (null fields change nothing)."""
+    changes: dict[str, Any] = {
+        "client_id": request.get("client_id", member.client_id),
+        "client_host": request.get("client_host", member.client_host),
+    }
+    for field_name, request_name in (
+        ("instance_id", "instance_id"),
+        ("rack_id", "rack_id"),
+        ("server_assignor", "server_assignor"),
+        ("subscribed_topic_regex", "subscribed_topic_regex"),
+    ):
+        if request.get(request_name) is not None:
+            changes[field_name] = request[request_name]
+    if request.get("subscribed_topic_names") is not None:
+        changes["subscribed_topic_names"] = tuple(request["subscribed_topic_names"])
+    if request.get("rebalance_timeout_ms", -1) != -1:
+        changes["rebalance_timeout_ms"] = request["rebalance_timeout_ms"]
+    return ConsumerMember(**{**vars(member), **changes})
+
+
+def _metadata(member: ConsumerMember) -> tuple[Any, ...]:
+    return (
+        member.instance_id,
+        member.rack_id,
+        member.client_id,
+        member.client_host,
+        member.subscribed_topic_names,
+        member.subscribed_topic_regex,
+        member.rebalance_timeout_ms,
+        member.server_assignor,
+    )
+
+
+def _progress(member: ConsumerMember) -> tuple[Any, ...]:
+    return (
+        member.member_epoch,
+        member.previous_member_epoch,
+        member.state,
+        member.assigned,
+        member.pending_revocation,
+    )
+
+
+def _subscription_changed(before: ConsumerMember, after: ConsumerMember) -> bool:
+    return (
+        before.subscribed_topic_names != after.subscribed_topic_names
+        or before.subscribed_topic_regex != after.subscribed_topic_regex
+        or before.server_assignor != after.server_assignor
+    )
+
+
+def _subset(owned: Mapping[uuid.UUID, frozenset[int]] | None, assigned: cr.TopicPartitions) -> bool:
+    if owned is None:
+        return False
+    return all(parts <= assigned.get(topic, frozenset()) for topic, parts in owned.items())
+
+
+def _held_by_another(group: ConsumerGroup, member_id: str) -> Callable[[uuid.UUID, int], bool]:
+    held: set[tuple[uuid.UUID, int]] = set()
+    for other in group.members.values():
+        if other.member_id == member_id:
+            continue
+        for owned in (other.assigned, other.pending_revocation):
+            held.update((topic, p) for topic, parts in owned.items() for p in parts)
+    return lambda topic, partition: (topic, partition) in held
+
+
+def _preferred_assignor(group: ConsumerGroup) -> str:
+    asked = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+    return asked.most_common(1)[0][0] if asked else DEFAULT_ASSIGNOR
