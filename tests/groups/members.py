@@ -15,6 +15,8 @@ from helpers import java
 from helpers.java import JavaToolError
 
 FAST = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+# KIP-848 members: the broker sets their session and heartbeat interval
+CONSUMER_PROTOCOL = {"group.protocol": "consumer"}
 
 RANGE = "org.apache.kafka.clients.consumer.RangeAssignor"
 ROUNDROBIN = "org.apache.kafka.clients.consumer.RoundRobinAssignor"
@@ -43,7 +45,9 @@ class JavaMember:
         props: Mapping[str, object] | None = None,
     ) -> None:
         self.client_id = client_id
-        all_props: dict[str, object] = {"client.id": client_id, **FAST, **(props or {})}
+        consumer_protocol = (props or {}).get("group.protocol") == "consumer"
+        base = {} if consumer_protocol else FAST
+        all_props: dict[str, object] = {"client.id": client_id, **base, **(props or {})}
         args = ["group-member", "--bootstrap", bootstrap, "--group", group]
         for t in topics:
             args += ["--topic", t]
@@ -179,9 +183,12 @@ class Members:
             m.kill()
 
 
-def settled(members: Iterable[JavaMember], partitions: set[str]) -> dict[str, set[str]] | None:
-    """The assignment when every member has one, they share a generation, cover every
-    partition and overlap nowhere; else None."""
+def settled(
+    members: Iterable[JavaMember], partitions: set[str], same_generation: bool = True
+) -> dict[str, set[str]] | None:
+    """The assignment when every member has one, they share a generation (classic
+    protocol: consumer-protocol members report the epoch of their last callback), cover
+    every partition and overlap nowhere; else None."""
     out: dict[str, set[str]] = {}
     generations = set()
     for m in members:
@@ -191,7 +198,7 @@ def settled(members: Iterable[JavaMember], partitions: set[str]) -> dict[str, se
         out[m.client_id] = a
         generations.add(m.generation())
     union: set[str] = set().union(*out.values()) if out else set()
-    if len(generations) != 1 or union != partitions:
+    if (same_generation and len(generations) != 1) or union != partitions:
         return None
     if sum(len(a) for a in out.values()) != len(union):
         return None
@@ -203,13 +210,14 @@ def wait_settled(
     partitions: set[str],
     timeout: float = 45.0,
     extra: Callable[[dict[str, set[str]]], bool] | None = None,
+    same_generation: bool = True,
 ) -> dict[str, set[str]]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for m in members:
             if m.errors() or m.proc.poll() is not None:
                 raise JavaToolError(f"member failed\n{m.describe()}")
-        got = settled(members, partitions)
+        got = settled(members, partitions, same_generation)
         if got is not None and (extra is None or extra(got)):
             return got
         time.sleep(0.1)

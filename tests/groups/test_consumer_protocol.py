@@ -1,0 +1,94 @@
+"""The consumer group protocol (KIP-848, group.protocol=consumer) with real clients:
+the Java client and librdkafka join, share partitions without overlap, and take over
+from members that leave or crash."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from helpers.broker import Broker, BrokerFactory
+from helpers.topics import create_topic
+
+from groups.members import CONSUMER_PROTOCOL, JavaMember, Members, all_partitions, wait_settled
+
+# members learn of a new assignment at their next heartbeat
+SETTINGS = {"group.consumer.heartbeat.interval.ms": 200, "group.consumer.session.timeout.ms": 6000}
+
+
+def settle(members: list[JavaMember], partitions: set[str]) -> dict[str, set[str]]:
+    """Every partition owned once, and (uniform assignor) evenly."""
+
+    def balanced(got: dict[str, set[str]]) -> bool:
+        sizes = [len(p) for p in got.values()]
+        return max(sizes) - min(sizes) <= 1
+
+    return wait_settled(members, partitions, timeout=30, extra=balanced, same_generation=False)
+
+
+@pytest.fixture
+def kip848_broker(broker_factory: BrokerFactory) -> Broker:
+    return broker_factory(SETTINGS)
+
+
+def test_java_members_share_and_take_over(
+    kip848_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
+    create_topic(kip848_broker.bootstrap, unique_topic, 6)
+    partitions = all_partitions({unique_topic: 6})
+    with Members(kip848_broker.bootstrap, unique_group) as members:
+        first = members.start("c0", [unique_topic], CONSUMER_PROTOCOL)
+        assert settle([first], partitions)["c0"] == partitions
+        second = members.start("c1", [unique_topic], CONSUMER_PROTOCOL)
+        third = members.start("c2", [unique_topic], CONSUMER_PROTOCOL)
+        split = settle([first, second, third], partitions)
+        assert sorted(len(p) for p in split.values()) == [2, 2, 2]
+        # c0 keeps what it still may (the uniform assignor is sticky)
+        second.close()
+        after = settle([first, third], partitions)
+        assert split["c0"] <= after["c0"] and split["c2"] <= after["c2"]
+        third.kill()  # no goodbye: its session ends (6 s) and c0 takes everything
+        assert settle([first], partitions)["c0"] == partitions
+
+
+def test_librdkafka_members_consume_everything_once(
+    kip848_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
+    create_topic(kip848_broker.bootstrap, unique_topic, 4)
+    producer = Producer({"bootstrap.servers": kip848_broker.bootstrap})
+    for i in range(400):
+        producer.produce(unique_topic, b"%d" % i, partition=i % 4)
+    assert producer.flush(15) == 0
+
+    def member(name: str) -> Consumer:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": kip848_broker.bootstrap,
+                "group.id": unique_group,
+                "group.protocol": "consumer",
+                "client.id": name,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        consumer.subscribe([unique_topic])
+        return consumer
+
+    consumers = [member("r0"), member("r1")]
+    seen: dict[bytes, int] = {}
+    owned: list[set[int]] = [set(), set()]
+    deadline = time.monotonic() + 40
+    try:
+        while time.monotonic() < deadline:
+            for index, consumer in enumerate(consumers):
+                message = consumer.poll(0.05)
+                if message is not None and message.error() is None:
+                    seen[message.value()] = seen.get(message.value(), 0) + 1
+                owned[index] = {tp.partition for tp in consumer.assignment()}
+            if len(seen) == 400 and owned[0] and owned[1] and not owned[0] & owned[1]:
+                break
+        assert len(seen) == 400
+        assert owned[0] | owned[1] == {0, 1, 2, 3} and not owned[0] & owned[1], owned
+    finally:
+        for consumer in consumers:
+            consumer.close()
