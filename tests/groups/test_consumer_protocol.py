@@ -92,3 +92,42 @@ def test_librdkafka_members_consume_everything_once(
     finally:
         for consumer in consumers:
             consumer.close()
+
+
+def test_broker_killed_mid_group_comes_back_with_it(
+    kip848_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
+    create_topic(kip848_broker.bootstrap, unique_topic, 6)
+    partitions = all_partitions({unique_topic: 6})
+    with Members(kip848_broker.bootstrap, unique_group) as members:
+        first = members.start("c0", [unique_topic], CONSUMER_PROTOCOL)
+        second = members.start("c1", [unique_topic], CONSUMER_PROTOCOL)
+        before = settle([first, second], partitions)
+        kip848_broker.restart(hard=True)  # kill -9, then the same data and port
+        # the group, its epochs and assignment were replayed: the members carry on
+        time.sleep(3)
+        assert settle([first, second], partitions) == before
+        third = members.start("c2", [unique_topic], CONSUMER_PROTOCOL)
+        after = settle([first, second, third], partitions)
+        assert sorted(len(p) for p in after.values()) == [2, 2, 2]
+        assert not [
+            e for m in (first, second) for e in m.rebalance_events() if e["event"] == "lost"
+        ]
+
+
+def test_static_member_restarts_without_moving_partitions(
+    kip848_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
+    create_topic(kip848_broker.bootstrap, unique_topic, 4)
+    partitions = all_partitions({unique_topic: 4})
+    static = {**CONSUMER_PROTOCOL, "group.instance.id": "instance-a"}
+    with Members(kip848_broker.bootstrap, unique_group) as members:
+        a = members.start("a", [unique_topic], static)
+        b = members.start("b", [unique_topic], CONSUMER_PROTOCOL)
+        before = settle([a, b], partitions)
+        a.close()  # a static member leaves for a while (epoch -2): nothing moves
+        time.sleep(2)
+        assert b.assignment() == before["b"]
+        again = members.start("a", [unique_topic], static)
+        after = settle([again, b], partitions)
+        assert after == before
