@@ -1,4 +1,5 @@
-"""ListGroups (16), v0-v4: every group on every loaded shard; v4 filters by state."""
+"""ListGroups (16), v0-v5: every group on every loaded shard; v4 filters by state, v5
+by type (classic or consumer) and says each group's type."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ from typing import Any
 from broker.handlers.base import Reply, RequestContext
 from coordinator.runtime import CoordinatorError
 
-MIN_VERSION, MAX_VERSION = 0, 4
+MIN_VERSION, MAX_VERSION = 0, 5
 
 COORDINATOR_LOAD_IN_PROGRESS = 14
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    wanted_states = {s.lower() for s in getattr(request, "states_filter", ())}
+    wanted_states = {s.strip().lower() for s in getattr(request, "states_filter", ())}
+    wanted_types = {t.strip().lower() for t in getattr(request, "types_filter", ())}
     runtime = ctx.broker.groups
     await runtime.ensure_started()
     groups = []
@@ -24,10 +26,17 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         except CoordinatorError:
             code = COORDINATOR_LOAD_IN_PROGRESS
             continue
-        for group_id, protocol_type, state in listed:
+        for group_id, protocol_type, state, group_type in listed:
             if wanted_states and state.lower() not in wanted_states:
                 continue
+            if wanted_types and group_type not in wanted_types:
+                continue
             groups.append(
-                {"group_id": group_id, "protocol_type": protocol_type, "group_state": state}
+                {
+                    "group_id": group_id,
+                    "protocol_type": protocol_type,
+                    "group_state": state,
+                    "group_type": group_type,
+                }
             )
     return {"throttle_time": 0, "error_code": code, "groups": groups}

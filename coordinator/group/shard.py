@@ -329,16 +329,18 @@ class GroupShard(ClassicProtocol, ConsumerProtocol):
             },
         )
 
-    def list_groups(self) -> Result[list[tuple[str, str, str]]]:
-        """(group id, protocol type, state) of every live group."""
+    def list_groups(self) -> Result[list[tuple[str, str, str, str]]]:
+        """(group id, protocol type, state, group type) of every live group."""
         listed = [
-            (g.group_id, g.protocol_type or "", g.state)
+            (g.group_id, g.protocol_type or "", g.state, "classic")
             for g in self.groups.values()
             if g.state != DEAD
         ]
-        listed += [(g.group_id, "consumer", g.state) for g in self.consumer_groups.values()]
-        known = {g for g, _, _ in listed}
-        listed += [(g, "", EMPTY) for g in self.offsets if g not in known]
+        listed += [
+            (g.group_id, "consumer", g.state, "consumer") for g in self.consumer_groups.values()
+        ]
+        known = {listed_group[0] for listed_group in listed}
+        listed += [(g, "", EMPTY, "classic") for g in self.offsets if g not in known]
         return Result([], listed)
 
 

@@ -10,9 +10,11 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from helpers.broker import Broker, BrokerFactory
 from helpers.topics import create_topic
+from helpers.wire import WireClient
 
 from groups.members import CONSUMER_PROTOCOL, JavaMember, Members, all_partitions, wait_settled
 
+LIST_GROUPS, CONSUMER_GROUP_DESCRIBE = 16, 69
 # members learn of a new assignment at their next heartbeat
 SETTINGS = {"group.consumer.heartbeat.interval.ms": 200, "group.consumer.session.timeout.ms": 6000}
 
@@ -131,3 +133,66 @@ def test_static_member_restarts_without_moving_partitions(
         again = members.start("a", [unique_topic], static)
         after = settle([again, b], partitions)
         assert after == before
+
+
+def test_classic_and_consumer_groups_side_by_side(
+    kip848_broker: Broker, unique_topic: str, name_factory
+) -> None:
+    create_topic(kip848_broker.bootstrap, unique_topic, 2)
+    producer = Producer({"bootstrap.servers": kip848_broker.bootstrap})
+    for i in range(50):
+        producer.produce(unique_topic, b"%d" % i, partition=i % 2)
+    assert producer.flush(15) == 0
+    groups = {"classic": name_factory("classic"), "consumer": name_factory("consumer")}
+    consumers = {
+        protocol: Consumer(
+            {
+                "bootstrap.servers": kip848_broker.bootstrap,
+                "group.id": group,
+                "group.protocol": protocol,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        for protocol, group in groups.items()
+    }
+    try:
+        counts = dict.fromkeys(groups, 0)
+        for consumer in consumers.values():
+            consumer.subscribe([unique_topic])
+        deadline = time.monotonic() + 30
+        while min(counts.values()) < 50 and time.monotonic() < deadline:
+            for protocol, consumer in consumers.items():
+                message = consumer.poll(0.05)
+                if message is not None and message.error() is None:
+                    counts[protocol] += 1
+        assert counts == {"classic": 50, "consumer": 50}
+        with WireClient(kip848_broker.bootstrap) as client:
+            listed = client.call(LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
+            types = {g.group_id: (g.group_type, g.protocol_type) for g in listed.groups}
+            assert types[groups["classic"]] == ("classic", "consumer")
+            assert types[groups["consumer"]] == ("consumer", "consumer")
+            only = client.call(LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["Consumer"]})
+            assert groups["consumer"] in {g.group_id for g in only.groups}
+            assert groups["classic"] not in {g.group_id for g in only.groups}
+            described = client.call(
+                CONSUMER_GROUP_DESCRIBE,
+                0,
+                {
+                    "group_ids": [groups["consumer"], groups["classic"]],
+                    "include_authorized_operations": False,
+                },
+            )
+            found, missing = described.groups
+            assert (found.error_code, found.group_state, found.assignor_name) == (
+                0,
+                "Stable",
+                "uniform",
+            )
+            [member] = found.members
+            assigned = {p for t in member.assignment.topic_partitions for p in t.partitions}
+            assert assigned == {0, 1}
+            assert [t.topic_name for t in member.assignment.topic_partitions] == [unique_topic]
+            assert missing.error_code == 69  # GROUP_ID_NOT_FOUND: a classic group
+    finally:
+        for consumer in consumers.values():
+            consumer.close()
