@@ -8,6 +8,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewPartitions
 from helpers.broker import Broker, BrokerFactory
 from helpers.topics import create_topic
 from helpers.wire import WireClient
@@ -196,3 +197,44 @@ def test_classic_and_consumer_groups_side_by_side(
     finally:
         for consumer in consumers.values():
             consumer.close()
+
+
+def test_regex_subscription_picks_up_new_topics_and_partitions(
+    kip848_broker: Broker, name_factory
+) -> None:
+    prefix = name_factory("rx")
+    first, later = f"{prefix}-a", f"{prefix}-b"
+    create_topic(kip848_broker.bootstrap, first, 1)
+    create_topic(kip848_broker.bootstrap, name_factory("other"), 1)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kip848_broker.bootstrap,
+            "group.id": name_factory("group"),
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
+
+    def owned_after(wanted: set[tuple[str, int]]) -> set[tuple[str, int]]:
+        deadline = time.monotonic() + 30
+        owned: set[tuple[str, int]] = set()
+        while time.monotonic() < deadline and owned != wanted:
+            consumer.poll(0.1)
+            owned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
+        return owned
+
+    try:
+        consumer.subscribe([f"^{prefix}-.*"])
+        assert owned_after({(first, 0)}) == {(first, 0)}
+        create_topic(kip848_broker.bootstrap, later, 2)
+        assert owned_after({(first, 0), (later, 0), (later, 1)}) == {
+            (first, 0),
+            (later, 0),
+            (later, 1),
+        }
+        admin = AdminClient({"bootstrap.servers": kip848_broker.bootstrap})
+        admin.create_partitions([NewPartitions(first, 3)])[first].result(15)
+        assert len(owned_after({(first, p) for p in range(3)} | {(later, 0), (later, 1)})) == 5
+    finally:
+        consumer.close()
