@@ -280,6 +280,8 @@ class _Librdkafka:
         lib.rd_kafka_mock_topic_delete.argtypes = [vp, cp]
         lib.rd_kafka_mock_group_initial_rebalance_delay_ms.restype = None
         lib.rd_kafka_mock_group_initial_rebalance_delay_ms.argtypes = [vp, ctypes.c_int32]
+        lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms.restype = None
+        lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms.argtypes = [vp, ctypes.c_int]
         self.lib = lib
 
 
@@ -310,6 +312,8 @@ def mock_host_main() -> int:
             err = lib.rd_kafka_mock_topic_delete(cluster, command["topic"].encode())
         elif op == "rebalance_delay":
             lib.rd_kafka_mock_group_initial_rebalance_delay_ms(cluster, int(command["ms"]))
+        elif op == "consumer_heartbeat":
+            lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms(cluster, int(command["ms"]))
         else:
             err = -1
         print(json.dumps({"err": err}), flush=True)
@@ -493,6 +497,12 @@ class MockPeer(Peer):
         err = self._command(op="rebalance_delay", ms=delay_ms)
         if err:
             raise RuntimeError(f"mock rebalance delay not set: {err}")
+
+    def set_consumer_heartbeat_interval(self, interval_ms: int) -> None:
+        """The heartbeat interval the mock gives consumer-protocol members (KIP-848)."""
+        err = self._command(op="consumer_heartbeat", ms=interval_ms)
+        if err:
+            raise RuntimeError(f"mock consumer heartbeat interval not set: {err}")
 
     def stop(self) -> None:
         if self.proc.poll() is None and self.proc.stdin is not None:

@@ -70,13 +70,25 @@ from bench.data_plane import (
     value_row,
 )
 
-ODRADEK_OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
+# Consumer-protocol members learn of a new target assignment at their next heartbeat,
+# so a join of many members takes a few heartbeat intervals on any broker; both peers
+# give them this one.
+CONSUMER_HEARTBEAT_MS = 250
+ODRADEK_OVERRIDES = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.consumer.heartbeat.interval.ms": str(CONSUMER_HEARTBEAT_MS),
+}
 JOIN_TIMEOUT = 60.0
 # Both peers: the mock completes a rebalance of a group that already has members only
 # when a timer of session.timeout.ms - 1 s fires (44 s with the default 45 s), so
 # the group members use the smallest session timeout Odradek accepts by default
 # (group.min.session.timeout.ms=6000) and a heartbeat interval of a third of it.
 MEMBER_CONFIG = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 2000}
+# consumer-protocol members: the broker sets the session and heartbeat interval
+PROTOCOL_CONFIG: dict[str, dict[str, Any]] = {
+    "classic": MEMBER_CONFIG,
+    "consumer": {"group.protocol": "consumer"},
+}
 
 
 @dataclass(frozen=True)
@@ -116,6 +128,7 @@ class Member:
 
     def __init__(self, bootstrap: str, group: str, sink: ErrorSink, **extra: Any) -> None:
         self.assigned = 0
+        self.owned: set[tuple[str, int]] = set()
         self.assign_calls = 0
         config = client_config(
             bootstrap,
@@ -129,12 +142,16 @@ class Member:
         )
         self.consumer = KafkaConsumer(config)
 
+    # Eager (classic) callbacks hand over and take back everything; incremental ones
+    # (the consumer protocol) only what changes: a set follows both.
     def on_assign(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
-        self.assigned = len(partitions)
+        self.owned |= {(p.topic, p.partition) for p in partitions}
+        self.assigned = len(self.owned)
         self.assign_calls += 1
 
-    def on_revoke(self, _consumer: Any, _partitions: list[TopicPartition]) -> None:
-        self.assigned = 0
+    def on_revoke(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        self.owned -= {(p.topic, p.partition) for p in partitions}
+        self.assigned = len(self.owned)
 
     def subscribe(self, topic: str) -> None:
         self.consumer.subscribe(
@@ -151,12 +168,13 @@ def close_members(members: list[Member]) -> float:
 
 
 def join_group(
-    bootstrap: str, topic: str, count: int, sink: ErrorSink, result: JoinResult
+    bootstrap: str, topic: str, count: int, sink: ErrorSink, result: JoinResult, protocol: str
 ) -> list[Member]:
     """Create `count` consumers, subscribe them all, poll until all are assigned."""
     group = f"bench-join-{count}-{uuid.uuid4().hex[:8]}"
     started = time.perf_counter()
-    members = [Member(bootstrap, group, sink, **MEMBER_CONFIG) for _ in range(count)]
+    config = PROTOCOL_CONFIG[protocol]
+    members = [Member(bootstrap, group, sink, **config) for _ in range(count)]
     # Let every client learn the cluster before timing (not part of the join).
     for member in members:
         member.consumer.list_topics(topic, timeout=10)
@@ -179,9 +197,17 @@ def join_group(
 
 
 def run_join_cases(run: Run, peers: list[Peer]) -> None:
+    for protocol in PROTOCOL_CONFIG:
+        run_protocol_join_cases(run, peers, protocol)
+
+
+def run_protocol_join_cases(run: Run, peers: list[Peer], protocol: str) -> None:
     s = run.settings
     for index, size in enumerate(s.join_sizes):
-        label = f"join: {size} member{'s' * (size > 1)}, first subscribe to all assigned"
+        label = (
+            f"join ({protocol} protocol): {size} member{'s' * (size > 1)}, "
+            "first subscribe to all assigned"
+        )
         runs: dict[str, list[JoinResult]] = {}
         for repeat in range(s.join_repeats[size]):
             for peer in peers_in_order(peers, index + repeat):
@@ -192,7 +218,7 @@ def run_join_cases(run: Run, peers: list[Peer]) -> None:
                     peer.create_topic(topic, size)
                     members: list[Member] = []
                     with CpuMeter(peer.pid) as cpu:
-                        members = join_group(peer.bootstrap, topic, size, sink, result)
+                        members = join_group(peer.bootstrap, topic, size, sink, result, protocol)
                     cpu.record(result)
                     if result.seconds is None:
                         assigned = sum(1 for m in members if m.assigned)
@@ -267,7 +293,7 @@ def commit_loop(peer: Peer, topic: str, count: int, seconds: float) -> CommitRes
     sink = ErrorSink()
     result = CommitResult(members=count)
     join = JoinResult(members=count)
-    members = join_group(peer.bootstrap, topic, count, sink, join)
+    members = join_group(peer.bootstrap, topic, count, sink, join, "classic")
     result.join_seconds = join.seconds
     if join.seconds is None:
         close_members(members)
@@ -496,6 +522,7 @@ def start(run: Run, peers: list[Peer]) -> None:
     mock = MockPeer(run.python, run.workdir)
     peers.append(mock)
     mock.set_rebalance_delay(0)
+    mock.set_consumer_heartbeat_interval(CONSUMER_HEARTBEAT_MS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,6 +14,7 @@ partitions.
 
 from __future__ import annotations
 
+import heapq
 import uuid
 from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
@@ -59,6 +60,59 @@ def range_assign(spec: AssignmentSpec) -> Assignment:
 
 def uniform_assign(spec: AssignmentSpec) -> Assignment:
     members = sorted(spec.subscriptions)
+    subscriptions = set(spec.subscriptions.values())
+    if len(subscriptions) == 1:
+        return _uniform_same_topics(members, next(iter(subscriptions)), spec)
+    return _uniform_different_topics(members, spec)
+
+
+def _uniform_same_topics(
+    members: list[str], topics: frozenset[uuid.UUID], spec: AssignmentSpec
+) -> Assignment:
+    """Every member subscribes to the same topics: counts differ by at most one, the
+    extra partitions go to members that hold more already, and the rest is dealt out in
+    partition order to the members with the fewest."""
+    partitions = [
+        (t, p) for t in sorted(topics & set(spec.partitions)) for p in range(spec.partitions[t])
+    ]
+    valid = set(partitions)
+    owner: dict[Partition, str] = {}
+    held: dict[str, list[Partition]] = {}
+    for member in members:
+        held[member] = []
+        for topic, parts in sorted(spec.current.get(member, {}).items()):
+            for partition in sorted(parts):
+                tp = (topic, partition)
+                if tp in valid and tp not in owner:
+                    owner[tp] = member
+                    held[member].append(tp)
+    base, extra = divmod(len(partitions), len(members))
+    by_holdings = sorted(members, key=lambda m: (-len(held[m]), m))
+    quota = {m: base + (1 if rank < extra else 0) for rank, m in enumerate(by_holdings)}
+    for member in members:
+        excess = len(held[member]) - quota[member]
+        if excess > 0:
+            held[member].sort()
+            for tp in held[member][-excess:]:
+                del owner[tp]
+            del held[member][-excess:]
+    waiting = [(len(held[m]), m) for m in members if len(held[m]) < quota[m]]
+    heapq.heapify(waiting)
+    for tp in partitions:
+        if tp in owner:
+            continue
+        count, member = heapq.heappop(waiting)
+        owner[tp] = member
+        held[member].append(tp)
+        if count + 1 < quota[member]:
+            heapq.heappush(waiting, (count + 1, member))
+    assignment = _empty(spec.subscriptions)
+    for tp, member in owner.items():
+        _give(assignment, member, tp)
+    return assignment
+
+
+def _uniform_different_topics(members: list[str], spec: AssignmentSpec) -> Assignment:
     eligible: dict[Partition, list[str]] = {}
     for topic in sorted(spec.partitions):
         subscribers = [m for m in members if topic in spec.subscriptions[m]]

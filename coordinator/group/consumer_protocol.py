@@ -9,7 +9,7 @@ epochs, target assignment and each member's reconciliation state.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import re
 import uuid
 from collections import Counter
@@ -85,7 +85,7 @@ class ConsumerProtocol(ShardState):
                 )
             if classic is not None:  # an empty classic group becomes a consumer group
                 records.append(self._classic_tombstone(group_id))
-        group = copy.deepcopy(live) if live is not None else ConsumerGroup(group_id)
+        group = _working_copy(live) if live is not None else ConsumerGroup(group_id)
         if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group, request, records)
         member = self._member_for(group, request, records)
@@ -323,7 +323,7 @@ class ConsumerProtocol(ShardState):
             member.member_epoch != epoch or member.state != UNREVOKED_PARTITIONS
         ):
             return Result()
-        group = copy.deepcopy(live)
+        group = _working_copy(live)
         records: list[Record] = []
         self._cancel_consumer_timers(group_id, member_id)
         self._remove(group, member_id, records)
@@ -406,26 +406,49 @@ def apply_record(group: ConsumerGroup, key: cr.ConsumerKey, value: bytes | None)
             group.members.pop(member_id, None)
             return
         meta = cr.decode_member(value)
-        member = group.members.setdefault(member_id, ConsumerMember(member_id))
-        member.instance_id, member.rack_id = meta.instance_id, meta.rack_id
-        member.client_id, member.client_host = meta.client_id, meta.client_host
-        member.subscribed_topic_names = meta.subscribed_topic_names
-        member.subscribed_topic_regex = meta.subscribed_topic_regex
-        member.rebalance_timeout_ms = meta.rebalance_timeout_ms
-        member.server_assignor = meta.server_assignor
+        # members are replaced, never changed in place: a heartbeat's working copy
+        # shares them with the live group
+        group.members[member_id] = dataclasses.replace(
+            group.members.get(member_id) or ConsumerMember(member_id),
+            instance_id=meta.instance_id,
+            rack_id=meta.rack_id,
+            client_id=meta.client_id,
+            client_host=meta.client_host,
+            subscribed_topic_names=meta.subscribed_topic_names,
+            subscribed_topic_regex=meta.subscribed_topic_regex,
+            rebalance_timeout_ms=meta.rebalance_timeout_ms,
+            server_assignor=meta.server_assignor,
+        )
     elif kind == cr.CURRENT_ASSIGNMENT:
+        known = group.members.get(member_id)
         if value is None:
-            known = group.members.get(member_id)
             if known is not None:
-                known.member_epoch, known.assigned, known.pending_revocation = 0, {}, {}
+                group.members[member_id] = dataclasses.replace(
+                    known, member_epoch=0, assigned={}, pending_revocation={}
+                )
             return
         current = cr.decode_current(value)
-        target = group.members.setdefault(member_id, ConsumerMember(member_id))
-        target.member_epoch = current.member_epoch
-        target.previous_member_epoch = current.previous_member_epoch
-        target.state = current.state
-        target.assigned = current.assigned
-        target.pending_revocation = current.pending_revocation
+        group.members[member_id] = dataclasses.replace(
+            known or ConsumerMember(member_id),
+            member_epoch=current.member_epoch,
+            previous_member_epoch=current.previous_member_epoch,
+            state=current.state,
+            assigned=current.assigned,
+            pending_revocation=current.pending_revocation,
+        )
+
+
+def _working_copy(group: ConsumerGroup) -> ConsumerGroup:
+    """A copy a heartbeat may change freely: records replace members and map entries,
+    never change them in place, so copying the maps is enough."""
+    return ConsumerGroup(
+        group.group_id,
+        group.group_epoch,
+        group.assignment_epoch,
+        dict(group.members),
+        dict(group.target),
+        list(group.topics),
+    )
 
 
 def _emit(group: ConsumerGroup, records: list[Record], record: Record) -> None:
