@@ -207,9 +207,15 @@ class ClassicProtocol(ShardState):
         if not self.config.min_session_timeout_ms <= session <= self.config.max_session_timeout_ms:
             return error(ErrorCode.invalid_session_timeout)
         consumer_group = self.consumer_groups.get(group_id)
-        if consumer_group is not None and consumer_group.members:
-            # classic members inside a consumer-protocol group are not supported
-            return error(ErrorCode.inconsistent_group_protocol)
+        if consumer_group is not None:
+            if consumer_group.members:
+                # classic members inside a consumer-protocol group are not supported
+                return error(ErrorCode.inconsistent_group_protocol)
+            # an empty consumer-protocol group becomes a classic one (its offsets stay)
+            del self.consumer_groups[group_id]
+            result = self.join_group(request)
+            result.records[:0] = self.consumer_group_tombstones(consumer_group)
+            return result
         group = self.groups.get(group_id)
         if group is None:
             if member_id:

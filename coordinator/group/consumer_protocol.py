@@ -369,16 +369,6 @@ class ConsumerProtocol(ShardState):
             },
         )
 
-    def consumer_group_tombstones(self, group: ConsumerGroup) -> list[Record]:
-        """Records that delete an empty group (the epoch last: replay drops the group)."""
-        keys = [cr.ConsumerKey(cr.TARGET_MEMBER, group.group_id, m) for m in group.target]
-        keys += [
-            cr.ConsumerKey(cr.TARGET_EPOCH, group.group_id),
-            cr.ConsumerKey(cr.PARTITION_METADATA, group.group_id),
-            cr.ConsumerKey(cr.GROUP_EPOCH, group.group_id),
-        ]
-        return [(cr.encode_key(key), None) for key in keys]
-
     def _classic_tombstone(self, group_id: str) -> Record:
         return rec.encode_key(rec.GroupKey(group_id)), None
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.group import consumer_records as cr
 from coordinator.group import records as rec
 from coordinator.group.classic import ClassicGroup
 from coordinator.group.consumer import ConsumerGroup
@@ -97,3 +98,13 @@ class ShardState:
     def _cancel(self, key: str) -> None:
         if self.runtime is not None:
             self.runtime.cancel(key)
+
+    def consumer_group_tombstones(self, group: ConsumerGroup) -> list[Record]:
+        """Records that delete an empty group (the epoch last: replay drops the group)."""
+        keys = [cr.ConsumerKey(cr.TARGET_MEMBER, group.group_id, m) for m in group.target]
+        keys += [
+            cr.ConsumerKey(cr.TARGET_EPOCH, group.group_id),
+            cr.ConsumerKey(cr.PARTITION_METADATA, group.group_id),
+            cr.ConsumerKey(cr.GROUP_EPOCH, group.group_id),
+        ]
+        return [(cr.encode_key(key), None) for key in keys]

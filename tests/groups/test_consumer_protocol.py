@@ -238,3 +238,47 @@ def test_regex_subscription_picks_up_new_topics_and_partitions(
         assert len(owned_after({(first, p) for p in range(3)} | {(later, 0), (later, 1)})) == 5
     finally:
         consumer.close()
+
+
+def test_classic_members_meet_a_consumer_group(
+    kip848_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
+    create_topic(kip848_broker.bootstrap, unique_topic, 2)
+
+    def member(protocol: str) -> Consumer:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": kip848_broker.bootstrap,
+                "group.id": unique_group,
+                "group.protocol": protocol,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        consumer.subscribe([unique_topic])
+        return consumer
+
+    def wait_assigned(consumer: Consumer) -> set[int]:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not consumer.assignment():
+            consumer.poll(0.1)
+        return {tp.partition for tp in consumer.assignment()}
+
+    modern = member("consumer")
+    assert wait_assigned(modern) == {0, 1}
+    classic = member("classic")
+    errors = []
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not errors:
+        message = classic.poll(0.2)
+        if message is not None and message.error() is not None:
+            errors.append(message.error())
+    classic.close()
+    assert errors and "INCONSISTENT_GROUP_PROTOCOL" in str(errors[0]), errors
+    assert {tp.partition for tp in modern.assignment()} == {0, 1}
+    modern.close()  # leaves: the group is empty
+    # an empty consumer-protocol group becomes a classic group for the next member
+    classic = member("classic")
+    try:
+        assert wait_assigned(classic) == {0, 1}
+    finally:
+        classic.close()
