@@ -252,10 +252,14 @@ class GroupShard(ClassicProtocol, ConsumerProtocol):
         self, group_id: str, partitions: list[tuple[str, int]]
     ) -> Result[tuple[int, dict[tuple[str, int], ErrorCode]]]:
         group = self.groups.get(group_id)
-        if group is None and group_id not in self.offsets:
+        consumer_group = self.consumer_groups.get(group_id)
+        if group is None and consumer_group is None and group_id not in self.offsets:
             return Result([], (ErrorCode.group_id_not_found, {}))
-        subscribed = set()
-        if group is not None and group.members:
+        subscribed: set[str] = set()
+        if consumer_group is not None:
+            for member in consumer_group.members.values():
+                subscribed.update(self._member_topics(member))
+        elif group is not None and group.members:
             topics = group.subscribed_topics()
             subscribed = topics if topics is not None else {t for t, _ in partitions}
         answers = {}

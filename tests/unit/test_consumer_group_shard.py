@@ -199,3 +199,23 @@ def test_a_classic_group_with_members_is_not_taken_over() -> None:
     classic.add(Member("m", None, "c", "/h", 1000, 1000, "consumer", [("range", b"")]))
     h.shard.groups["g"] = classic
     assert h.join("a")["error_code"] == ErrorCode.group_id_not_found
+
+
+def test_offsets_of_subscribed_topics_cannot_be_deleted_and_an_empty_group_can_go() -> None:
+    h = Harness()
+    h.join("a")
+    result = h.shard.delete_offsets("g", [("orders", 0), ("elsewhere", 0)])
+    assert result.response is not None
+    code, answers = result.response
+    assert code == 0
+    assert answers == {
+        ("orders", 0): ErrorCode.group_subscribed_to_topic,
+        ("elsewhere", 0): ErrorCode.none,
+    }
+    assert h.shard.delete_groups(["g"]).response == {"g": ErrorCode.non_empty_group}
+    h.beat(member_id="a", member_epoch=-1)
+    deleted = h.shard.delete_groups(["g"])
+    assert deleted.response == {"g": ErrorCode.none}
+    h.apply(deleted.records)
+    assert "g" not in h.shard.consumer_groups
+    assert "g" not in h.replayed().consumer_groups
