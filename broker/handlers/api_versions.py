@@ -24,5 +24,14 @@ def api_keys(apis: Iterable[Api]) -> list[dict[str, int]]:
     ]
 
 
+# ConsumerGroupHeartbeat and ConsumerGroupDescribe: listed only while
+# group.coordinator.rebalance.protocols has "consumer", as Kafka does
+CONSUMER_PROTOCOL_APIS = (68, 69)
+
+
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    return {"error_code": 0, "api_keys": api_keys(ctx.broker.apis.values()), "throttle_time": 0}
+    apis: list[Api] = list(ctx.broker.apis.values())
+    protocols = ctx.broker.config.group_coordinator_rebalance_protocols
+    if "consumer" not in {p.strip() for p in protocols.split(",")}:
+        apis = [api for api in apis if api.key not in CONSUMER_PROTOCOL_APIS]
+    return {"error_code": 0, "api_keys": api_keys(apis), "throttle_time": 0}

@@ -19,7 +19,8 @@ MIN_VERSION, MAX_VERSION = 0, 1
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    if "consumer" not in ctx.broker.config.group_coordinator_rebalance_protocols:
+    protocols = ctx.broker.config.group_coordinator_rebalance_protocols
+    if "consumer" not in {p.strip() for p in protocols.split(",")}:
         return _error(ErrorCode.unsupported_version, "The consumer group protocol is disabled.")
     owned = request.topic_partitions
     rebalance_timeout = request.rebalance_timeout

@@ -15,7 +15,7 @@ from helpers.wire import WireClient
 
 from groups.members import CONSUMER_PROTOCOL, JavaMember, Members, all_partitions, wait_settled
 
-LIST_GROUPS, CONSUMER_GROUP_DESCRIBE = 16, 69
+LIST_GROUPS, API_VERSIONS, CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 16, 18, 68, 69
 # members learn of a new assignment at their next heartbeat
 SETTINGS = {"group.consumer.heartbeat.interval.ms": 200, "group.consumer.session.timeout.ms": 6000}
 
@@ -282,3 +282,23 @@ def test_classic_members_meet_a_consumer_group(
         assert wait_assigned(classic) == {0, 1}
     finally:
         classic.close()
+
+
+def test_the_consumer_protocol_can_be_switched_off(broker_factory: BrokerFactory) -> None:
+    broker = broker_factory({"group.coordinator.rebalance.protocols": "classic"})
+    with WireClient(broker.bootstrap) as client:
+        listed = {a.api_key for a in client.call(API_VERSIONS, 3, {}).api_keys}
+        assert 68 not in listed and 69 not in listed and 11 in listed
+        answer = client.call(
+            CONSUMER_GROUP_HEARTBEAT,
+            0,
+            {
+                "group_id": "g",
+                "member_id": "m",
+                "member_epoch": 0,
+                "rebalance_timeout": 30000,
+                "subscribed_topic_names": ["t"],
+                "topic_partitions": [],
+            },
+        )
+        assert answer.error_code == 35  # UNSUPPORTED_VERSION
