@@ -265,17 +265,22 @@ class ConsumerProtocol(ShardState):
         existing = self.topics_view()
         names: set[str] = set()
         for member in group.members.values():
-            names.update(n for n in self._member_topics(member) if n in existing)
+            names.update(n for n in self._member_topics(member, existing) if n in existing)
         return [cr.TopicMetadata(existing[n][0], n, existing[n][1]) for n in sorted(names)]
 
-    def _member_topics(self, member: ConsumerMember) -> list[str]:
+    def _member_topics(
+        self, member: ConsumerMember, existing: Mapping[str, Any] | None = None
+    ) -> list[str]:
+        """The topic names a member subscribes to, its regular expression matched
+        against ``existing`` (the topics now, when not given)."""
         names = list(member.subscribed_topic_names)
         if member.subscribed_topic_regex:
             try:
                 pattern = re.compile(member.subscribed_topic_regex)
             except re.error:
                 return names
-            names += [n for n in self.topics_view() if pattern.fullmatch(n)]
+            topics = existing if existing is not None else self.topics_view()
+            names += [n for n in topics if pattern.fullmatch(n)]
         return names
 
     def _remove(self, group: ConsumerGroup, member_id: str, records: list[Record]) -> None:
