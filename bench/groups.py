@@ -549,6 +549,11 @@ def main(argv: list[str] | None = None) -> int:
         "The mock elects a leader for a group that already has "
         "members only when its timer of session.timeout.ms - 1000 ms (5 s here) fires, not when "
         "all members have rejoined, so its multi-member join times mostly measure that timer.",
+        "Consumer protocol (KIP-848): confluent-kafka with group.protocol=consumer, the "
+        "broker's uniform assignor; both peers give members a heartbeat interval of "
+        f"{CONSUMER_HEARTBEAT_MS} ms (Odradek: group.consumer.heartbeat.interval.ms; mock: "
+        "rd_kafka_mock_set_group_consumer_heartbeat_interval_ms), since members learn of a "
+        "new target assignment only at their next heartbeat.",
     ]
     report(
         run,
