@@ -457,17 +457,7 @@ def _emit(group: ConsumerGroup, records: list[Record], record: Record) -> None:
 
 def _member_record(group_id: str, member: ConsumerMember) -> Record:
     key = cr.ConsumerKey(cr.MEMBER_METADATA, group_id, member.member_id)
-    value = cr.MemberMetadata(
-        member.instance_id,
-        member.rack_id,
-        member.client_id,
-        member.client_host,
-        member.subscribed_topic_names,
-        member.subscribed_topic_regex,
-        member.rebalance_timeout_ms,
-        member.server_assignor,
-    )
-    return cr.encode_key(key), cr.encode_member(value)
+    return cr.encode_key(key), cr.encode_member(_metadata(member))
 
 
 def _current_record(group_id: str, member: ConsumerMember) -> Record:
@@ -539,8 +529,9 @@ def _with_request(member: ConsumerMember, request: dict[str, Any]) -> ConsumerMe
     return ConsumerMember(**{**vars(member), **changes})
 
 
-def _metadata(member: ConsumerMember) -> tuple[Any, ...]:
-    return (
+def _metadata(member: ConsumerMember) -> cr.MemberMetadata:
+    """What the member metadata record holds of a member."""
+    return cr.MemberMetadata(
         member.instance_id,
         member.rack_id,
         member.client_id,
