@@ -13,7 +13,7 @@ import pytest
 from helpers import java
 from helpers.broker import BrokerFactory
 from helpers.topics import create_topic
-from txn_helpers import java_group_offsets, rdk_read
+from txn_helpers import ctp_args, java_group_offsets, rdk_read
 
 PARTITIONS = 4
 RECORDS = 8_000
@@ -22,30 +22,17 @@ SETTINGS = {"group.consumer.heartbeat.interval.ms": 200, "group.consumer.session
 
 
 def worker_args(bootstrap: str, source: str, sink: str, group: str, tid: str) -> list[str]:
-    return [
-        "ctp",
-        "--bootstrap",
+    return ctp_args(
         bootstrap,
-        "--input",
         source,
-        "--output",
         sink,
-        "--group",
         group,
-        "--commit-every",
-        "100",
-        "--idle-ms",
-        "3000",
-        "--sleep-ms",
-        "20",
-        "--timeout-ms",
-        "600000",
-        "--consumer-prop",
-        "group.protocol=consumer",
-        *java.props_args(
-            {"transactional.id": tid, "transaction.timeout.ms": 60000, "linger.ms": 5}
-        ),
-    ]
+        commit_every=100,
+        idle_ms=3000,
+        sleep_ms=20,
+        consumer_props={"group.protocol": "consumer"},
+        producer_props={"transactional.id": tid, "transaction.timeout.ms": 60000, "linger.ms": 5},
+    )
 
 
 @pytest.mark.timeout(400)

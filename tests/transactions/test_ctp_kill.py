@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from helpers import java
 from helpers.topics import create_topic
-from txn_helpers import java_group_offsets, rdk_read
+from txn_helpers import ctp_args, java_group_offsets, rdk_read
 
 PARTITIONS = 3
 
@@ -28,32 +28,17 @@ def run_ctp_with_kills(
     create_topic(bootstrap, source, partitions=PARTITIONS)
     create_topic(bootstrap, sink, partitions=PARTITIONS)
     java.produce(bootstrap, source, count=records, linger_ms=20, batch_size=262144, timeout=300)
-    args = [
-        "ctp",
-        "--bootstrap",
+    args = ctp_args(
         bootstrap,
-        "--input",
         source,
-        "--output",
         sink,
-        "--group",
         group,
-        "--commit-every",
-        str(commit_every),
-        "--idle-ms",
-        "1500",
-        "--sleep-ms",
-        str(sleep_ms),
-        "--timeout-ms",
-        "600000",
-        "--consumer-prop",
-        "session.timeout.ms=6000",
-        "--consumer-prop",
-        "heartbeat.interval.ms=500",
-        *java.props_args(
-            {"transactional.id": tid, "transaction.timeout.ms": 60000, "linger.ms": 5}
-        ),
-    ]
+        commit_every=commit_every,
+        idle_ms=1500,
+        sleep_ms=sleep_ms,
+        consumer_props={"session.timeout.ms": 6000, "heartbeat.interval.ms": 500},
+        producer_props={"transactional.id": tid, "transaction.timeout.ms": 60000, "linger.ms": 5},
+    )
     rnd = random.Random(records)
     killed = 0
     runs = 0

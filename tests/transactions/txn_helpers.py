@@ -616,3 +616,24 @@ def rdk_read(
         return out
     finally:
         consumer.close()
+
+
+def ctp_args(
+    bootstrap: str,
+    source: str,
+    sink: str,
+    group: str,
+    *,
+    commit_every: int,
+    idle_ms: int,
+    sleep_ms: int,
+    consumer_props: Mapping[str, object],
+    producer_props: Mapping[str, object],
+) -> list[str]:
+    """KafkaTool's consume-transform-produce loop (Java client, read_committed)."""
+    args = ["ctp", "--bootstrap", bootstrap, "--input", source, "--output", sink]
+    args += ["--group", group, "--commit-every", str(commit_every), "--idle-ms", str(idle_ms)]
+    args += ["--sleep-ms", str(sleep_ms), "--timeout-ms", "600000"]
+    for key, value in consumer_props.items():
+        args += ["--consumer-prop", f"{key}={value}"]
+    return args + java.props_args(producer_props)
