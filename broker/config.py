@@ -23,6 +23,8 @@ from broker.listeners import (
 )
 from storage import LogConfig
 
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
+
 
 class ConfigError(ValueError):
     """A setting that cannot be used; the message names it and says why."""
@@ -74,6 +76,7 @@ _NAMES = {
     "group.consumer.session.timeout.ms": "group_consumer_session_timeout_ms",
     "group.consumer.heartbeat.interval.ms": "group_consumer_heartbeat_interval_ms",
     "group.consumer.max.size": "group_consumer_max_size",
+    "group.consumer.migration.policy": "group_consumer_migration_policy",
 }
 # Per-listener forms of a setting: listener.name.<listener>.<setting>
 _PER_LISTENER = re.compile(r"^listener\.name\.[a-z0-9_]+\.(.+)$")
@@ -130,6 +133,7 @@ class BrokerConfig:
     group_consumer_session_timeout_ms: int = 45000
     group_consumer_heartbeat_interval_ms: int = 5000
     group_consumer_max_size: int = 2147483647
+    group_consumer_migration_policy: str = "bidirectional"
     # Kafka settings given but not used here, with their values
     unused: dict[str, str] = field(default_factory=dict)
 
@@ -148,6 +152,13 @@ class BrokerConfig:
                 setattr(self, attr, _parse(raw, str(types[attr])))
             except ValueError as exc:
                 raise ConfigError(f"{name}={raw!r}: {exc}") from None
+        policy = self.group_consumer_migration_policy.lower()
+        if policy not in MIGRATION_POLICIES:
+            raise ConfigError(
+                f"group.consumer.migration.policy={policy!r}: not one of "
+                f"{', '.join(MIGRATION_POLICIES)}"
+            )
+        self.group_consumer_migration_policy = policy
 
     def resolved_listeners(self) -> list[Listener]:
         try:

@@ -57,6 +57,7 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
         consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
         consumer_max_size=config.group_consumer_max_size,
+        consumer_migration_policy=config.group_consumer_migration_policy,
     )
 
 

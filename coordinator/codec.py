@@ -93,6 +93,9 @@ class Reader:
         self.data = data
         self.pos = 0
 
+    def remaining(self) -> int:
+        return len(self.data) - self.pos
+
     def _unpack(self, fmt: struct.Struct) -> int:
         if self.pos + fmt.size > len(self.data):
             raise RecordFormatError("record ends early")
@@ -118,6 +121,9 @@ class Reader:
         raw = self.data[self.pos : self.pos + length]
         self.pos += length
         return raw
+
+    def bytes_exactly(self, length: int) -> bytes:
+        return self._take(length)
 
     def string(self) -> str | None:
         length = self.int16()

@@ -63,7 +63,7 @@ def _described(group: dict[str, Any]) -> dict[str, Any]:
                 "subscribed_topic_regex": m["subscribed_topic_regex"],
                 "assignment": _assignment(m["assignment"], names),
                 "target_assignment": _assignment(m["target_assignment"], names),
-                "member_type": 1,  # consumer protocol
+                "member_type": 0 if m["classic"] else 1,  # classic or consumer protocol
             }
             for m in group["members"]
         ],

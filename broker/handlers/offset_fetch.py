@@ -1,12 +1,15 @@
-"""OffsetFetch (9), v1-v8.
+"""OffsetFetch (9), v1-v9.
 
 - v1-v7 ask for one group, v8+ for several. topics = null (v2+) returns every
   committed offset of the group.
 - A partition without a commit answers offset -1 and no error.
 - require_stable (v7+): a partition with a transactional commit not yet
   decided answers UNSTABLE_OFFSET_COMMIT, so the consumer retries.
-- Group-level errors (loading, not coordinator) go in the group's error code
-  (v2+ also in the top-level one).
+- v9 names the member (id and epoch) of a consumer-protocol group: someone not in
+  the group is UNKNOWN_MEMBER_ID, an old epoch STALE_MEMBER_EPOCH (ILLEGAL_GENERATION
+  for a classic member). Without a member (id null, epoch -1) anyone may fetch.
+- Group-level errors (loading, not coordinator, the member checks) go in the group's
+  error code (v2+ also in the top-level one).
 """
 
 from __future__ import annotations
@@ -16,16 +19,22 @@ from typing import Any
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.groups_common import on_group_shard
 
-MIN_VERSION, MAX_VERSION = 1, 8
+MIN_VERSION, MAX_VERSION = 1, 9
 
 
 async def fetch_group(
-    ctx: RequestContext, group_id: str, topics: Any, require_stable: bool
+    ctx: RequestContext,
+    group_id: str,
+    topics: Any,
+    require_stable: bool,
+    member: tuple[str | None, int] = (None, -1),
 ) -> dict[str, Any]:
     wanted = None if topics is None else [(t.name, list(t.partition_indexes)) for t in topics]
     code, answer = await on_group_shard(
-        ctx, group_id, lambda s: s.fetch_offsets(group_id, wanted, require_stable)
+        ctx, group_id, lambda s: s.fetch_offsets(group_id, wanted, require_stable, member)
     )
+    if code == 0:
+        code = answer["error_code"]
     by_topic: dict[str, list[dict[str, Any]]] = {}
     if code == 0:
         for (topic, partition), committed, error in answer["offsets"]:
@@ -61,7 +70,14 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     require_stable = getattr(request, "require_stable", False)
     if ctx.version >= 8:
         groups = [
-            await fetch_group(ctx, g.group_id, g.topics, require_stable) for g in request.groups
+            await fetch_group(
+                ctx,
+                g.group_id,
+                g.topics,
+                require_stable,
+                (getattr(g, "member_id", None), getattr(g, "member_epoch", -1)),
+            )
+            for g in request.groups
         ]
         return {"throttle_time": 0, "groups": groups}
     result = await fetch_group(ctx, request.group_id, request.topics, require_stable)

@@ -208,10 +208,8 @@ class ClassicProtocol(ShardState):
             return error(ErrorCode.invalid_session_timeout)
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
-            if consumer_group.members:
-                # classic members inside a consumer-protocol group are not supported
-                return error(ErrorCode.inconsistent_group_protocol)
-            # an empty consumer-protocol group becomes a classic one (its offsets stay)
+            # an empty consumer-protocol group becomes a classic one (its offsets stay);
+            # one with members takes classic members itself (classic_members.py)
             del self.consumer_groups[group_id]
             result = self.join_group(request)
             result.records[:0] = self.consumer_group_tombstones(consumer_group)

@@ -16,7 +16,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from coordinator.group.consumer_records import TopicMetadata, TopicPartitions
+from coordinator.group import consumer_records as cr
+from coordinator.group.consumer_records import ClassicMetadata, TopicMetadata, TopicPartitions
+from coordinator.runtime import Record
 
 STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS = 0, 1, 2
 MEMBER_STATES = {STABLE: "Stable", UNREVOKED_PARTITIONS: "UnrevokedPartitions",
@@ -42,6 +44,8 @@ class ConsumerMember:
     state: int = STABLE
     assigned: TopicPartitions = field(default_factory=dict)
     pending_revocation: TopicPartitions = field(default_factory=dict)
+    # set for a member that joined with JoinGroup (the classic protocol)
+    classic: ClassicMetadata | None = None
 
 
 @dataclass
@@ -72,6 +76,32 @@ class ConsumerGroup:
             if member.instance_id == instance_id:
                 return member
         return None
+
+    def classic_members(self) -> list[ConsumerMember]:
+        return [m for m in self.members.values() if m.classic is not None]
+
+    def supports_classic(self, protocol_type: str, protocols: list[str]) -> bool:
+        """May a classic member with these protocols join? Its protocol type must be
+        "consumer" and one of its protocols shared by every classic member."""
+        if protocol_type != "consumer" or not protocols:
+            return False
+        for member in self.classic_members():
+            assert member.classic is not None
+            offered = {name for name, _ in member.classic.protocols}
+            protocols = [p for p in protocols if p in offered]
+        return bool(protocols)
+
+    def waiting_on_unreleased(self, member: ConsumerMember) -> bool:
+        """Does another member still hold a partition of ``member``'s target?"""
+        target = self.target.get(member.member_id, {})
+        for other in self.members.values():
+            if other.member_id == member.member_id:
+                continue
+            for held in (other.assigned, other.pending_revocation):
+                for topic_id, parts in held.items():
+                    if parts & target.get(topic_id, frozenset()):
+                        return True
+        return False
 
     def partition_owners(self) -> dict[tuple[uuid.UUID, int], int]:
         """(topic id, partition) -> the epoch of the member that holds it, assigned or
@@ -159,3 +189,43 @@ def _moved(
         assigned=assigned,
         pending_revocation=pending_revocation,
     )
+
+
+# -- the records that describe a member ------------------------------------------------
+
+
+def member_metadata(member: ConsumerMember) -> cr.MemberMetadata:
+    """What the member metadata record holds of a member."""
+    return cr.MemberMetadata(
+        member.instance_id,
+        member.rack_id,
+        member.client_id,
+        member.client_host,
+        member.subscribed_topic_names,
+        member.subscribed_topic_regex,
+        member.rebalance_timeout_ms,
+        member.server_assignor,
+        member.classic,
+    )
+
+
+def member_record(group_id: str, member: ConsumerMember) -> Record:
+    key = cr.ConsumerKey(cr.MEMBER_METADATA, group_id, member.member_id)
+    return cr.encode_key(key), cr.encode_member(member_metadata(member))
+
+
+def current_record(group_id: str, member: ConsumerMember) -> Record:
+    key = cr.ConsumerKey(cr.CURRENT_ASSIGNMENT, group_id, member.member_id)
+    value = cr.CurrentAssignment(
+        member.member_epoch,
+        member.previous_member_epoch,
+        member.state,
+        member.assigned,
+        member.pending_revocation,
+    )
+    return cr.encode_key(key), cr.encode_current(value)
+
+
+def target_record(group_id: str, member_id: str, target: cr.TopicPartitions) -> Record:
+    key = cr.ConsumerKey(cr.TARGET_MEMBER, group_id, member_id)
+    return cr.encode_key(key), cr.encode_target(target)

@@ -19,13 +19,18 @@ from typing import Any
 from coordinator.group import consumer_records as cr
 from coordinator.group import records as rec
 from coordinator.group.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, AssignmentSpec
+from coordinator.group.classic import ClassicGroup
 from coordinator.group.consumer import (
     MEMBER_STATES,
     STABLE,
     UNREVOKED_PARTITIONS,
     ConsumerGroup,
     ConsumerMember,
+    current_record,
+    member_metadata,
+    member_record,
     reconcile,
+    target_record,
 )
 from coordinator.group.shard_state import ShardState
 from coordinator.runtime import Record, Result
@@ -72,51 +77,33 @@ class ConsumerProtocol(ShardState):
         group_id, epoch = request["group_id"], request["member_epoch"]
         records: list[Record] = []
         live = self.consumer_groups.get(group_id)
+        upgraded: ClassicGroup | None = None
         if live is None:
             classic = self.groups.get(group_id)
             if classic is not None and not classic.is_empty():
-                raise HeartbeatError(
-                    ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
-                )
-            if epoch != 0:
+                if epoch != 0:
+                    raise HeartbeatError(
+                        ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
+                    )
+                live = self._upgrade(classic, records)
+                upgraded = classic
+            elif epoch != 0:
                 raise HeartbeatError(
                     ErrorCode.unknown_member_id,
                     f"Group {group_id} has no member {request['member_id']}.",
                 )
-            if classic is not None:  # an empty classic group becomes a consumer group
+            elif classic is not None:  # an empty classic group becomes a consumer group
                 records.append(self._classic_tombstone(group_id))
         group = _working_copy(live) if live is not None else ConsumerGroup(group_id)
         if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group, request, records)
         member = self._member_for(group, request, records)
         previously_assigned = member.assigned  # records below replace the group's members
-        updated = _with_request(member, request)
-        stored = group.members.get(updated.member_id)
-        if stored is None or _metadata(stored) != _metadata(updated):
-            _emit(group, records, _member_record(group_id, updated))
-        if _progress(group.members[updated.member_id]) != _progress(updated):
-            _emit(group, records, _current_record(group_id, updated))
-        bump = stored is None or _subscription_changed(stored, updated)
-        topics = self._subscribed_topics(group)
-        if topics != group.topics:
-            key = cr.ConsumerKey(cr.PARTITION_METADATA, group_id)
-            _emit(group, records, (cr.encode_key(key), cr.encode_partition_metadata(topics)))
-            bump = True
-        if bump or group.group_epoch == 0:
-            key = cr.ConsumerKey(cr.GROUP_EPOCH, group_id)
-            _emit(group, records, (cr.encode_key(key), cr.encode_epoch(group.group_epoch + 1)))
-        if group.group_epoch > group.assignment_epoch:
-            self._assign(group, records)
-        before = group.members[updated.member_id]
-        after = reconcile(
-            before,
-            group.assignment_epoch,
-            group.target.get(before.member_id, {}),
-            request.get("owned"),
-            _held_by_another(group, before.member_id),
+        after = self._update_member(
+            group, _with_request(member, request), request.get("owned"), records
         )
-        if after != before:
-            _emit(group, records, _current_record(group_id, after))
+        if upgraded is not None:
+            self._retire_classic(upgraded, group)
         self._arm_consumer_timers(group, after)
         full = epoch == 0 or (
             request.get("rebalance_timeout_ms", -1) != -1
@@ -133,6 +120,57 @@ class ConsumerProtocol(ShardState):
         if full or after.assigned != previously_assigned:
             response["assignment"] = after.assigned
         return Result(records, response)
+
+    def _update_member(
+        self,
+        group: ConsumerGroup,
+        updated: ConsumerMember,
+        owned: Mapping[uuid.UUID, frozenset[int]] | None,
+        records: list[Record],
+    ) -> ConsumerMember:
+        """Store the member's new subscription and settings, move the group to a new
+        epoch and target assignment if they changed what the group consumes, and take
+        the member one step towards its target. Returns the member as it now is."""
+        group_id = group.group_id
+        stored = group.members.get(updated.member_id)
+        if stored is None or member_metadata(stored) != member_metadata(updated):
+            _emit(group, records, member_record(group_id, updated))
+        if _progress(group.members[updated.member_id]) != _progress(updated):
+            _emit(group, records, current_record(group_id, updated))
+        bump = stored is None or _subscription_changed(stored, updated)
+        topics = self._subscribed_topics(group)
+        if topics != group.topics:
+            key = cr.ConsumerKey(cr.PARTITION_METADATA, group_id)
+            _emit(group, records, (cr.encode_key(key), cr.encode_partition_metadata(topics)))
+            bump = True
+        if bump or group.group_epoch == 0:
+            self._bump(group, records)
+        if group.group_epoch > group.assignment_epoch:
+            self._assign(group, records)
+        before = group.members[updated.member_id]
+        after = reconcile(
+            before,
+            group.assignment_epoch,
+            group.target.get(before.member_id, {}),
+            owned,
+            _held_by_another(group, before.member_id),
+        )
+        if after != before:
+            _emit(group, records, current_record(group_id, after))
+        return after
+
+    # Moving between the classic protocol and this one (group.consumer.migration.policy):
+    # ClassicMembers (classic_members.py) gives these their meaning.
+    def _upgrade(self, classic: ClassicGroup, records: list[Record]) -> ConsumerGroup:
+        raise HeartbeatError(
+            ErrorCode.group_id_not_found, f"Group {classic.group_id} is not a consumer group."
+        )
+
+    def _retire_classic(self, classic: ClassicGroup, group: ConsumerGroup) -> None:
+        pass
+
+    def _maybe_downgrade(self, group: ConsumerGroup, leaving: str, records: list[Record]) -> bool:
+        return False
 
     def _member_for(
         self, group: ConsumerGroup, request: dict[str, Any], records: list[Record]
@@ -158,19 +196,7 @@ class ConsumerProtocol(ShardState):
                             f"Static member {previous.member_id} with instance id {instance_id} "
                             "is still in the group.",
                         )
-                    # the instance comes back under a new member id and keeps its place
-                    replacement = ConsumerMember(
-                        **{
-                            **vars(previous),
-                            "member_id": member_id,
-                            "member_epoch": 0,
-                            "previous_member_epoch": 0,
-                        }  # fmt: skip
-                    )
-                    target = group.target.get(previous.member_id, {})
-                    self._remove(group, previous.member_id, records)
-                    _emit(group, records, _target_record(group.group_id, member_id, target))
-                    return replacement
+                    return self._replace_static(group, previous, member_id, records)
             existing = group.members.get(member_id)
             if existing is not None:
                 # a member that lost its epoch rejoins: it holds nothing any more
@@ -206,6 +232,23 @@ class ConsumerProtocol(ShardState):
             )
         return member
 
+    def _replace_static(
+        self,
+        group: ConsumerGroup,
+        previous: ConsumerMember,
+        member_id: str,
+        records: list[Record],
+    ) -> ConsumerMember:
+        """A static member's instance comes back under a new member id: it keeps its
+        place and its target assignment."""
+        replacement = dataclasses.replace(
+            previous, member_id=member_id, member_epoch=0, previous_member_epoch=0
+        )
+        target = group.target.get(previous.member_id, {})
+        self._remove(group, previous.member_id, records)
+        _emit(group, records, target_record(group.group_id, member_id, target))
+        return replacement
+
     def _leave(
         self, group: ConsumerGroup, request: dict[str, Any], records: list[Record]
     ) -> Result[dict[str, Any]]:
@@ -219,9 +262,9 @@ class ConsumerProtocol(ShardState):
         if epoch == STATIC_LEAVE_EPOCH and member.instance_id is not None:
             # keeps its place and assignment until it returns or its session ends
             parked = ConsumerMember(**{**vars(member), "member_epoch": STATIC_LEAVE_EPOCH})
-            _emit(group, records, _current_record(group.group_id, parked))
-            self._arm_session_timeout(group.group_id, member_id)
-        else:
+            _emit(group, records, current_record(group.group_id, parked))
+            self._arm_session_timeout(group.group_id, parked)
+        elif not self._maybe_downgrade(group, member_id, records):
             self._remove(group, member_id, records)
             self._bump(group, records)
         return Result(
@@ -257,7 +300,7 @@ class ConsumerProtocol(ShardState):
         }
         for member_id, target in new_target.items():
             if group.target.get(member_id) != target:
-                _emit(group, records, _target_record(group.group_id, member_id, target))
+                _emit(group, records, target_record(group.group_id, member_id, target))
         key = cr.ConsumerKey(cr.TARGET_EPOCH, group.group_id)
         _emit(group, records, (cr.encode_key(key), cr.encode_epoch(group.group_epoch)))
 
@@ -295,7 +338,7 @@ class ConsumerProtocol(ShardState):
     # -- timers --------------------------------------------------------------------
 
     def _arm_consumer_timers(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        self._arm_session_timeout(group.group_id, member.member_id)
+        self._arm_session_timeout(group.group_id, member)
         revoke_key = f"revoke:{group.group_id}:{member.member_id}"
         if member.state != UNREVOKED_PARTITIONS:
             self._cancel(revoke_key)
@@ -307,17 +350,21 @@ class ConsumerProtocol(ShardState):
 
         self._schedule(revoke_key, member.rebalance_timeout_ms, fence)
 
-    def _arm_session_timeout(self, group_id: str, member_id: str) -> None:
+    def _arm_session_timeout(self, group_id: str, member: ConsumerMember) -> None:
+        member_id = member.member_id
+
         def expire(shard: ConsumerProtocol) -> Result[None]:
             return shard._fence(group_id, member_id, None, "session timeout")
 
-        self._schedule(
-            f"csession:{group_id}:{member_id}", self.config.consumer_session_timeout_ms, expire
-        )
+        timeout = self.config.consumer_session_timeout_ms
+        if member.classic is not None:  # a classic member's own session timeout
+            timeout = member.classic.session_timeout_ms
+        self._schedule(f"csession:{group_id}:{member_id}", timeout, expire)
 
     def _cancel_consumer_timers(self, group_id: str, member_id: str) -> None:
-        self._cancel(f"csession:{group_id}:{member_id}")
-        self._cancel(f"revoke:{group_id}:{member_id}")
+        # csession: session; revoke: revocation; cjoin/csync: a classic member's rejoin
+        for timer in ("csession", "revoke", "cjoin", "csync"):
+            self._cancel(f"{timer}:{group_id}:{member_id}")
 
     def _fence(self, group_id: str, member_id: str, epoch: int | None, reason: str) -> Result[None]:
         live = self.consumer_groups.get(group_id)
@@ -331,8 +378,9 @@ class ConsumerProtocol(ShardState):
         group = _working_copy(live)
         records: list[Record] = []
         self._cancel_consumer_timers(group_id, member_id)
-        self._remove(group, member_id, records)
-        self._bump(group, records)
+        if not self._maybe_downgrade(group, member_id, records):
+            self._remove(group, member_id, records)
+            self._bump(group, records)
         return Result(records)
 
     def on_consumer_groups_loaded(self) -> None:
@@ -367,6 +415,7 @@ class ConsumerProtocol(ShardState):
                         "assignment": m.assigned,
                         "target_assignment": group.target.get(m.member_id, {}),
                         "state": MEMBER_STATES.get(m.state, "Unknown"),
+                        "classic": m.classic is not None,
                     }
                     for m in group.members.values()
                 ],
@@ -413,6 +462,7 @@ def apply_record(group: ConsumerGroup, key: cr.ConsumerKey, value: bytes | None)
             subscribed_topic_regex=meta.subscribed_topic_regex,
             rebalance_timeout_ms=meta.rebalance_timeout_ms,
             server_assignor=meta.server_assignor,
+            classic=meta.classic,
         )
     elif kind == cr.CURRENT_ASSIGNMENT:
         known = group.members.get(member_id)
@@ -455,28 +505,6 @@ def _emit(group: ConsumerGroup, records: list[Record], record: Record) -> None:
     records.append(record)
 
 
-def _member_record(group_id: str, member: ConsumerMember) -> Record:
-    key = cr.ConsumerKey(cr.MEMBER_METADATA, group_id, member.member_id)
-    return cr.encode_key(key), cr.encode_member(_metadata(member))
-
-
-def _current_record(group_id: str, member: ConsumerMember) -> Record:
-    key = cr.ConsumerKey(cr.CURRENT_ASSIGNMENT, group_id, member.member_id)
-    value = cr.CurrentAssignment(
-        member.member_epoch,
-        member.previous_member_epoch,
-        member.state,
-        member.assigned,
-        member.pending_revocation,
-    )
-    return cr.encode_key(key), cr.encode_current(value)
-
-
-def _target_record(group_id: str, member_id: str, target: cr.TopicPartitions) -> Record:
-    key = cr.ConsumerKey(cr.TARGET_MEMBER, group_id, member_id)
-    return cr.encode_key(key), cr.encode_target(target)
-
-
 def _validate(request: dict[str, Any]) -> None:
     if not request["group_id"]:
         raise _invalid("GroupId can't be empty.")
@@ -511,6 +539,7 @@ def _validate(request: dict[str, Any]) -> None:
 def _with_request(member: ConsumerMember, request: dict[str, Any]) -> ConsumerMember:
     """The member with what the request changes (null fields change nothing)."""
     changes: dict[str, Any] = {
+        "classic": None,  # it speaks the consumer protocol now
         "client_id": request.get("client_id", member.client_id),
         "client_host": request.get("client_host", member.client_host),
     }
@@ -527,20 +556,6 @@ def _with_request(member: ConsumerMember, request: dict[str, Any]) -> ConsumerMe
     if request.get("rebalance_timeout_ms", -1) != -1:
         changes["rebalance_timeout_ms"] = request["rebalance_timeout_ms"]
     return ConsumerMember(**{**vars(member), **changes})
-
-
-def _metadata(member: ConsumerMember) -> cr.MemberMetadata:
-    """What the member metadata record holds of a member."""
-    return cr.MemberMetadata(
-        member.instance_id,
-        member.rack_id,
-        member.client_id,
-        member.client_host,
-        member.subscribed_topic_names,
-        member.subscribed_topic_regex,
-        member.rebalance_timeout_ms,
-        member.server_assignor,
-    )
 
 
 def _progress(member: ConsumerMember) -> tuple[Any, ...]:

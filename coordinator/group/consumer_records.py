@@ -43,6 +43,15 @@ class TopicMetadata:
 
 
 @dataclass(frozen=True)
+class ClassicMetadata:
+    """What a member using the classic protocol (JoinGroup) inside a consumer group
+    sent: its session timeout and its protocols, (name, metadata) in its order."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True)
 class MemberMetadata:
     instance_id: str | None
     rack_id: str | None
@@ -52,6 +61,7 @@ class MemberMetadata:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMetadata | None = None
 
 
 @dataclass(frozen=True)
@@ -142,7 +152,15 @@ def encode_member(value: MemberMetadata) -> bytes:
         writer.compact_string(name)
     writer.compact_string(value.subscribed_topic_regex)
     writer.int32(value.rebalance_timeout_ms).compact_string(value.server_assignor)
-    return _value(writer)
+    if value.classic is None:
+        return _value(writer)
+    # ClassicMemberMetadata: tagged field 0, a nullable struct (int8 1 = present)
+    classic = Writer().int8(1).int32(value.classic.session_timeout_ms)
+    classic.compact_length(len(value.classic.protocols))
+    for name, metadata in value.classic.protocols:
+        classic.compact_string(name).compact_bytes(metadata).no_tags()
+    body = classic.no_tags().done()
+    return writer.uvarint(1).uvarint(0).uvarint(len(body)).done() + body
 
 
 def decode_member(raw: bytes) -> MemberMetadata:
@@ -153,8 +171,30 @@ def decode_member(raw: bytes) -> MemberMetadata:
     regex = reader.compact_string()
     rebalance_timeout_ms = reader.int32()
     assignor = reader.compact_string()
+    classic = None
+    for _ in range(reader.uvarint()):
+        tag, size = reader.uvarint(), reader.uvarint()
+        if tag != 0:
+            reader.bytes_exactly(size)
+        elif reader.int8() == 1:
+            session_timeout_ms = reader.int32()
+            protocols = []
+            for _ in range(reader.compact_length()):
+                name, metadata = reader.compact_string() or "", reader.compact_bytes() or b""
+                reader.skip_tags()
+                protocols.append((name, metadata))
+            reader.skip_tags()
+            classic = ClassicMetadata(session_timeout_ms, tuple(protocols))
     return MemberMetadata(
-        instance_id, rack_id, client_id, client_host, names, regex, rebalance_timeout_ms, assignor
+        instance_id,
+        rack_id,
+        client_id,
+        client_host,
+        names,
+        regex,
+        rebalance_timeout_ms,
+        assignor,
+        classic,
     )
 
 

@@ -24,9 +24,8 @@ from coordinator.group.classic import (
     ClassicGroup,
     Member,
 )
-from coordinator.group.classic_protocol import ClassicProtocol
+from coordinator.group.classic_members import ClassicMembers
 from coordinator.group.consumer import ConsumerGroup
-from coordinator.group.consumer_protocol import ConsumerProtocol
 from coordinator.group.shard_state import CommittedOffset, GroupConfig, now_ms
 from coordinator.runtime import Record, Result
 from protocol.errors import ErrorCode
@@ -34,7 +33,7 @@ from protocol.errors import ErrorCode
 __all__ = ["CommittedOffset", "GroupConfig", "GroupShard"]
 
 
-class GroupShard(ClassicProtocol, ConsumerProtocol):
+class GroupShard(ClassicMembers):
     """Replay of the shard's records, offsets, and the requests about whole groups."""
 
     # -- replay ------------------------------------------------------------------
@@ -198,8 +197,18 @@ class GroupShard(ClassicProtocol, ConsumerProtocol):
         )
 
     def fetch_offsets(
-        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool
+        self,
+        group_id: str,
+        topics: list[tuple[str, list[int]]] | None,
+        require_stable: bool,
+        member: tuple[str | None, int] = (None, -1),
     ) -> Result[dict[str, Any]]:
+        """member: (member id, member epoch) as OffsetFetch v9+ sends them."""
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            code = _consumer_fetch_error(consumer_group, *member)
+            if code != ErrorCode.none:
+                return Result([], {"error_code": code, "offsets": []})
         committed = self.offsets.get(group_id, {})
         pending = {
             tp
@@ -216,7 +225,7 @@ class GroupShard(ClassicProtocol, ConsumerProtocol):
                 answers.append((tp, None, ErrorCode.unstable_offset_commit))
             else:
                 answers.append((tp, committed.get(tp), ErrorCode.none))
-        return Result([], {"offsets": answers})
+        return Result([], {"error_code": ErrorCode.none, "offsets": answers})
 
     def _offset_tombstones(self, group_id: str, which: Iterable[tuple[str, int]]) -> list[Record]:
         return [(rec.encode_key(rec.OffsetKey(group_id, t, p)), None) for t, p in which]
@@ -359,8 +368,21 @@ def _consumer_commit_error(
     if member is None:
         return ErrorCode.unknown_member_id
     if epoch != member.member_epoch:
-        # a transactional commit reports it as the classic protocol would
-        return (
-            ErrorCode.illegal_generation if producer is not None else ErrorCode.stale_member_epoch
-        )
+        # a classic member, and any transactional commit, hear it as the classic protocol says
+        classic = member.classic is not None or producer is not None
+        return ErrorCode.illegal_generation if classic else ErrorCode.stale_member_epoch
+    return ErrorCode.none
+
+
+def _consumer_fetch_error(group: ConsumerGroup, member_id: str | None, epoch: int) -> ErrorCode:
+    """OffsetFetch v9+ names its member: it must be one, at its current epoch. Without a
+    member (an admin, an older client) anyone may fetch."""
+    if member_id is None and epoch < 0:
+        return ErrorCode.none
+    member = group.members.get(member_id or "")
+    if member is None:
+        return ErrorCode.unknown_member_id
+    if epoch != member.member_epoch:
+        classic = member.classic is not None
+        return ErrorCode.illegal_generation if classic else ErrorCode.stale_member_epoch
     return ErrorCode.none

@@ -29,6 +29,7 @@ class GroupConfig:
     consumer_session_timeout_ms: int = 45000
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = 2147483647
+    consumer_migration_policy: str = "bidirectional"
 
 
 @dataclass(slots=True)
@@ -95,13 +96,21 @@ class ShardState:
         if self.runtime is not None:
             self.runtime.schedule(key, delay_ms, operation)
 
+    def _has_timer(self, key: str) -> bool:
+        return self.runtime is not None and self.runtime.has_timer(key)
+
     def _cancel(self, key: str) -> None:
         if self.runtime is not None:
             self.runtime.cancel(key)
 
     def consumer_group_tombstones(self, group: ConsumerGroup) -> list[Record]:
-        """Records that delete an empty group (the epoch last: replay drops the group)."""
-        keys = [cr.ConsumerKey(cr.TARGET_MEMBER, group.group_id, m) for m in group.target]
+        """Records that delete a group (the epoch last: replay drops the group)."""
+        keys = [
+            cr.ConsumerKey(kind, group.group_id, m)
+            for m in group.members
+            for kind in (cr.CURRENT_ASSIGNMENT, cr.MEMBER_METADATA)
+        ]
+        keys += [cr.ConsumerKey(cr.TARGET_MEMBER, group.group_id, m) for m in group.target]
         keys += [
             cr.ConsumerKey(cr.TARGET_EPOCH, group.group_id),
             cr.ConsumerKey(cr.PARTITION_METADATA, group.group_id),

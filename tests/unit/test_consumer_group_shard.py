@@ -193,10 +193,10 @@ def test_offset_commits_check_the_member_epoch() -> None:
     assert commit("", -1) == ErrorCode.unknown_member_id  # the group has members
 
 
-def test_a_classic_group_with_members_is_not_taken_over() -> None:
+def test_a_classic_group_of_another_protocol_type_is_not_taken_over() -> None:
     h = Harness()
     classic = ClassicGroup("g")
-    classic.add(Member("m", None, "c", "/h", 1000, 1000, "consumer", [("range", b"")]))
+    classic.add(Member("m", None, "c", "/h", 1000, 1000, "connect", [("default", b"")]))
     h.shard.groups["g"] = classic
     assert h.join("a")["error_code"] == ErrorCode.group_id_not_found
 
