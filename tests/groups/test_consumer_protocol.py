@@ -259,9 +259,11 @@ def test_regex_subscription_picks_up_new_topics_and_partitions(
         consumer.close()
 
 
-def test_classic_members_meet_a_consumer_group(
+def test_librdkafka_classic_and_consumer_members_share_one_group(
     kip848_broker: Broker, unique_topic: str, unique_group: str
 ) -> None:
+    """A classic member joins a consumer group as a classic member of it; when the
+    consumer-protocol member leaves, the group turns classic again."""
     create_topic(kip848_broker.bootstrap, unique_topic, 2)
 
     def member(protocol: str) -> Consumer:
@@ -276,29 +278,39 @@ def test_classic_members_meet_a_consumer_group(
         consumer.subscribe([unique_topic])
         return consumer
 
-    def wait_assigned(consumer: Consumer) -> set[int]:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not consumer.assignment():
-            consumer.poll(0.1)
-        return {tp.partition for tp in consumer.assignment()}
+    def owned(consumers: list[Consumer], want: list[set[int]]) -> None:
+        deadline = time.monotonic() + 30
+        got: list[set[int]] = []
+        while time.monotonic() < deadline:
+            for consumer in consumers:
+                consumer.poll(0.05)
+            got = [{tp.partition for tp in c.assignment()} for c in consumers]
+            if got == want:
+                return
+        raise AssertionError(f"assignments {got}, wanted {want}")
+
+    def group_type() -> str:
+        with WireClient(kip848_broker.bootstrap) as client:
+            listed = client.call(LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
+        return next(g.group_type for g in listed.groups if g.group_id == unique_group)
 
     modern = member("consumer")
-    assert wait_assigned(modern) == {0, 1}
-    classic = member("classic")
-    errors = []
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not errors:
-        message = classic.poll(0.2)
-        if message is not None and message.error() is not None:
-            errors.append(message.error())
-    classic.close()
-    assert errors and "INCONSISTENT_GROUP_PROTOCOL" in str(errors[0]), errors
-    assert {tp.partition for tp in modern.assignment()} == {0, 1}
-    modern.close()  # leaves: the group is empty
-    # an empty consumer-protocol group becomes a classic group for the next member
+    owned([modern], [{0, 1}])
     classic = member("classic")
     try:
-        assert wait_assigned(classic) == {0, 1}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            classic.poll(0.05)
+            modern.poll(0.05)
+            split = [{tp.partition for tp in c.assignment()} for c in (modern, classic)]
+            if all(len(p) == 1 for p in split) and split[0] != split[1]:
+                break
+        else:
+            raise AssertionError(f"no split: {split}")
+        assert group_type() == "consumer"
+        modern.close()  # the last consumer-protocol member: the group turns classic
+        owned([classic], [{0, 1}])
+        assert group_type() == "classic"
     finally:
         classic.close()
 
