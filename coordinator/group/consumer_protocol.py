@@ -342,8 +342,13 @@ class ConsumerProtocol(ShardState):
         revoke_key = f"revoke:{group.group_id}:{member.member_id}"
         if member.state != UNREVOKED_PARTITIONS:
             self._cancel(revoke_key)
+            self.revocations_armed.pop(revoke_key, None)
             return
         group_id, member_id, epoch = group.group_id, member.member_id, member.member_epoch
+        # the deadline runs from the start of this revocation, not from each heartbeat
+        if self.revocations_armed.get(revoke_key) == epoch and self._has_timer(revoke_key):
+            return
+        self.revocations_armed[revoke_key] = epoch
 
         def fence(shard: ConsumerProtocol) -> Result[None]:
             return shard._fence(group_id, member_id, epoch, "did not revoke in time")
@@ -365,6 +370,7 @@ class ConsumerProtocol(ShardState):
         # csession: session; revoke: revocation; cjoin/csync: a classic member's rejoin
         for timer in ("csession", "revoke", "cjoin", "csync"):
             self._cancel(f"{timer}:{group_id}:{member_id}")
+        self.revocations_armed.pop(f"revoke:{group_id}:{member_id}", None)
 
     def _fence(self, group_id: str, member_id: str, epoch: int | None, reason: str) -> Result[None]:
         live = self.consumer_groups.get(group_id)

@@ -66,6 +66,8 @@ class ShardState:
         self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
         # transactional offsets waiting for their marker: producer id -> group -> offsets
         self.pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}
+        # revocation timer key -> the member epoch whose revocation it times
+        self.revocations_armed: dict[str, int] = {}
 
     # -- helpers -----------------------------------------------------------------
 

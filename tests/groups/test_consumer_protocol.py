@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -333,3 +334,55 @@ def test_the_consumer_protocol_can_be_switched_off(broker_factory: BrokerFactory
             },
         )
         assert answer.error_code == 35  # UNSUPPORTED_VERSION
+
+
+def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced(
+    kip848_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
+    """Driven by hand on the wire: member a keeps saying it owns what it must give up;
+    after its rebalance timeout (2 s) the broker fences it and b gets everything."""
+    create_topic(kip848_broker.bootstrap, unique_topic, 2)
+
+    def beat(client: WireClient, member_id: str, epoch: int, owned: Any) -> Any:
+        body = {
+            "group_id": unique_group,
+            "member_id": member_id,
+            "member_epoch": epoch,
+            "rebalance_timeout": 2000,
+            "subscribed_topic_names": [unique_topic] if epoch == 0 else None,
+            "topic_partitions": owned,
+        }
+        return client.call(CONSUMER_GROUP_HEARTBEAT, 0, body)
+
+    with WireClient(kip848_broker.bootstrap) as a, WireClient(kip848_broker.bootstrap) as b:
+        joined = beat(a, "member-a", 0, [])
+        assert joined.error_code == 0 and joined.member_epoch == 1
+        everything = [
+            {"topic_id": t.topic_id, "partitions": list(t.partitions)}
+            for t in joined.assignment.topic_partitions
+        ]
+        assert sum(len(t["partitions"]) for t in everything) == 2
+        second = beat(b, "member-b", 0, [])
+        assert second.error_code == 0
+        told = beat(a, "member-a", 1, everything)
+        assert told.error_code == 0 and told.member_epoch == 1  # revoke one, at epoch 1
+        assert sum(len(t.partitions) for t in told.assignment.topic_partitions) == 1
+        started = time.monotonic()
+        answer = told
+        while answer.error_code == 0 and time.monotonic() - started < 10:
+            time.sleep(0.3)
+            answer = beat(a, "member-a", 1, everything)  # never lets go
+        assert answer.error_code in (25, 110), answer  # UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH
+        assert 1.5 < time.monotonic() - started < 5
+        epoch = second.member_epoch
+        for _ in range(20):
+            taken = beat(b, "member-b", epoch, None)
+            epoch = taken.member_epoch
+            if (
+                taken.assignment is not None
+                and sum(len(t.partitions) for t in taken.assignment.topic_partitions) == 2
+            ):
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("b never got both partitions")
