@@ -80,6 +80,8 @@ _NAMES = {
 }
 # Per-listener forms of a setting: listener.name.<listener>.<setting>
 _PER_LISTENER = re.compile(r"^listener\.name\.[a-z0-9_]+\.(.+)$")
+# Per-mechanism SASL settings: [listener.name.<listener>.]<mechanism>.sasl.jaas.config
+_PER_MECHANISM = re.compile(r"^[a-z0-9-]+\.(sasl\..+)$")
 
 HOUR_MS = 3600 * 1000
 
@@ -136,12 +138,15 @@ class BrokerConfig:
     group_consumer_migration_policy: str = "bidirectional"
     # Kafka settings given but not used here, with their values
     unused: dict[str, str] = field(default_factory=dict)
+    # every setting as given (security settings are read from here, per listener)
+    raw: dict[str, str] = field(default_factory=dict)
 
     def apply(self, settings: Mapping[str, str]) -> None:
         """Set values given by Kafka name; raises ConfigError for unknown names and
         values that do not parse."""
         types = {f.name: f.type for f in fields(self)}
         for name, raw in settings.items():
+            self.raw[name] = raw
             attr = _NAMES.get(name)
             if attr is None:
                 if not is_kafka_setting(name):
@@ -159,6 +164,12 @@ class BrokerConfig:
                 f"{', '.join(MIGRATION_POLICIES)}"
             )
         self.group_consumer_migration_policy = policy
+
+    def listener_setting(self, listener: str, name: str) -> str | None:
+        """A setting as one listener sees it: `listener.name.<listener>.<name>` wins
+        over `<name>` (Kafka's per-listener prefixes)."""
+        own = self.raw.get(f"listener.name.{listener.lower()}.{name}")
+        return own if own is not None else self.raw.get(name)
 
     def resolved_listeners(self) -> list[Listener]:
         try:
@@ -204,7 +215,10 @@ def is_kafka_setting(name: str) -> bool:
     if name.startswith(OTHER_DISTRIBUTION_PREFIXES):
         return True
     per_listener = _PER_LISTENER.match(name)
-    return per_listener is not None and is_kafka_setting(per_listener.group(1))
+    if per_listener is not None:
+        return is_kafka_setting(per_listener.group(1))
+    per_mechanism = _PER_MECHANISM.match(name)
+    return per_mechanism is not None and per_mechanism.group(1) in KAFKA_BROKER_SETTINGS
 
 
 def _parse(raw: str, type_name: str) -> object:

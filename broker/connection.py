@@ -25,6 +25,7 @@ from typing import Any
 import structlog
 
 from broker import memory
+from broker.security.session import Session
 from protocol.header import FrameError, frame_size
 from protocol.messages import Chunk, FileRegion
 
@@ -73,6 +74,7 @@ class Connection(asyncio.BufferedProtocol):
         self._eof = False
         self._socket_fd = -1
         self.transport: Any = None  # uvloop's TCPTransport is not an asyncio.Transport subclass
+        self.session = Session("PLAINTEXT")  # replaced by the broker for its listener
         self._worker: asyncio.Task[None] | None = None
 
     # -- receiving -----------------------------------------------------------------

@@ -22,6 +22,8 @@ from broker.handlers.api_versions import api_keys
 from broker.handlers.base import Api, RequestContext
 from broker.listeners import Listener, ListenError
 from broker.producer_ids import ProducerIdAllocator
+from broker.security.authorizer import AllowEverything, Authorizer
+from broker.security.session import Session
 from broker.topics import LEADER_EPOCH, Partition, Topic, TopicRegistry
 from broker.transactions import TRANSACTION_TOPIC, TransactionCoordinator
 from coordinator.group.shard import GroupConfig, GroupShard
@@ -62,6 +64,9 @@ def group_config(config: BrokerConfig) -> GroupConfig:
 
 
 WRITE_BUFFER_HIGH = 4 * 1024 * 1024
+# what a SASL listener answers before authentication: ApiVersions, SaslHandshake,
+# SaslAuthenticate (anything else closes the connection, as on Kafka)
+BEFORE_AUTHENTICATION = frozenset({18, 17, 36})
 
 
 class Broker:
@@ -69,6 +74,7 @@ class Broker:
         self.config = config
         self.topics = TopicRegistry(config.data_dir, config.log_config())
         self.apis: dict[int, Api] = dict(API_TABLE)
+        self.authorizer: Authorizer = AllowEverything()
         self.flusher = Flusher()
         self.appended_bytes = 0  # the housekeeping task watches it to tell when Produce stops
         self.producer_ids = ProducerIdAllocator(config.data_dir)
@@ -324,16 +330,20 @@ class Broker:
         return dataclasses.replace(listener, port=port)
 
     def _new_connection(self, listener: Listener) -> Connection:
-        async def dispatch(request: bytearray, connection_id: str, bound: Any) -> Chunks | None:
-            return await self._dispatch(request, connection_id, bound, listener)
+        session = Session.for_listener(listener.security_protocol)
 
-        return Connection(
+        async def dispatch(request: bytearray, connection_id: str, bound: Any) -> Chunks | None:
+            return await self._dispatch(request, connection_id, bound, listener, session)
+
+        connection = Connection(
             dispatch,
             self.config.socket_request_max_bytes,
             self._connection_opened,
             self._connection_closed,
             f"conn-{next(self._connection_ids)}",
         )
+        connection.session = session
+        return connection
 
     def _connection_opened(self, connection: Connection) -> None:
         self._connections.add(connection)
@@ -341,6 +351,7 @@ class Broker:
         peer = connection.transport.get_extra_info("peername")
         if peer:
             connection.connection_id = f"{peer[0]}:{peer[1]}"
+            connection.session.client_host = peer[0]
             connection.log = connection.log.bind(connection=connection.connection_id)
         connection.log.debug("connection opened")
 
@@ -350,12 +361,19 @@ class Broker:
         connection.log.debug("connection closed")
 
     async def _dispatch(
-        self, request: bytearray, connection_id: str, bound: Any, listener: Listener
+        self,
+        request: bytearray,
+        connection_id: str,
+        bound: Any,
+        listener: Listener,
+        session: Session,
     ) -> Chunks | None:
         api_key, version, correlation_id = peek_fixed(request)
         api = self.apis.get(api_key)
         if api is None:
             raise FrameError(f"unknown API key {api_key}")
+        if not session.authenticated and api_key not in BEFORE_AUTHENTICATION:
+            raise FrameError(f"{api.name} request before SASL authentication")
         if not api.min_version <= version <= api.max_version:
             if api_key == API_VERSIONS_KEY and version > api.max_version:
                 return self._unsupported_api_versions(correlation_id)
@@ -367,7 +385,7 @@ class Broker:
         except messages.MalformedRequest as exc:
             raise FrameError(f"malformed {api.name} v{version} request: {exc}") from exc
         started = time.perf_counter()
-        ctx = RequestContext(self, header, connection_id, listener)
+        ctx = RequestContext(self, header, connection_id, listener, session)
         reply = await api.handle(ctx, body)
         elapsed = time.perf_counter() - started
         count, timing = metrics.for_api(api.name)

@@ -6,6 +6,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.security.resources import Operation, ResourceType
+from broker.security.session import Session
 from protocol.header import RequestHeader
 
 if TYPE_CHECKING:
@@ -19,10 +21,15 @@ class RequestContext:
     header: RequestHeader
     connection_id: str
     listener: Listener  # the one the request came through; its address is what clients see
+    session: Session  # who sent it
 
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    def allowed(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
+        """May this request's principal do ``operation`` on the resource? (ACLs)"""
+        return self.broker.authorizer.authorize(self.session, operation, resource_type, name)
 
 
 # A handler answers with a dict for the negotiated version's response class,

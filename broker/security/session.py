@@ -1,0 +1,26 @@
+"""Who is on the other end of a connection, as the security layers establish it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+ANONYMOUS = "User:ANONYMOUS"
+
+
+@dataclass
+class Session:
+    security_protocol: str  # of the listener: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+    client_host: str = ""
+    principal: str = ANONYMOUS  # "User:<name>", as Kafka's principals are written
+    # False on SASL listeners until SaslAuthenticate succeeds: until then only
+    # ApiVersions and the SASL requests are answered
+    authenticated: bool = True
+    mechanism: str | None = None  # chosen with SaslHandshake
+    exchange: Any = None  # the SASL exchange in progress (sasl.py)
+    # SaslHandshake v0: the tokens that follow are bare frames, not SaslAuthenticate
+    raw_tokens: bool = False
+
+    @classmethod
+    def for_listener(cls, security_protocol: str) -> Session:
+        return cls(security_protocol, authenticated=not security_protocol.startswith("SASL"))
