@@ -5,6 +5,8 @@
 #   make image         the container image localhost/odradek:latest, on a local Debian base
 #   make lint          ruff + mypy
 #   make test          install-test + lint + pytest (PYTEST_ARGS="-k foo" to narrow)
+#   make soak          100 kill -9 cycles of a broker under mixed load, then the guarantees
+#                      checked (SOAK_ARGS="--cycles 20"; a 5-cycle version runs in make test)
 #   make pipeline      the example Spark pipeline on an Odradek of its own (odradek_spark/examples)
 
 SHELL := /bin/bash
@@ -21,6 +23,7 @@ PYTEST_ARGS ?=
 INSTALL_DEPS := pyproject.toml $(wildcard */__init__.py)
 # Test harness code that is type-checked (on top of the packages in [tool.mypy]).
 TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py broker.py containers.py env.py java.py names.py topics.py spark.py)
+TEST_TYPED += $(addprefix tests/soak/,__init__.py workload.py verify.py soak.py)
 STAMP_RUN := $(VENV)/.stamp-install
 STAMP_TEST := $(VENV)/.stamp-install-test
 STAMP_SPARK := $(VENV)/.stamp-install-spark
@@ -120,3 +123,10 @@ bench-transactions: $(STAMP_TEST)
 # (bench/spark.py); BENCH_ARGS=--quick for a smoke run.
 bench-spark: $(STAMP_SPARK) system-deps
 	$(PY) -m bench.spark $(BENCH_ARGS)
+
+# Soak (tests/soak/soak.py): kill -9 cycles of one broker under idempotent, transactional
+# and consumer-group load, then a read_committed check of everything acknowledged.
+SOAK_ARGS ?= --cycles 100
+.PHONY: soak
+soak: $(STAMP_TEST)
+	PYTHONPATH=tests $(PY) -m soak.soak $(SOAK_ARGS)

@@ -77,11 +77,25 @@ _NAMES = {
     "group.consumer.heartbeat.interval.ms": "group_consumer_heartbeat_interval_ms",
     "group.consumer.max.size": "group_consumer_max_size",
     "group.consumer.migration.policy": "group_consumer_migration_policy",
+    "max.connections": "max_connections",
+    "max.connections.per.ip": "max_connections_per_ip",
+    "max.connections.per.ip.overrides": "max_connections_per_ip_overrides",
+    "connections.max.idle.ms": "connections_max_idle_ms",
 }
 # Per-listener forms of a setting: listener.name.<listener>.<setting>
 _PER_LISTENER = re.compile(r"^listener\.name\.[a-z0-9_]+\.(.+)$")
 # Per-mechanism SASL settings: [listener.name.<listener>.]<mechanism>.sasl.jaas.config
 _PER_MECHANISM = re.compile(r"^[a-z0-9-]+\.(sasl\..+)$")
+# Read from `raw` per listener by broker/security (so not reported as unused; the
+# JAAS config holds passwords, which must not reach the log)
+READ_BY_SECURITY = frozenset(
+    {
+        "sasl.enabled.mechanisms",
+        "sasl.jaas.config",
+        "sasl.server.max.receive.size",
+        "connection.failed.authentication.delay.ms",
+    }
+)
 
 HOUR_MS = 3600 * 1000
 
@@ -136,6 +150,10 @@ class BrokerConfig:
     group_consumer_heartbeat_interval_ms: int = 5000
     group_consumer_max_size: int = 2147483647
     group_consumer_migration_policy: str = "bidirectional"
+    max_connections: int = 2147483647
+    max_connections_per_ip: int = 2147483647
+    max_connections_per_ip_overrides: str = ""
+    connections_max_idle_ms: int = 600000
     # Kafka settings given but not used here, with their values
     unused: dict[str, str] = field(default_factory=dict)
     # every setting as given (security settings are read from here, per listener)
@@ -151,7 +169,8 @@ class BrokerConfig:
             if attr is None:
                 if not is_kafka_setting(name):
                     raise ConfigError(f"{name}: not a Kafka broker setting")
-                self.unused[name] = raw
+                if _base_setting(name) not in READ_BY_SECURITY:
+                    self.unused[name] = raw
                 continue
             try:
                 setattr(self, attr, _parse(raw, str(types[attr])))
@@ -207,6 +226,15 @@ class BrokerConfig:
             message_timestamp_type=self.log_message_timestamp_type,
             min_insync_replicas=self.min_insync_replicas,
         )
+
+
+def _base_setting(name: str) -> str:
+    """The setting without its listener and mechanism prefixes."""
+    per_listener = _PER_LISTENER.match(name)
+    if per_listener is not None:
+        name = per_listener.group(1)
+    per_mechanism = _PER_MECHANISM.match(name)
+    return per_mechanism.group(1) if per_mechanism is not None else name
 
 
 def is_kafka_setting(name: str) -> bool:
@@ -284,7 +312,7 @@ def settings_from_environment(environ: Mapping[str, str]) -> dict[str, str]:
 def read_properties(path: Path) -> dict[str, str]:
     """Parse a Java .properties file (the subset server.properties uses)."""
     settings: dict[str, str] = {}
-    for line in path.read_text().splitlines():
+    for line in _logical_lines(path.read_text()):
         line = line.strip()
         if not line or line.startswith(("#", "!")):
             continue
@@ -294,3 +322,23 @@ def read_properties(path: Path) -> dict[str, str]:
                 settings[key.strip()] = value.strip()
                 break
     return settings
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Java properties lines: a line ending in an odd number of backslashes goes on
+    with the next one, whose leading white space is dropped (JAAS configs are
+    usually written over several lines)."""
+    lines: list[str] = []
+    parts: list[str] = []
+    for natural in text.splitlines():
+        line = natural.lstrip()
+        if not parts and line.startswith(("#", "!")):
+            continue  # a comment never continues, whatever it ends with
+        if (len(line) - len(line.rstrip("\\"))) % 2 == 1:
+            parts.append(line[:-1])
+            continue
+        lines.append("".join([*parts, line]))
+        parts = []
+    if parts:
+        lines.append("".join(parts))
+    return lines

@@ -7,6 +7,11 @@ the socket fills directly, so its record batches are never copied before they
 reach the log. The size prefix is checked against `socket.request.max.bytes`
 before anything that size is allocated.
 
+A connection costs little until it sends something: the shared buffer is
+allocated small when bytes first arrive, grows when a frame does not fit, and is
+let go once the connection has been quiet for a while (`shrink_if_idle`, called
+by the broker).
+
 Requests are handled one at a time, like Kafka does per connection; reading
 pauses while too many frames wait, and the handler waits while the socket's
 send buffer is full.
@@ -18,6 +23,7 @@ import asyncio
 import contextlib
 import os
 import struct
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -31,17 +37,31 @@ from protocol.messages import Chunk, FileRegion
 
 log = structlog.get_logger("broker")
 
-RECEIVE_BUFFER = 256 * 1024
+INITIAL_BUFFER = 4 * 1024  # the receive buffer of a connection that starts sending
+RECEIVE_BUFFER = 256 * 1024  # what it grows to while requests arrive
+SHRINK_AFTER_S = 5.0  # quiet this long: back to INITIAL_BUFFER
 OWN_BUFFER_ABOVE = 64 * 1024  # frames larger than this are received into their own buffer
 MAX_WAITING_FRAMES = 64
 MAX_WAITING_BYTES = 16 * 1024 * 1024
 JOIN_BELOW = 64 * 1024
+# stand-ins until a connection's first request starts its worker
+NO_FRAMES: deque[bytearray] = deque(maxlen=0)
+NOT_STARTED = asyncio.Event()
 
 Chunks = list[Chunk]
 Dispatch = Callable[[bytearray, str, Any], Awaitable[Chunks | None]]
 
 
 class Connection(asyncio.BufferedProtocol):
+    # An idle connection holds little: no worker task, no queue or events until its
+    # first request arrives (thousands of idle connections are a common sight).
+    __slots__ = (
+        "_dispatch", "_max_frame", "_on_open", "_on_close", "connection_id", "log",
+        "_buffer", "last_active", "counted_as", "_start", "_end", "_frame", "_filled",
+        "_prefix_first", "_frames", "_waiting_bytes", "_reading_paused", "_arrived",
+        "_writable", "_closed", "_eof", "_socket_fd", "transport", "session", "_worker",
+    )  # fmt: skip
+
     def __init__(
         self,
         dispatch: Dispatch,
@@ -55,8 +75,10 @@ class Connection(asyncio.BufferedProtocol):
         self._on_open = on_open
         self._on_close = on_close
         self.connection_id = connection_id
-        self.log = log.bind(connection=connection_id)
-        self._buffer = bytearray(RECEIVE_BUFFER)
+        self.log = log  # bound to the connection's address once it is known
+        self._buffer = bytearray()  # allocated when bytes first arrive
+        self.last_active = time.monotonic()  # the last bytes in or out
+        self.counted_as = ("", "")  # (listener, client address) in the broker's table
         self._start = 0  # unparsed bytes are self._buffer[_start:_end]
         self._end = 0
         self._frame: bytearray | None = None  # a large frame being received
@@ -64,12 +86,11 @@ class Connection(asyncio.BufferedProtocol):
         # After a large frame the next is likely large too: read its size prefix alone,
         # so the whole frame lands in its own buffer instead of partly in the shared one.
         self._prefix_first = False
-        self._frames: deque[bytearray] = deque()
+        self._frames: deque[bytearray] = NO_FRAMES
         self._waiting_bytes = 0
         self._reading_paused = False
-        self._arrived = asyncio.Event()
-        self._writable = asyncio.Event()
-        self._writable.set()
+        self._arrived = NOT_STARTED
+        self._writable = NOT_STARTED
         self._closed = False
         self._eof = False
         self._socket_fd = -1
@@ -82,13 +103,16 @@ class Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
         sock = transport.get_extra_info("socket")
-        self._socket_fd = sock.fileno() if sock is not None else -1
-        self._worker = asyncio.get_running_loop().create_task(self._serve())
+        # On a TLS connection that socket is the raw one: sendfile would skip encryption.
+        encrypted = transport.get_extra_info("ssl_object") is not None
+        self._socket_fd = sock.fileno() if sock is not None and not encrypted else -1
         self._on_open(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._frame is not None:
             return memoryview(self._frame)[self._filled :]
+        if not self._buffer:
+            self._buffer = bytearray(INITIAL_BUFFER)
         if self._prefix_first and self._start == self._end:
             self._start = self._end = 0
             return memoryview(self._buffer)[:4]
@@ -99,6 +123,7 @@ class Connection(asyncio.BufferedProtocol):
         return memoryview(self._buffer)[self._end :]
 
     def buffer_updated(self, nbytes: int) -> None:
+        self.last_active = time.monotonic()
         try:
             if self._frame is not None:
                 self._filled += nbytes
@@ -123,17 +148,41 @@ class Connection(asyncio.BufferedProtocol):
                 self._start = begin + size
                 self._prefix_first = False
                 continue
-            if size > OWN_BUFFER_ABOVE or begin + size > len(buffer):
+            if size > OWN_BUFFER_ABOVE or (
+                begin + size > len(buffer) and len(buffer) >= RECEIVE_BUFFER
+            ):
                 frame = memory.receive_buffer(size)
                 frame[:available] = buffer[begin : self._end]
                 self._frame, self._filled = frame, available
                 self._start = self._end = 0
                 self._prefix_first = True
+            elif begin + size > len(buffer):
+                self._resize(RECEIVE_BUFFER)
             return
         if self._start == self._end:
             self._start = self._end = 0
 
+    def _resize(self, size: int) -> None:
+        """A shared buffer of ``size`` bytes holding the unparsed bytes at its start."""
+        pending = self._end - self._start
+        buffer = memory.receive_buffer(size)
+        buffer[:pending] = self._buffer[self._start : self._end]
+        self._buffer, self._start, self._end = buffer, 0, pending
+
+    def shrink_if_idle(self, now: float) -> None:
+        """Give back the receive buffer once nothing has moved for a while."""
+        if (
+            self._buffer
+            and self._frame is None
+            and self._start == self._end
+            and now - self.last_active >= SHRINK_AFTER_S
+        ):
+            self._buffer = bytearray()
+            self._start = self._end = 0
+
     def _deliver(self, frame: bytearray) -> None:
+        if self._worker is None:
+            self._start_worker()
         self._frames.append(frame)
         self._waiting_bytes += len(frame)
         self._arrived.set()
@@ -144,11 +193,22 @@ class Connection(asyncio.BufferedProtocol):
             self._reading_paused = True
             self.transport.pause_reading()
 
+    def _start_worker(self) -> None:
+        self._frames = deque()
+        self._arrived = asyncio.Event()
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._worker = asyncio.get_running_loop().create_task(self._serve())
+
     def eof_received(self) -> bool | None:
         # Answer what was already sent, then close (see _serve).
         self._eof = True
         self._arrived.set()
-        return True
+        if self._worker is None:
+            self.close()
+        # TLS has no half-close: its transport closes whatever this returns (and warns
+        # when it is True)
+        return self.transport.get_extra_info("ssl_object") is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -157,6 +217,13 @@ class Connection(asyncio.BufferedProtocol):
         if self._worker is not None and not self._frames:
             self._worker.cancel()
         self._on_close(self)
+        # the transport and this protocol refer to each other: let go at once instead
+        # of waiting for the cycle collector (thousands of closed connections add up)
+        self.transport = None
+        self._buffer = bytearray()
+        self._frame = None
+        if not self._frames:
+            self._dispatch = _closed  # the broker's closure may refer back to this connection
 
     # -- sending -------------------------------------------------------------------
 
@@ -174,6 +241,7 @@ class Connection(asyncio.BufferedProtocol):
     # -- handling ------------------------------------------------------------------
 
     def _send(self, chunks: Chunks) -> None:
+        self.last_active = time.monotonic()
         pending: list[bytes | bytearray | memoryview] = []
         for chunk in chunks:
             if isinstance(chunk, bytes | bytearray | memoryview):
@@ -238,6 +306,11 @@ class Connection(asyncio.BufferedProtocol):
             self.log.exception("closing connection after an unexpected error")
         finally:
             self.close()
+            self._worker = None  # the task and this protocol refer to each other
+
+
+async def _closed(request: bytearray, connection_id: str, bound: Any) -> Chunks | None:
+    return None
 
 
 def size_prefix(length: int) -> bytes:

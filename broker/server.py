@@ -15,14 +15,19 @@ import structlog
 from broker import memory, metrics
 from broker.config import BrokerConfig
 from broker.connection import Chunks, Connection
+from broker.connections import ConnectionTable, Limits
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
-from broker.handlers import API_TABLE
+from broker.handlers import API_TABLE, sasl_authenticate
 from broker.handlers.api_versions import api_keys
 from broker.handlers.base import Api, RequestContext
 from broker.listeners import Listener, ListenError
 from broker.producer_ids import ProducerIdAllocator
+from broker.security import tls
 from broker.security.authorizer import AllowEverything, Authorizer
+from broker.security.credentials import CredentialStore
+from broker.security.sasl import must_close
+from broker.security.sasl_listener import SaslListener, sasl_listener
 from broker.security.session import Session
 from broker.topics import LEADER_EPOCH, Partition, Topic, TopicRegistry
 from broker.transactions import TRANSACTION_TOPIC, TransactionCoordinator
@@ -75,6 +80,7 @@ class Broker:
         self.topics = TopicRegistry(config.data_dir, config.log_config())
         self.apis: dict[int, Api] = dict(API_TABLE)
         self.authorizer: Authorizer = AllowEverything()
+        self.scram_credentials = CredentialStore(config.data_dir)
         self.flusher = Flusher()
         self.appended_bytes = 0  # the housekeeping task watches it to tell when Produce stops
         self.producer_ids = ProducerIdAllocator(config.data_dir)
@@ -91,9 +97,17 @@ class Broker:
         )
         # as configured until start(); then with the ports actually bound
         self.listeners = config.resolved_listeners()
+        # what each SASL_PLAINTEXT / SASL_SSL listener accepts (raises SaslConfigError)
+        self.sasl_listeners: dict[str, SaslListener] = {
+            listener.name: sasl_listener(config, listener.name)
+            for listener in self.listeners
+            if listener.security_protocol.startswith("SASL")
+        }
         self._servers: list[asyncio.Server] = []
         self._tasks: list[asyncio.Task[None]] = []
-        self._connections: set[Connection] = set()
+        self.connections = ConnectionTable(
+            Limits.from_config(config, [listener.name for listener in self.listeners])
+        )
         self._connection_ids = itertools.count(1)
         self._stopped = asyncio.Event()
 
@@ -102,10 +116,12 @@ class Broker:
     async def start(self) -> None:
         started = time.monotonic()
         self.topics.load()
+        self.scram_credentials.load()
         self.topics.remove_orphans()
         self.listeners = [await self._listen(listener) for listener in self.listeners]
         self._tasks.append(asyncio.create_task(self._housekeeping()))
         self._tasks.append(asyncio.create_task(self._log_cleaner()))
+        self._tasks.append(asyncio.create_task(self._sweep_connections()))
         if self.topics.get(OFFSETS_TOPIC) is not None:
             self._tasks.append(asyncio.create_task(self.groups.ensure_started()))
         if self.topics.get(TRANSACTION_TOPIC) is not None:
@@ -136,7 +152,7 @@ class Broker:
         """Clean shutdown: stop accepting, drop connections, flush and checkpoint."""
         for server in self._servers:
             server.close()
-        for connection in list(self._connections):
+        for connection in list(self.connections.open):
             connection.close()
         for task in self._tasks:
             task.cancel()
@@ -190,6 +206,11 @@ class Broker:
                             partition=partition.index,
                             **dataclasses.asdict(stats),
                         )
+
+    async def _sweep_connections(self) -> None:
+        while True:
+            await asyncio.sleep(1)
+            self.connections.sweep()
 
     async def _housekeeping(self) -> None:
         """Retention, time-based rolls and flushes, producer id expiry."""
@@ -315,8 +336,12 @@ class Broker:
         """Open the listener's socket; the listener with the port bound if it asked for any."""
         host = listener.host or None  # every interface
         try:
+            context = tls.server_context(self.config, listener)  # None unless SSL / SASL_SSL
+        except tls.TlsConfigError as exc:
+            raise ListenError(str(exc)) from None
+        try:
             server = await asyncio.get_running_loop().create_server(
-                lambda: self._new_connection(listener), host, listener.port
+                lambda: self._new_connection(listener), host, listener.port, ssl=context
             )
         except OSError as exc:
             where = f"{listener.host or '*'}:{listener.port}"
@@ -333,30 +358,51 @@ class Broker:
         session = Session.for_listener(listener.security_protocol)
 
         async def dispatch(request: bytearray, connection_id: str, bound: Any) -> Chunks | None:
-            return await self._dispatch(request, connection_id, bound, listener, session)
+            reply = await self._dispatch(request, connection_id, bound, listener, session)
+            sasl = self.sasl_listeners.get(listener.name)
+            if sasl is not None and must_close(session.exchange):
+                # a refused SASL authentication: closed once its answer is out, after
+                # connection.failed.authentication.delay.ms as on Kafka
+                delay = sasl.failure_close_delay_ms / 1000
+                asyncio.get_running_loop().call_later(delay, connection.close)
+            return reply
 
         connection = Connection(
             dispatch,
             self.config.socket_request_max_bytes,
-            self._connection_opened,
+            lambda opened: self._connection_opened(opened, listener),
             self._connection_closed,
             f"conn-{next(self._connection_ids)}",
         )
         connection.session = session
         return connection
 
-    def _connection_opened(self, connection: Connection) -> None:
-        self._connections.add(connection)
-        metrics.connections.inc()
+    def _connection_opened(self, connection: Connection, listener: Listener) -> None:
         peer = connection.transport.get_extra_info("peername")
+        if not self.connections.admit(connection, listener.name, peer[0] if peer else ""):
+            connection.close()
+            return
+        metrics.connections.inc()
         if peer:
             connection.connection_id = f"{peer[0]}:{peer[1]}"
             connection.session.client_host = peer[0]
-            connection.log = connection.log.bind(connection=connection.connection_id)
-        connection.log.debug("connection opened")
+        connection.log = connection.log.bind(connection=connection.connection_id)
+        if listener.security_protocol == "SSL":  # on SASL_SSL, SASL names the principal
+            rules = self.config.listener_setting(listener.name, "ssl.principal.mapping.rules")
+            try:
+                connection.session.principal = tls.ssl_principal(
+                    connection.transport.get_extra_info("ssl_object"), rules
+                )
+            except tls.PrincipalError as exc:
+                connection.log.warning("closing connection", reason=str(exc))
+                connection.close()
+                return
+        connection.log.debug("connection opened", principal=connection.session.principal)
 
     def _connection_closed(self, connection: Connection) -> None:
-        self._connections.discard(connection)
+        if connection not in self.connections.open:
+            return  # refused at once
+        self.connections.remove(connection)
         metrics.connections.dec()
         connection.log.debug("connection closed")
 
@@ -368,6 +414,15 @@ class Broker:
         listener: Listener,
         session: Session,
     ) -> Chunks | None:
+        if not session.authenticated:
+            sasl = self.sasl_listeners.get(listener.name)
+            if sasl is not None and len(request) > sasl.max_receive_size:
+                raise FrameError(
+                    f"{len(request)}-byte frame before SASL authentication "
+                    f"(sasl.server.max.receive.size is {sasl.max_receive_size})"
+                )
+            if session.raw_tokens:  # after SaslHandshake v0: a bare token, no header
+                return sasl_authenticate.raw_token(session, request)
         api_key, version, correlation_id = peek_fixed(request)
         api = self.apis.get(api_key)
         if api is None:

@@ -8,7 +8,7 @@ from typing import Any
 ANONYMOUS = "User:ANONYMOUS"
 
 
-@dataclass
+@dataclass(slots=True)
 class Session:
     security_protocol: str  # of the listener: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
     client_host: str = ""

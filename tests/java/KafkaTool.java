@@ -113,6 +113,9 @@ public final class KafkaTool {
             "  alter-group-offsets  --group G --offset T:P=O...",
             "  delete-group-offsets --group G --partition T:P...",
             "  delete-groups      --group G...",
+            "  alter-scram        [--upsert USER:MECHANISM:ITERATIONS:PASSWORD]...",
+            "                     [--delete USER:MECHANISM]...   (SCRAM-SHA-256 / SCRAM-SHA-512)",
+            "  describe-scram     [--user U]...   (every user without --user)",
             "",
             "common options: --prop k=v (client property, repeatable), --bootstrap HOST:PORT",
             "output: JSON lines on stdout; errors as {\"error\": {...}} with exit status 2");
@@ -1039,6 +1042,69 @@ public final class KafkaTool {
         return 0;
     }
 
+    // ------------------------------------------------------------------ SCRAM credentials
+
+    static int alterScram(Opts o, Admin admin) throws Exception {
+        List<org.apache.kafka.clients.admin.UserScramCredentialAlteration> changes = new ArrayList<>();
+        for (String item : o.all("upsert")) {
+            String[] f = item.split(":", 4);
+            if (f.length != 4) {
+                throw new IllegalArgumentException("expected USER:MECHANISM:ITERATIONS:PASSWORD, got: " + item);
+            }
+            var info = new org.apache.kafka.clients.admin.ScramCredentialInfo(
+                    org.apache.kafka.clients.admin.ScramMechanism.fromMechanismName(f[1]), Integer.parseInt(f[2]));
+            changes.add(new org.apache.kafka.clients.admin.UserScramCredentialUpsertion(f[0], info, f[3]));
+        }
+        for (String item : o.all("delete")) {
+            String[] f = item.split(":", 2);
+            if (f.length != 2) {
+                throw new IllegalArgumentException("expected USER:MECHANISM, got: " + item);
+            }
+            changes.add(new org.apache.kafka.clients.admin.UserScramCredentialDeletion(
+                    f[0], org.apache.kafka.clients.admin.ScramMechanism.fromMechanismName(f[1])));
+        }
+        var results = admin.alterUserScramCredentials(changes).values();
+        List<String> users = new ArrayList<>(results.keySet());
+        Collections.sort(users);
+        for (String user : users) {
+            ObjectNode n = JSON.createObjectNode();
+            n.put("user", user);
+            try {
+                results.get(user).get();
+                n.put("altered", true);
+            } catch (ExecutionException e) {
+                n.put("altered", false);
+                n.set("failure", errorNode(e));
+            }
+            emit(n);
+        }
+        return 0;
+    }
+
+    static int describeScram(Opts o, Admin admin) throws Exception {
+        List<String> asked = o.all("user");
+        var result = asked.isEmpty()
+                ? admin.describeUserScramCredentials()
+                : admin.describeUserScramCredentials(asked);
+        List<String> users = asked.isEmpty() ? new ArrayList<>(result.users().get()) : asked;
+        for (String user : users) {
+            ObjectNode n = JSON.createObjectNode();
+            n.put("user", user);
+            try {
+                var description = result.description(user).get();
+                ArrayNode creds = n.putArray("credentials");
+                for (var info : description.credentialInfos()) {
+                    creds.addObject().put("mechanism", info.mechanism().mechanismName())
+                            .put("iterations", info.iterations());
+                }
+            } catch (ExecutionException e) {
+                n.set("failure", errorNode(e));
+            }
+            emit(n);
+        }
+        return 0;
+    }
+
     // ------------------------------------------------------------------ admin
 
     static ConfigResource resource(Opts o) {
@@ -1286,6 +1352,10 @@ public final class KafkaTool {
                 }
                 case "list-offsets":
                     return listOffsets(o, admin);
+                case "alter-scram":
+                    return alterScram(o, admin);
+                case "describe-scram":
+                    return describeScram(o, admin);
                 case "describe-transactions": {
                     for (String id : o.all("transactional-id")) {
                         var d = admin.describeTransactions(List.of(id)).description(id).get();

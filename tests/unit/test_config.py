@@ -4,11 +4,18 @@ variables, unknown and malformed settings, the health probe's bytes."""
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pytest
 
 from broker import health
-from broker.config import BrokerConfig, ConfigError, is_kafka_setting, settings_from_environment
+from broker.config import (
+    BrokerConfig,
+    ConfigError,
+    is_kafka_setting,
+    read_properties,
+    settings_from_environment,
+)
 from broker.listeners import Listener, ListenerError, parse_endpoints, resolve
 
 
@@ -68,7 +75,6 @@ def test_controller_listeners_are_left_out() -> None:
         ("PLAINTEXT://:9092", "OTHER://x:9092", "PLAINTEXT:PLAINTEXT", "not one of"),
         ("PLAINTEXT://:9092", "PLAINTEXT://0.0.0.0:9092", "PLAINTEXT:PLAINTEXT", "cannot connect"),
         ("INTERNAL://:9092", None, "PLAINTEXT:PLAINTEXT", "no security protocol"),
-        ("SSL://:9093", None, "SSL:SSL", "PLAINTEXT listeners only"),
         ("PLAINTEXT://:99999", None, "PLAINTEXT:PLAINTEXT", "out of range"),
         ("localhost:9092", None, "PLAINTEXT:PLAINTEXT", "NAME://host:port"),
         ("", None, "PLAINTEXT:PLAINTEXT", "no listener"),
@@ -175,3 +181,23 @@ def test_health_check_finds_the_first_listener() -> None:
     assert health.default_bootstrap("") == "127.0.0.1:9092"
     assert health.default_bootstrap("INTERNAL://:29092,EXTERNAL://:9092") == "127.0.0.1:29092"
     assert health.default_bootstrap("PLAINTEXT://10.0.0.5:9093") == "10.0.0.5:9093"
+
+
+def test_properties_lines_continue_after_a_trailing_backslash(tmp_path: Path) -> None:
+    path = tmp_path / "server.properties"
+    path.write_text(
+        "# a comment ending in a backslash does not continue \\\n"
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config=\\\n"
+        "    org.apache.kafka.common.security.plain.PlainLoginModule required \\\n"
+        '    user_admin="admin-secret";\n'
+        "path=C:\\\\\n"
+        "num.partitions = 3\n"
+    )
+    assert read_properties(path) == {
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            'user_admin="admin-secret";'
+        ),
+        "path": "C:\\\\",  # an even number of backslashes ends the line
+        "num.partitions": "3",
+    }

@@ -1,0 +1,137 @@
+"""AlterUserScramCredentials (51), v0.
+
+- Upsertions carry user, mechanism (1: SCRAM-SHA-256, 2: SCRAM-SHA-512),
+  iterations, the client's salt and the salted password it computed; the broker
+  keeps salt, iterations, stored key and server key (broker/security/credentials.py,
+  durable before the answer). Deletions name user and mechanism.
+- Per user, as Kafka's controller: an empty name or an empty salt / salted
+  password is UNACCEPTABLE_CREDENTIAL, an unknown mechanism
+  UNSUPPORTED_SASL_MECHANISM, iterations below 4096 or above 16384
+  UNACCEPTABLE_CREDENTIAL, deleting a credential that does not exist
+  RESOURCE_NOT_FOUND, and a user altered twice in one request (whatever the
+  mechanisms) DUPLICATE_RESOURCE. Users with an error are left unchanged; the
+  others are applied.
+- Needs ALTER on the cluster; otherwise every user is CLUSTER_AUTHORIZATION_FAILED.
+- Connections already authenticated stay so; the change applies to new logins.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import CLUSTER_NAME, Operation, ResourceType
+from broker.security.scram import (
+    BY_TYPE_CODE,
+    MAX_ITERATIONS,
+    MIN_ITERATIONS,
+    credential_from_salted_password,
+)
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 0, 0
+
+log = structlog.get_logger("broker")
+
+Problem = tuple[ErrorCode, str]
+DUPLICATE: Problem = (
+    ErrorCode.duplicate_resource,
+    "A user credential cannot be altered twice in the same request",
+)
+
+
+def _name_and_mechanism_problem(name: str, mechanism: int) -> Problem | None:
+    if not name:
+        return ErrorCode.unacceptable_credential, "Username must not be empty"
+    if mechanism not in BY_TYPE_CODE:
+        return ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"
+    return None
+
+
+def _upsertion_problem(upsertion: Any) -> Problem | None:
+    problem = _name_and_mechanism_problem(upsertion.name, upsertion.mechanism)
+    if problem is not None:
+        return problem
+    if upsertion.iterations < MIN_ITERATIONS:
+        return ErrorCode.unacceptable_credential, "Too few iterations"
+    if upsertion.iterations > MAX_ITERATIONS:
+        return ErrorCode.unacceptable_credential, "Too many iterations"
+    if not upsertion.salt or not upsertion.salted_password:
+        return ErrorCode.unacceptable_credential, "Salt and salted password must not be empty"
+    return None
+
+
+def _result(user: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {"user": user, "error_code": code, "error_message": message}
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    if not ctx.allowed(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        users = dict.fromkeys(x.name for x in (*request.deletions, *request.upsertions))
+        return {
+            "throttle_time": 0,
+            "results": [
+                _result(
+                    user, ErrorCode.cluster_authorization_failed, "Cluster authorization failed."
+                )
+                for user in users
+            ],
+        }
+    store = ctx.broker.scram_credentials
+    problems: dict[str, Problem] = {}
+    deletions: dict[str, Any] = {}
+    upsertions: dict[str, Any] = {}
+    for deletion in request.deletions:
+        name = deletion.name
+        if name in problems:
+            continue
+        if deletions.pop(name, None) is not None:
+            problems[name] = DUPLICATE
+            continue
+        problem = _name_and_mechanism_problem(name, deletion.mechanism)
+        if problem is None and store.get(name, BY_TYPE_CODE[deletion.mechanism].name) is None:
+            problem = (
+                ErrorCode.resource_not_found,
+                "Attempt to delete a user credential that does not exist",
+            )
+        if problem is None:
+            deletions[name] = deletion
+        else:
+            problems[name] = problem
+    for upsertion in request.upsertions:
+        name = upsertion.name
+        if name in problems:
+            continue
+        if deletions.pop(name, None) is not None or upsertions.pop(name, None) is not None:
+            problems[name] = DUPLICATE
+            continue
+        problem = _upsertion_problem(upsertion)
+        if problem is None:
+            upsertions[name] = upsertion
+        else:
+            problems[name] = problem
+
+    deletes = [(d.name, BY_TYPE_CODE[d.mechanism].name) for d in deletions.values()]
+    upserts = []
+    for u in upsertions.values():
+        mechanism = BY_TYPE_CODE[u.mechanism]
+        credential = credential_from_salted_password(
+            mechanism, bytes(u.salt), bytes(u.salted_password), u.iterations
+        )
+        upserts.append((u.name, mechanism.name, credential))
+    applied = [*deletions, *upsertions]
+    if applied:
+        try:
+            await store.change(upserts, deletes)
+        except OSError as exc:
+            log.error("SCRAM credentials not saved", path=str(store.path), error=str(exc))
+            for name in applied:
+                problems[name] = (ErrorCode.unknown_server_error, f"not saved: {exc.strerror}")
+            applied = []
+        else:
+            log.info("SCRAM credentials altered", upserted=list(upsertions), deleted=deletes)
+    results = [_result(name, ErrorCode.none, None) for name in applied]
+    results += [_result(name, code, message) for name, (code, message) in problems.items()]
+    return {"throttle_time": 0, "results": results}

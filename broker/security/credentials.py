@@ -1,0 +1,125 @@
+"""SCRAM credentials per user and mechanism, kept in the data directory.
+
+`scram-credentials.json` holds salt, stored key, server key and iterations of each
+credential (base64), never a password. Every change rewrites it whole: written to a
+temporary file, fsynced, renamed over the old one and the directory fsynced, so a
+crash leaves either the old file or the new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from broker.security.scram import MECHANISMS, ScramCredential
+
+FILE_NAME = "scram-credentials.json"
+FORMAT_VERSION = 1
+
+
+class CredentialsFileError(RuntimeError):
+    """The credentials file exists but cannot be read; the message names it."""
+
+
+class CredentialStore:
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / FILE_NAME
+        # user -> mechanism name -> credential
+        self._users: dict[str, dict[str, ScramCredential]] = {}
+        self._write_lock = asyncio.Lock()
+
+    def load(self) -> None:
+        if not self.path.exists():
+            return
+        try:
+            document = json.loads(self.path.read_text())
+            self._users = _decode(document)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CredentialsFileError(
+                f"cannot read SCRAM credentials {self.path}: {exc}"
+            ) from None
+
+    def get(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self._users.get(user, {}).get(mechanism)
+
+    def users(self) -> dict[str, dict[str, ScramCredential]]:
+        return {user: dict(by_mechanism) for user, by_mechanism in self._users.items()}
+
+    async def change(
+        self,
+        upserts: Iterable[tuple[str, str, ScramCredential]],
+        deletes: Iterable[tuple[str, str]],
+    ) -> None:
+        """Apply (user, mechanism, credential) upserts and (user, mechanism) deletes;
+        returns once the file is durable. Raises OSError (nothing changed) if it cannot
+        be written."""
+        async with self._write_lock:
+            users = self.users()  # changed only once the file is written
+            for user, mechanism in deletes:
+                by_mechanism = users.get(user, {})
+                by_mechanism.pop(mechanism, None)
+                if not by_mechanism:
+                    users.pop(user, None)
+            for user, mechanism, credential in upserts:
+                users.setdefault(user, {})[mechanism] = credential
+            text = json.dumps(_encode(users), indent=1)
+            await asyncio.to_thread(_write_durably, self.path, text)
+            self._users = users
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _encode(users: dict[str, dict[str, ScramCredential]]) -> dict[str, Any]:
+    return {
+        "version": FORMAT_VERSION,
+        "credentials": [
+            {
+                "user": user,
+                "mechanism": mechanism,
+                "salt": _b64(c.salt),
+                "stored_key": _b64(c.stored_key),
+                "server_key": _b64(c.server_key),
+                "iterations": c.iterations,
+            }
+            for user, by_mechanism in sorted(users.items())
+            for mechanism, c in sorted(by_mechanism.items())
+        ],
+    }
+
+
+def _decode(document: Any) -> dict[str, dict[str, ScramCredential]]:
+    if document.get("version") != FORMAT_VERSION:
+        raise ValueError(f"unknown format version {document.get('version')!r}")
+    users: dict[str, dict[str, ScramCredential]] = {}
+    for entry in document["credentials"]:
+        mechanism = entry["mechanism"]
+        if mechanism not in MECHANISMS:
+            raise ValueError(f"unknown mechanism {mechanism!r}")
+        users.setdefault(str(entry["user"]), {})[mechanism] = ScramCredential(
+            salt=base64.b64decode(entry["salt"], validate=True),
+            stored_key=base64.b64decode(entry["stored_key"], validate=True),
+            server_key=base64.b64decode(entry["server_key"], validate=True),
+            iterations=int(entry["iterations"]),
+        )
+    return users
+
+
+def _write_durably(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
