@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import gc
 import socket
 import time
 from collections import Counter
@@ -28,7 +29,7 @@ from broker.connection import Connection
 log = structlog.get_logger("broker")
 
 REFUSAL_LOG_INTERVAL_S = 10.0
-UNLIMITED = 2147483647
+COLLECT_AFTER_CLOSES = 100
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,8 @@ class ConnectionTable:
             else:
                 connection.shrink_if_idle(now)
         if self._closed_since_trim:
+            if self._closed_since_trim >= COLLECT_AFTER_CLOSES:
+                gc.collect()  # what reference cycles of closed connections still hold
             self._closed_since_trim = 0
             memory.release_free_memory()
         return closed

@@ -36,6 +36,7 @@ from protocol.batch import (
     iter_batches,
     iter_records,
 )
+from storage import faults
 
 if TYPE_CHECKING:
     from broker.topics import Partition
@@ -182,7 +183,11 @@ class ShardRuntime:
             self._busy = True
             try:
                 if self._execute(operation, future):
-                    await self._flush(self.partition)
+                    try:
+                        await self._flush(self.partition)
+                    except OSError as exc:
+                        self._pending_answers.pop(future, None)
+                        self._fail(future, exc, "flush")
                     self._answer(future)
             finally:
                 self._busy = False
@@ -200,9 +205,7 @@ class ShardRuntime:
                 future.set_exception(exc)
             return False
         except Exception as exc:
-            log.exception("coordinator operation failed", partition=self.index)
-            if not future.done():
-                future.set_exception(exc)
+            self._fail(future, exc, "append")
             return False
         if wrote and self.partition.log.flush_policy_due(int(time.time() * 1000)):
             self._pending_answers[future] = result.response
@@ -210,6 +213,17 @@ class ShardRuntime:
         if not future.done():
             future.set_result(result.response)
         return False
+
+    def _fail(self, future: asyncio.Future[Any], exc: Exception, operation: str) -> None:
+        """A storage error (a full disk, ...) answers NOT_COORDINATOR, as Kafka maps it
+        for its coordinators: clients look the coordinator up again and retry."""
+        if isinstance(exc, OSError) and faults.is_storage_error(exc):
+            faults.report(self.partition.log.directory, exc, f"coordinator {operation}")
+            exc = CoordinatorError(NOT_COORDINATOR, f"storage error: {exc.strerror}")
+        else:
+            log.exception("coordinator operation failed", partition=self.index)
+        if not future.done():
+            future.set_exception(exc)
 
     def _answer(self, future: asyncio.Future[Any]) -> None:
         response = self._pending_answers.pop(future, None)

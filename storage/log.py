@@ -136,6 +136,7 @@ class PartitionLog:
         self._synced_writes = 0  # ...those covered by the last flush
         self._dir_dirty = False
         self._epochs_unsynced = False
+        self._epochs_unsaved = False  # the last checkpoint write failed
         self._marker_present = False
         self._last_flush_ms = int(time.time() * 1000)
         self._closed = False
@@ -355,7 +356,12 @@ class PartitionLog:
     def _epochs_changed(self) -> None:
         # On the append path, so not fsynced here: flush() does it before the
         # recovery point passes the new epoch, and recovery rebuilds the rest.
-        self._epochs.save(durable=False)
+        # A full disk must not fail an append whose batches are already written:
+        # the checkpoint is written again by the next flush.
+        try:
+            self._epochs.save(durable=False)
+        except OSError:
+            self._epochs_unsaved = True
         self._epochs_unsynced = True
         self._dir_dirty = True
 
@@ -694,6 +700,9 @@ class PartitionLog:
                     segment.persist_index()
                     jobs.append((os.dup(segment.file.fd), sorted(segment.unsynced)))
                     segment.unsynced.clear()
+                if self._epochs_unsaved:
+                    self._epochs.save(durable=False)
+                    self._epochs_unsaved = False
                 if self._epochs_unsynced:
                     jobs.append((-1, [self._epochs.path]))
                     self._epochs_unsynced = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import logging
 import os
 import struct
@@ -44,6 +45,10 @@ INT32_MAX = (1 << 31) - 1
 RESERVE_FROM = 64 * 1024  # appends at least this large reserve ahead
 RESERVE_AHEAD = 16 * 1024 * 1024
 _FALLOC_FL_KEEP_SIZE = 1
+
+# Fault injection for tests of a full disk where no small file system can be
+# mounted: while the file this names exists, every segment append fails with ENOSPC.
+FULL_DISK_FLAG = os.environ.get("ODRADEK_FULL_DISK_FLAG", "")
 
 
 def _load_fallocate() -> Any:
@@ -187,6 +192,8 @@ class Segment:
 
     def append(self, data: bytes | bytearray | memoryview) -> None:
         """One write of whole batches; a failed write leaves no partial batch behind."""
+        if FULL_DISK_FLAG and os.path.exists(FULL_DISK_FLAG):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
         fd = self.file.fd
         if len(data) >= RESERVE_FROM and self.size + len(data) > self._reserved_end:
             self._reserve_ahead(fd, self.size + len(data) + RESERVE_AHEAD)

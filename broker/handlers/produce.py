@@ -15,6 +15,9 @@
   NOT_ENOUGH_REPLICAS.
 - When the flush policy asks for it, the answer waits for the fsync, which is
   shared with every other request waiting at the same time.
+- A full disk, an I/O error or a read-only data directory fails the partition
+  with KAFKA_STORAGE_ERROR (retriable; nothing half-written stays in the log) and
+  is logged once in a while (storage/faults.py), not once per request.
 - The answer is encoded directly to bytes (protocol/produce_response.py).
 """
 
@@ -29,6 +32,7 @@ from protocol.batch import BatchHeader, InvalidBatch, TruncatedBatch, iter_batch
 from protocol.errors import ErrorCode
 from protocol.produce_request import ProduceRequest
 from protocol.produce_response import encode_produce_response
+from storage import faults
 from storage.batch_rewrite import decode_records
 from storage.producer_state import DuplicateBatch, ProducerStateError
 
@@ -124,6 +128,11 @@ def append_to_partition(
         }
     except ProducerStateError as exc:
         return _error(index, ErrorCode(exc.code), str(exc))
+    except OSError as exc:
+        if not faults.is_storage_error(exc):
+            raise
+        faults.report(log.directory, exc, "produce")
+        return _error(index, ErrorCode.kafka_storage_error, f"storage error: {exc.strerror}")
     return {
         "index": index,
         "error_code": 0,
@@ -138,6 +147,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
     now_ms = int(time.time() * 1000)
     topics = []
     written: list[Partition] = []
+    answers: list[dict[str, Any]] = []  # of the partitions written to
     for topic_data in request.topic_data:
         results = []
         for index, records in topic_data.partition_data:
@@ -152,9 +162,18 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
                 )
                 if result["error_code"] == 0:
                     written.append(partition)
+                    answers.append(result)
                 results.append(result)
         topics.append({"name": topic_data.name, "partition_responses": results})
-    await ctx.broker.flush_if_due(written, now_ms)
+    try:
+        await ctx.broker.flush_if_due(written, now_ms)
+    except OSError as exc:
+        if not faults.is_storage_error(exc):
+            raise
+        faults.report(ctx.broker.config.data_dir, exc, "flush")
+        for answer in answers:
+            if answer["error_code"] == 0:
+                answer["error_code"] = ErrorCode.kafka_storage_error
     if acks == 0:
         return None
     return encode_produce_response(ctx.version, topics)

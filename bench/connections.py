@@ -1,0 +1,143 @@
+"""Connections benchmark: what idle connections cost, Odradek side by side with
+librdkafka's mock cluster.
+
+Run from the repository root:
+
+    .venv/bin/python -m bench.connections [--quick]
+
+- memory: broker RSS before, while N idle TCP connections are held (plain sockets
+  that send nothing), and after they close (at once, and a minute later);
+  per-connection cost is (held - before) / N.
+- work under load: produce MB/s (1 KB records, acks=1, 1 partition, confluent-kafka)
+  with no idle connections and with N held open.
+
+N is 10,000 (2,000 with --quick). Both brokers run in child processes; the sockets
+are held by this process, which raises its open-file limit to the hard limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+import socket
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bench.data_plane import (
+    Peer,
+    Run,
+    Step,
+    arg_parser,
+    check_peer,
+    produce,
+    remove_workdir,
+    report,
+    rss_mib,
+    run_steps,
+    start_peers,
+    start_run,
+    value_row,
+)
+
+
+@dataclass
+class Settings:
+    quick: bool
+    connections: int
+    produce_seconds: float
+    settle_after_close_s: float
+
+    @classmethod
+    def make(cls, quick: bool) -> Settings:
+        if quick:
+            return cls(True, 2000, 3.0, 10.0)
+        return cls(False, 10000, 8.0, 60.0)
+
+
+def rss_kib(pid: int) -> float:
+    return rss_mib(pid)["VmRSS"] * 1024
+
+
+def hold(port: int, count: int) -> list[socket.socket]:
+    held = []
+    for _ in range(count):
+        held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+    return held
+
+
+def run_cases(run: Run, peers: list[Peer]) -> None:
+    settings: Settings = run.settings
+    memory: dict[str, dict[str, float]] = {}
+    rates: dict[str, dict[str, float]] = {}
+    for peer in peers:
+        peer.create_topic("load", 1)
+        peer.wait_for_topic("load", 1)
+        port = int(peer.bootstrap.rsplit(":", 1)[1])
+        quiet = produce(peer.bootstrap, "load", 1, 1024, "1", linger_ms=5,
+                        seconds=settings.produce_seconds)  # fmt: skip
+        time.sleep(1)
+        before = rss_kib(peer.pid)
+        held = hold(port, settings.connections)
+        time.sleep(2)
+        holding = rss_kib(peer.pid)
+        loaded = produce(peer.bootstrap, "load", 1, 1024, "1", linger_ms=5,
+                         seconds=settings.produce_seconds)  # fmt: skip
+        check_peer(run, peer, "with idle connections held")
+        for sock in held:
+            sock.close()
+        time.sleep(3)
+        after = rss_kib(peer.pid)
+        time.sleep(settings.settle_after_close_s)
+        later = rss_kib(peer.pid)
+        memory[peer.name] = {
+            "before": before,
+            "per_connection": (holding - before) / settings.connections,
+            "after_close": after,
+            "later": later,
+            "later_vs_before": later / before,
+        }
+        rates[peer.name] = {"quiet": quiet.mb_per_s, "loaded": loaded.mb_per_s}
+        print(f"    {peer.name}: {memory[peer.name]} {rates[peer.name]}", flush=True)
+    n = settings.connections
+    settle = f"{settings.settle_after_close_s:.0f}"
+
+    def row(case: str, unit: str, better: str, values: dict[str, float], fmt: str) -> None:
+        run.rows.append(value_row(case, unit, better, values, fmt))
+
+    row("RSS before", "MiB", "lower", {k: v["before"] / 1024 for k, v in memory.items()}, "{:.1f}")
+    row(f"RSS per idle connection ({n} held)", "KiB", "lower",
+        {k: v["per_connection"] for k, v in memory.items()}, "{:.1f}")  # fmt: skip
+    row("RSS 3 s after they close", "MiB", "lower",
+        {k: v["after_close"] / 1024 for k, v in memory.items()}, "{:.1f}")  # fmt: skip
+    row(f"RSS {settle} s after they close / RSS before", "x", "lower",
+        {k: v["later_vs_before"] for k, v in memory.items()}, "{:.2f}")  # fmt: skip
+    row("produce 1 KB acks=1, no idle connections", "MB/s", "higher",
+        {k: v["quiet"] for k, v in rates.items()}, "{:.1f}")  # fmt: skip
+    row(f"produce 1 KB acks=1, {n} idle connections held", "MB/s", "higher",
+        {k: v["loaded"] for k, v in rates.items()}, "{:.1f}")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arg_parser(__doc__).parse_args(argv)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    settings = Settings.make(args.quick)
+    run = start_run(settings, "connections", "odradek-bench-connections-")
+    steps: list[tuple[str, Step]] = [("idle connections", run_cases)]
+    findings = run_steps(run, start_peers, steps)
+    notes = [
+        "ratio > 1 means Odradek is better. Idle connections are plain TCP sockets from "
+        "this process that never send; RSS is VmRSS of the broker process.",
+    ]
+    extra: dict[str, Any] = {"open_file_limit": [soft, hard]}
+    report(run, name="connections", notes=notes, findings=findings,
+           settings=asdict(settings), extra=extra)  # fmt: skip
+    remove_workdir(run, args.keep)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
