@@ -94,6 +94,9 @@ READ_BY_SECURITY = frozenset(
         "sasl.jaas.config",
         "sasl.server.max.receive.size",
         "connection.failed.authentication.delay.ms",
+        "authorizer.class.name",
+        "super.users",
+        "allow.everyone.if.no.acl.found",
     }
 )
 

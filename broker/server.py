@@ -24,7 +24,7 @@ from broker.handlers.base import Api, RequestContext
 from broker.listeners import Listener, ListenError
 from broker.producer_ids import ProducerIdAllocator
 from broker.security import tls
-from broker.security.authorizer import AllowEverything, Authorizer
+from broker.security.authorizer import Authorizer, build_authorizer
 from broker.security.credentials import CredentialStore
 from broker.security.sasl import must_close
 from broker.security.sasl_listener import SaslListener, sasl_listener
@@ -79,7 +79,7 @@ class Broker:
         self.config = config
         self.topics = TopicRegistry(config.data_dir, config.log_config())
         self.apis: dict[int, Api] = dict(API_TABLE)
-        self.authorizer: Authorizer = AllowEverything()
+        self.authorizer: Authorizer = build_authorizer(config)  # ACLs when configured
         self.scram_credentials = CredentialStore(config.data_dir)
         self.flusher = Flusher()
         self.appended_bytes = 0  # the housekeeping task watches it to tell when Produce stops

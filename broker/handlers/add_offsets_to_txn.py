@@ -2,7 +2,9 @@
 
 Adds the group's `__consumer_offsets` partition to the transaction, so the
 offsets committed with TxnOffsetCommit get the transaction's marker. Errors
-as AddPartitionsToTxn.
+as AddPartitionsToTxn. With ACLs: WRITE on the transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ on the group
+(GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -11,12 +13,18 @@ from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.txn_common import fenced_code, on_txn_shard
+from broker.security.resources import Operation, ResourceType
+from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 3
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     broker = ctx.broker
+    if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return {"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed}
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed}
     await broker.groups.ensure_started()
     offsets_partition = (broker.groups.topic, broker.groups.partition_for(request.group_id))
     code, answer = await on_txn_shard(

@@ -6,17 +6,28 @@
 - Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION and the others
   OPERATION_NOT_ATTEMPTED; nothing is added then.
 - The first partition starts the transaction and its timeout clock.
+- With ACLs: WRITE on the transactional id (else every partition answers
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each topic; a topic without it
+  answers TOPIC_AUTHORIZATION_FAILED (the others OPERATION_NOT_ATTEMPTED). Internal
+  topics are never added this way (TOPIC_AUTHORIZATION_FAILED, as on Kafka).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from broker.handlers.authorization import allowed_names
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.txn_common import fenced_code, on_txn_shard
+from broker.security.resources import Operation, ResourceType
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 3
+
+
+def _internal(ctx: RequestContext, name: str) -> bool:
+    topic = ctx.broker.topics.get(name)
+    return topic is not None and topic.is_internal
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
@@ -25,15 +36,18 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     producer_id = request.v3_and_below_producer_id
     epoch = request.v3_and_below_producer_epoch
     wanted = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
-    unknown = {tp for tp in wanted if broker.topics.partition(*tp) is None}
+    writable = allowed_names(
+        ctx, Operation.WRITE, ResourceType.TOPIC, (t for t, _ in wanted if not _internal(ctx, t))
+    )
+    refused = {tp: ErrorCode.topic_authorization_failed for tp in wanted if tp[0] not in writable}
+    for tp in wanted:
+        if tp not in refused and broker.topics.partition(*tp) is None:
+            refused[tp] = ErrorCode.unknown_topic_or_partition
     codes: dict[tuple[str, int], int]
-    if unknown:
-        codes = {
-            tp: ErrorCode.unknown_topic_or_partition
-            if tp in unknown
-            else ErrorCode.operation_not_attempted
-            for tp in wanted
-        }
+    if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        codes = {tp: ErrorCode.transactional_id_authorization_failed for tp in wanted}
+    elif refused:
+        codes = {tp: refused.get(tp, ErrorCode.operation_not_attempted) for tp in wanted}
     else:
         code, answer = await on_txn_shard(
             ctx,

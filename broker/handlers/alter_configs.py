@@ -5,6 +5,9 @@
 - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; unknown name or bad value:
   INVALID_CONFIG; broker resources cannot be changed at run time here
   (INVALID_REQUEST). validate_only changes nothing.
+- With ACLs a resource needs ALTER_CONFIGS: on the cluster for broker resources
+  (CLUSTER_AUTHORIZATION_FAILED), on the topic (TOPIC_AUTHORIZATION_FAILED) or the
+  group (GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from broker import topic_configs
+from broker.handlers.authorization import config_resource_refusal
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation
 from broker.topics import TopicError
 from protocol.errors import ErrorCode
 
@@ -35,6 +40,12 @@ def alter_resource(
         "resource_type": resource.resource_type,
         "resource_name": resource.resource_name,
     }
+    refused = config_resource_refusal(
+        ctx, Operation.ALTER_CONFIGS, resource.resource_type, resource.resource_name
+    )
+    if refused:
+        result["error_code"] = refused
+        return result
     if resource.resource_type != TOPIC:
         result["error_code"] = ErrorCode.invalid_request
         result["error_message"] = "only topic configs can be changed"

@@ -1,6 +1,7 @@
 """ConsumerGroupDescribe (69), v0-v1: consumer-protocol groups with their epochs, the
 assignor, and each member's subscription, current and target assignment. A group id
-that is not a consumer group answers GROUP_ID_NOT_FOUND."""
+that is not a consumer group answers GROUP_ID_NOT_FOUND. With ACLs a group needs
+DESCRIBE on it (GROUP_AUTHORIZATION_FAILED); its authorized operations when asked for."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from broker.handlers.authorization import NOT_REQUESTED, authorized_operations
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.groups_common import on_group_shard
+from broker.security.resources import Operation, ResourceType
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
@@ -18,11 +21,19 @@ MIN_VERSION, MAX_VERSION = 0, 1
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     groups = []
     for group_id in request.group_ids:
+        if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append(_missing(group_id, ErrorCode.group_authorization_failed))
+            continue
         code, described = await on_group_shard(ctx, group_id, _describe(group_id))
         if code or described is None:
             groups.append(_missing(group_id, ErrorCode(code) if code else None))
-        else:
-            groups.append(_described(described))
+            continue
+        answer = _described(described)
+        if request.include_authorized_operations:
+            answer["authorized_operations"] = authorized_operations(
+                ctx, ResourceType.GROUP, group_id
+            )
+        groups.append(answer)
     return {"throttle_time": 0, "groups": groups}
 
 
@@ -67,7 +78,7 @@ def _described(group: dict[str, Any]) -> dict[str, Any]:
             }
             for m in group["members"]
         ],
-        "authorized_operations": -2147483648,
+        "authorized_operations": NOT_REQUESTED,
     }
 
 
@@ -81,5 +92,5 @@ def _missing(group_id: str, code: ErrorCode | None) -> dict[str, Any]:
         "assignment_epoch": -1,
         "assignor_name": "",
         "members": [],
-        "authorized_operations": -2147483648,
+        "authorized_operations": NOT_REQUESTED,
     }

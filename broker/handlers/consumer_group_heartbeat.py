@@ -4,7 +4,8 @@ A member joins with epoch 0 and its subscription, then heartbeats with its epoch
 when they changed, what it owns; the answer carries its new epoch and, when it
 changed, the partitions it should own. Epoch -1 leaves, -2 leaves for a while (a static
 member). The group's shard does the work (coordinator/group/consumer_protocol.py);
-here the request becomes a dict and the answer a response.
+here the request becomes a dict and the answer a response. With ACLs the group needs
+READ: GROUP_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.groups_common import client_host, on_group_shard
+from broker.security.resources import Operation, ResourceType
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
@@ -22,6 +24,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     protocols = ctx.broker.config.group_coordinator_rebalance_protocols
     if "consumer" not in {p.strip() for p in protocols.split(",")}:
         return _error(ErrorCode.unsupported_version, "The consumer group protocol is disabled.")
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        return _error(ErrorCode.group_authorization_failed, None)
     owned = request.topic_partitions
     rebalance_timeout = request.rebalance_timeout
     details = {

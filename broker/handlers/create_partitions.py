@@ -6,6 +6,8 @@
   UNKNOWN_TOPIC_OR_PARTITION. validate_only changes nothing.
 - Consumers subscribed to the topic see the new partitions on their next
   metadata refresh.
+- With ACLs a topic needs ALTER on it: TOPIC_AUTHORIZATION_FAILED otherwise (before
+  any other check).
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation, ResourceType
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 3
 
 
 def _check(ctx: RequestContext, topic: Any) -> tuple[ErrorCode, str | None]:
+    if not ctx.allowed(Operation.ALTER, ResourceType.TOPIC, topic.name):
+        return ErrorCode.topic_authorization_failed, "The topic authorization is failed."
     existing = ctx.broker.topics.get(topic.name)
     if existing is None:
         return ErrorCode.unknown_topic_or_partition, f"topic {topic.name} does not exist"

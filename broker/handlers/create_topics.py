@@ -8,6 +8,9 @@
 - validate_only checks everything and creates nothing.
 - v5+ answers with the new topic's partition count, replication factor and
   configs.
+- With ACLs a topic needs CREATE on the cluster or on itself
+  (TOPIC_AUTHORIZATION_FAILED); its configs are answered only with DESCRIBE_CONFIGS
+  on it (topic_config_error_code TOPIC_AUTHORIZATION_FAILED otherwise).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from collections import Counter
 from typing import Any
 
 from broker import topic_configs
+from broker.handlers.authorization import may_create_topic
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation, ResourceType
 from broker.topics import TopicError
 from protocol.errors import ErrorCode
 
@@ -56,6 +61,10 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         if counts[topic.name] > 1:
             results.append(_result(topic.name, ErrorCode.invalid_request, "topic named twice"))
             continue
+        if not may_create_topic(ctx, topic.name):
+            code = ErrorCode.topic_authorization_failed
+            results.append(_result(topic.name, code, "Authorization failed."))
+            continue
         configs = {c.name: c.value for c in topic.configs}
         try:
             partitions = _partition_count(ctx, topic)
@@ -67,11 +76,23 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         except TopicError as exc:
             results.append(_result(topic.name, exc.code, exc.message))
             continue
+        topic_id = None if request.validate_only else created.topic_id
+        if not ctx.allowed(Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, topic.name):
+            results.append(
+                {
+                    **_result(topic.name, ErrorCode.none),
+                    "topic_id": topic_id,
+                    "num_partitions": -1,
+                    "replication_factor": -1,
+                    "topic_config_error_code": ErrorCode.topic_authorization_failed,
+                }
+            )
+            continue
         described = topic_configs.describe(set_configs, broker.config)
         results.append(
             {
                 "name": topic.name,
-                "topic_id": None if request.validate_only else created.topic_id,
+                "topic_id": topic_id,
                 "error_code": 0,
                 "error_message": None,
                 "num_partitions": partitions,

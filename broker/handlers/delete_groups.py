@@ -1,7 +1,8 @@
 """DeleteGroups (42), v0-v2.
 
 Only groups without members can go (NON_EMPTY_GROUP otherwise); unknown ones
-answer GROUP_ID_NOT_FOUND. The group and its offsets become tombstones.
+answer GROUP_ID_NOT_FOUND. The group and its offsets become tombstones. With ACLs a
+group needs DELETE on it: GROUP_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.groups_common import on_group_shard
+from broker.security.resources import Operation, ResourceType
+from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 2
 
@@ -18,6 +21,10 @@ MIN_VERSION, MAX_VERSION = 0, 2
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     results = []
     for group_id in request.groups_names:
+        if not ctx.allowed(Operation.DELETE, ResourceType.GROUP, group_id):
+            refused = ErrorCode.group_authorization_failed
+            results.append({"group_id": group_id, "error_code": refused})
+            continue
         code, answer = await on_group_shard(ctx, group_id, _deleter(group_id))
         results.append({"group_id": group_id, "error_code": code or answer[group_id]})
     return {"throttle_time": 0, "results": results}

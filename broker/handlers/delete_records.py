@@ -2,7 +2,8 @@
 
 Moves a partition's log start offset up to the given offset (-1 means the
 high watermark); whole segments below it are removed. An offset above the
-high watermark is OFFSET_OUT_OF_RANGE. Answers the new low watermark.
+high watermark is OFFSET_OUT_OF_RANGE. Answers the new low watermark. With ACLs a
+topic needs DELETE on it: TOPIC_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation, ResourceType
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 2
@@ -21,10 +23,13 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     topics = []
     for topic in request.topics:
         answers = []
+        deletable = ctx.allowed(Operation.DELETE, ResourceType.TOPIC, topic.name)
         for p in topic.partitions:
             answer = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": 0}
             partition = ctx.broker.topics.partition(topic.name, p.partition_index)
-            if partition is None:
+            if not deletable:
+                answer["error_code"] = ErrorCode.topic_authorization_failed
+            elif partition is None:
                 answer["error_code"] = ErrorCode.unknown_topic_or_partition
             else:
                 log = partition.log

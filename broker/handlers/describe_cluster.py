@@ -1,9 +1,11 @@
-"""DescribeCluster (60), v0-v1: this one broker, also the controller."""
+"""DescribeCluster (60), v0-v1: this one broker, also the controller. The cluster's
+authorized operations when asked for (none without DESCRIBE on the cluster)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from broker.handlers.authorization import NOT_REQUESTED, cluster_authorized_operations
 from broker.handlers.base import Reply, RequestContext
 from protocol.errors import ErrorCode
 
@@ -25,6 +27,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             "controller_id": -1,
             "brokers": [],
         }
+    operations = NOT_REQUESTED
+    if request.include_cluster_authorized_operations:
+        operations = cluster_authorized_operations(ctx)
     return {
         "throttle_time": 0,
         "error_code": 0,
@@ -40,5 +45,5 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 "rack": None,
             }
         ],
-        "cluster_authorized_operations": -2147483648,
+        "cluster_authorized_operations": operations,
     }

@@ -6,6 +6,9 @@
 - BROKER resources (name "" or this broker's id) list the broker's settings.
 - `configuration_keys` narrows the list; synonyms (v1+) and types (v3+) are
   filled; unknown topics answer UNKNOWN_TOPIC_OR_PARTITION.
+- With ACLs a resource needs DESCRIBE_CONFIGS: on the cluster for broker resources
+  (CLUSTER_AUTHORIZATION_FAILED), on the topic (TOPIC_AUTHORIZATION_FAILED) or the
+  group (GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from typing import Any
 
 from broker import topic_configs
 from broker.config import _NAMES as BROKER_NAMES
+from broker.handlers.authorization import config_resource_refusal
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation
 from broker.topic_configs import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, DescribedConfig
 from protocol.errors import ErrorCode
 
@@ -87,7 +92,13 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             "resource_name": resource.resource_name,
             "configs": [],
         }
-        if resource.resource_type == TOPIC:
+        refused = config_resource_refusal(
+            ctx, Operation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name
+        )
+        if refused:
+            result["error_code"] = refused
+            result["error_message"] = "Authorization failed."
+        elif resource.resource_type == TOPIC:
             if ctx.broker.topics.get(resource.resource_name) is None:
                 result["error_code"] = ErrorCode.unknown_topic_or_partition
                 result["error_message"] = f"topic {resource.resource_name} does not exist"

@@ -1,7 +1,9 @@
 """DescribeGroups (15), v0-v5.
 
 State, protocol type, chosen protocol and members with their metadata and
-assignment. An unknown group is described as Dead with no members.
+assignment. An unknown group is described as Dead with no members. With ACLs a group
+needs DESCRIBE on it: GROUP_AUTHORIZATION_FAILED otherwise. v3+: the group's authorized
+operations when asked for.
 """
 
 from __future__ import annotations
@@ -9,29 +11,35 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from broker.handlers.authorization import NOT_REQUESTED, authorized_operations
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.groups_common import on_group_shard
+from broker.security.resources import Operation, ResourceType
+from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 5
 
-ALL_GROUP_OPERATIONS = 0b10011011000  # READ, DESCRIBE, DELETE bits of Kafka's AclOperation
-
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
+    with_operations = getattr(request, "include_authorized_operations", False)
     groups = []
     for group_id in request.groups:
-        code, described = await on_group_shard(ctx, group_id, _describer(group_id))
+        if ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
+            code, described = await on_group_shard(ctx, group_id, _describer(group_id))
+        else:
+            code, described = ErrorCode.group_authorization_failed, None
+        operations = NOT_REQUESTED
+        if with_operations and code == 0:
+            operations = authorized_operations(ctx, ResourceType.GROUP, group_id)
         if described is None:
             described = {
                 "group_id": group_id,
-                "group_state": "Dead",
+                "group_state": "Dead" if code != ErrorCode.group_authorization_failed else "",
                 "protocol_type": "",
                 "protocol_data": "",
                 "members": [],
             }
-        groups.append(
-            {"error_code": code, "authorized_operations": ALL_GROUP_OPERATIONS, **described}
-        )
+        groups.append({"error_code": code, "authorized_operations": operations, **described})
     return {"throttle_time": 0, "groups": groups}
 
 

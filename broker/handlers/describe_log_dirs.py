@@ -1,7 +1,8 @@
 """DescribeLogDirs (35), v1-v4: the one data directory, partition sizes in it.
 
 topics = null describes every partition; unknown topics are left out, as Kafka
-does. v4 adds the directory's total and usable bytes.
+does. v4 adds the directory's total and usable bytes. With ACLs the caller needs
+DESCRIBE on the cluster: CLUSTER_AUTHORIZATION_FAILED and no directories otherwise.
 """
 
 from __future__ import annotations
@@ -9,12 +10,21 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
+from broker.handlers.authorization import cluster_allowed
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation
+from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 4
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
+    if not cluster_allowed(ctx, Operation.DESCRIBE):
+        return {
+            "throttle_time": 0,
+            "error_code": ErrorCode.cluster_authorization_failed,
+            "results": [],
+        }
     registry = ctx.broker.topics
     if request.topics is None:
         wanted = [(t, [p.index for p in t.partitions]) for t in registry]

@@ -1,32 +1,40 @@
 """DescribeProducers (61), v0: the producer state of partitions: each active
 producer's epoch, last sequence and timestamp, and its open transaction's
-first offset (-1 if none)."""
+first offset (-1 if none). With ACLs a topic needs READ on it:
+TOPIC_AUTHORIZATION_FAILED otherwise."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation, ResourceType
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 0
+
+
+def _failed(index: int, code: ErrorCode) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": code,
+        "error_message": None,
+        "active_producers": [],
+    }
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     topics = []
     for topic in request.topics:
         partitions = []
+        readable = ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.name)
         for index in topic.partition_indexes:
             partition = ctx.broker.topics.partition(topic.name, index)
+            if not readable:
+                partitions.append(_failed(index, ErrorCode.topic_authorization_failed))
+                continue
             if partition is None:
-                partitions.append(
-                    {
-                        "partition_index": index,
-                        "error_code": ErrorCode.unknown_topic_or_partition,
-                        "error_message": None,
-                        "active_producers": [],
-                    }
-                )
+                partitions.append(_failed(index, ErrorCode.unknown_topic_or_partition))
                 continue
             partitions.append(
                 {

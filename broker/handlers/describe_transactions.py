@@ -1,5 +1,7 @@
 """DescribeTransactions (65), v0: state, producer, timeout, start and partitions
-of each transactional id; TRANSACTIONAL_ID_NOT_FOUND for unknown ones."""
+of each transactional id; TRANSACTIONAL_ID_NOT_FOUND for unknown ones. With ACLs an id
+needs DESCRIBE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and only the partitions of
+topics the principal may DESCRIBE are listed."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.txn_common import on_txn_shard
+from broker.security.resources import Operation, ResourceType
 from coordinator.txn.records import STATE_NAMES
 from coordinator.txn.shard import TRANSACTIONAL_ID_NOT_FOUND
+from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 0
 
@@ -27,7 +31,10 @@ def _describer(transactional_id: str) -> Callable[[Any], Any]:
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     states = []
     for transactional_id in request.transactional_ids:
-        code, meta = await on_txn_shard(ctx, transactional_id, _describer(transactional_id))
+        if ctx.allowed(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            code, meta = await on_txn_shard(ctx, transactional_id, _describer(transactional_id))
+        else:
+            code, meta = ErrorCode.transactional_id_authorization_failed, None
         if meta is None:
             states.append(
                 {
@@ -44,6 +51,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             continue
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(meta.partitions):
+            if not ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic):
+                continue
             by_topic.setdefault(topic, []).append(partition)
         states.append(
             {

@@ -9,6 +9,8 @@ CompleteCommit/CompleteAbort; only then the answer.
   EndTxn with no transaction: INVALID_TXN_STATE. During Prepare*:
   CONCURRENT_TRANSACTIONS. Wrong epoch: PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
   before v2); wrong producer id: INVALID_PRODUCER_ID_MAPPING.
+- With ACLs the transactional id needs WRITE: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+  otherwise.
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.txn_common import fenced_code
+from broker.security.resources import Operation, ResourceType
 from coordinator.runtime import CoordinatorError
+from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 3
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
+    if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return {"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed}
     try:
         code = await ctx.broker.transactions.end_transaction(
             request.transactional_id, request.producer_id, request.producer_epoch, request.committed

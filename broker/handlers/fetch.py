@@ -13,6 +13,8 @@
   and lists the aborted transactions in the returned range.
 - v7+ fetch sessions (KIP-227), see broker/fetch_sessions.py; v13+ name topics
   by id (UNKNOWN_TOPIC_ID when unknown).
+- With ACLs, a topic needs READ on it: TOPIC_AUTHORIZATION_FAILED otherwise, checked
+  once per request (an unknown topic id stays UNKNOWN_TOPIC_ID).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import time
 from typing import Any
 
 from broker.fetch_sessions import CachedPartition, FetchPlan, PartitionKey, SessionError
+from broker.handlers.authorization import acls_enabled, allowed_names
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation, ResourceType
 from broker.topics import LEADER_EPOCH, Partition
 from protocol.errors import ErrorCode
 from storage import OffsetOutOfRange
@@ -45,14 +49,37 @@ def _resolve(ctx: RequestContext, key: PartitionKey) -> tuple[Partition | None, 
     return topic.partitions[index], ErrorCode.none
 
 
+def _unreadable(ctx: RequestContext, plan: FetchPlan) -> set[PartitionKey]:
+    """The plan's partitions of topics the principal may not READ."""
+    names: dict[PartitionKey, str] = {}
+    for key, _ in plan.partitions:
+        name, topic_id, _index = key
+        if name is None:
+            topic = ctx.broker.topics.by_id(topic_id) if topic_id else None
+            if topic is None:
+                continue  # UNKNOWN_TOPIC_ID comes first
+            name = topic.name
+        names[key] = name
+    readable = allowed_names(ctx, Operation.READ, ResourceType.TOPIC, names.values())
+    return {key for key, name in names.items() if name not in readable}
+
+
 def _read_all(
-    ctx: RequestContext, plan: FetchPlan, max_bytes: int, isolation: int, leader_epochs: dict
+    ctx: RequestContext,
+    plan: FetchPlan,
+    max_bytes: int,
+    isolation: int,
+    leader_epochs: dict,
+    unreadable: set[PartitionKey],
 ) -> tuple[list[tuple[PartitionKey, CachedPartition, dict[str, Any]]], int]:
     """One pass over the plan's partitions; returns their answers and the bytes read."""
     results = []
     total = 0
     for key, cached in plan.partitions:
-        partition, code = _resolve(ctx, key)
+        if key in unreadable:
+            partition, code = None, ErrorCode.topic_authorization_failed
+        else:
+            partition, code = _resolve(ctx, key)
         answer: dict[str, Any] = {
             "partition_index": key[2],
             "error_code": code,
@@ -160,8 +187,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     isolation = getattr(request, "isolation_level", 0)
     max_wait = request.max_wait.total_seconds()
     deadline = time.monotonic() + max_wait
+    unreadable = _unreadable(ctx, plan) if acls_enabled(ctx) else set()
     while True:
-        results, total = _read_all(ctx, plan, max_bytes, isolation, leader_epochs)
+        results, total = _read_all(ctx, plan, max_bytes, isolation, leader_epochs, unreadable)
         remaining = deadline - time.monotonic()
         errors = any(answer["error_code"] for _, _, answer in results)
         if total >= request.min_bytes or remaining <= 0 or errors or not results:

@@ -4,6 +4,8 @@
 - This broker coordinates every key; the first call creates
   `__consumer_offsets` and starts loading its shards.
 - An unknown key type answers INVALID_REQUEST.
+- With ACLs a key needs DESCRIBE on its group (GROUP_AUTHORIZATION_FAILED) or
+  transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation, ResourceType
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 4
@@ -37,8 +40,27 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "port": ctx.listener.advertised_port if found else -1,
     }
     if ctx.version < 4:
-        return {"throttle_time": 0, **answer}
+        return {"throttle_time": 0, **_authorized(ctx, key_type, request.key, answer)}
     return {
         "throttle_time": 0,
-        "coordinators": [{"key": key, **answer} for key in request.coordinator_keys],
+        "coordinators": [
+            {"key": key, **_authorized(ctx, key_type, key, answer)}
+            for key in request.coordinator_keys
+        ],
     }
+
+
+def _authorized(ctx: RequestContext, key_type: int, key: str, answer: dict) -> dict[str, Any]:
+    """The answer for one key, or the authorization error when it may not be described."""
+    if key_type == GROUP:
+        resource, refused = ResourceType.GROUP, ErrorCode.group_authorization_failed
+    elif key_type == TRANSACTION:
+        resource, refused = (
+            ResourceType.TRANSACTIONAL_ID,
+            ErrorCode.transactional_id_authorization_failed,
+        )
+    else:
+        return answer
+    if ctx.allowed(Operation.DESCRIBE, resource, key):
+        return answer
+    return {"error_code": refused, "error_message": None, "node_id": -1, "host": "", "port": -1}

@@ -6,10 +6,13 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from broker.handlers.authorization import allowed_names
 from broker.handlers.base import RequestContext
+from broker.security.resources import Operation, ResourceType
 from coordinator.runtime import CoordinatorError
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
+TOPIC_AUTHORIZATION_FAILED = 29
 
 
 async def on_group_shard(
@@ -43,12 +46,18 @@ async def commit_offsets(
     """Shared by OffsetCommit and TxnOffsetCommit: commit the offsets of known
     partitions through the group's shard (`details` says who commits and how),
     or answer them all with `refuse` when it is set; answers per topic, with
-    UNKNOWN_TOPIC_OR_PARTITION for partitions of unknown topics."""
+    TOPIC_AUTHORIZATION_FAILED for the partitions of topics the principal may not READ
+    and UNKNOWN_TOPIC_OR_PARTITION for those of unknown topics."""
     offsets: dict[TopicPartition, OffsetToCommit] = {}
     unknown: set[TopicPartition] = set()
+    readable = allowed_names(
+        ctx, Operation.READ, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
     for topic in request.topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
+            if topic.name not in readable:
+                continue
             if ctx.broker.topics.partition(*tp) is None:
                 unknown.add(tp)
             else:
@@ -61,17 +70,36 @@ async def commit_offsets(
             ctx, request.group_id, lambda s: s.commit_offsets(request_details)
         )
         codes = {tp: code for tp in offsets} if code else answer
+
+    def code_of(tp: TopicPartition) -> int:
+        if tp[0] not in readable:
+            return TOPIC_AUTHORIZATION_FAILED
+        if tp in unknown:
+            return UNKNOWN_TOPIC_OR_PARTITION
+        return map_code(codes.get(tp, 0))
+
     return [
         {
             "name": topic.name,
             "partitions": [
                 {
                     "partition_index": p.partition_index,
-                    "error_code": UNKNOWN_TOPIC_OR_PARTITION
-                    if (topic.name, p.partition_index) in unknown
-                    else map_code(codes.get((topic.name, p.partition_index), 0)),
+                    "error_code": code_of((topic.name, p.partition_index)),
                 }
                 for p in topic.partitions
+            ],
+        }
+        for topic in request.topics
+    ]
+
+
+def refuse_all(request: Any, code: int) -> list[dict[str, Any]]:
+    """Every partition of an offset commit answered with one error."""
+    return [
+        {
+            "name": topic.name,
+            "partitions": [
+                {"partition_index": p.partition_index, "error_code": code} for p in topic.partitions
             ],
         }
         for topic in request.topics

@@ -2,6 +2,7 @@
 
 Keeps a member's session alive. REBALANCE_IN_PROGRESS tells it to rejoin;
 ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID and FENCED_INSTANCE_ID as for SyncGroup.
+With ACLs the group needs READ: GROUP_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations
@@ -10,11 +11,15 @@ from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.groups_common import on_group_shard
+from broker.security.resources import Operation, ResourceType
+from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 4
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed}
     instance = getattr(request, "group_instance_id", None)
     code, answer = await on_group_shard(
         ctx,

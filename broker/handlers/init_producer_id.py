@@ -14,14 +14,20 @@ With a transactional id (the transaction coordinator):
 - v3+ (KIP-360): the producer's current id and epoch, when given, must match
   (PRODUCER_FENCED otherwise), and a retry of the last bump gets the same answer;
 - a timeout above `transaction.max.timeout.ms` is INVALID_TRANSACTION_TIMEOUT.
+
+With ACLs: a transactional id needs WRITE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+an idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+(CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from broker.handlers.authorization import may_write_idempotently
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.txn_common import fenced_code, on_txn_shard
+from broker.security.resources import Operation, ResourceType
 from coordinator.txn.shard import CONCURRENT_TRANSACTIONS, MarkerPlan
 from protocol.errors import ErrorCode
 
@@ -41,7 +47,11 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     broker = ctx.broker
     transactional_id = request.transactional_id
     if transactional_id is None:
+        if not may_write_idempotently(ctx):
+            return _answer(ErrorCode.cluster_authorization_failed)
         return _answer(ErrorCode.none, broker.producer_ids.allocate(), 0)
+    if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return _answer(ErrorCode.transactional_id_authorization_failed)
     if not transactional_id:
         return _answer(ErrorCode.invalid_request)
     timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)

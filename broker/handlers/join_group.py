@@ -10,6 +10,7 @@
   (first joiner) receives every member's metadata, the others none.
 - Static members (group.instance.id) that restart take their old place and
   assignment without a rebalance; a second live copy is FENCED_INSTANCE_ID.
+- With ACLs the group needs READ: GROUP_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.groups_common import client_host, on_group_shard
+from broker.security.resources import Operation, ResourceType
+from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 9
 
@@ -37,7 +40,10 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "client_host": client_host(ctx),
         "require_known_member_id": ctx.version >= 4,
     }
-    code, answer = await on_group_shard(ctx, request.group_id, lambda s: s.join_group(details))
+    if ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        code, answer = await on_group_shard(ctx, request.group_id, lambda s: s.join_group(details))
+    else:
+        code = ErrorCode.group_authorization_failed
     if code:
         answer = {"error_code": code}
     defaults = {

@@ -2,6 +2,7 @@
 
 v0-v2 name one member; v3+ a batch of members, static ones by instance id
 (KIP-345), each answered on its own. The group rebalances at once.
+With ACLs the group needs READ: GROUP_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations
@@ -10,11 +11,19 @@ from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.groups_common import on_group_shard
+from broker.security.resources import Operation, ResourceType
+from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 5
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        return {
+            "throttle_time": 0,
+            "error_code": ErrorCode.group_authorization_failed,
+            "members": [],
+        }
     if ctx.version < 3:
         leaving = [(request.member_id, None)]
     else:

@@ -1,11 +1,14 @@
 """ListGroups (16), v0-v5: every group on every loaded shard; v4 filters by state, v5
-by type (classic or consumer) and says each group's type."""
+by type (classic or consumer) and says each group's type. With ACLs only the groups the
+principal may DESCRIBE are listed, or every one with DESCRIBE on the cluster."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from broker.handlers.authorization import cluster_allowed
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation, ResourceType
 from coordinator.runtime import CoordinatorError
 
 MIN_VERSION, MAX_VERSION = 0, 5
@@ -18,6 +21,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     wanted_types = {t.strip().lower() for t in getattr(request, "types_filter", ())}
     runtime = ctx.broker.groups
     await runtime.ensure_started()
+    every_group = cluster_allowed(ctx, Operation.DESCRIBE)
     groups = []
     code = 0
     for shard in list(runtime.shards.values()):
@@ -30,6 +34,10 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             if wanted_states and state.lower() not in wanted_states:
                 continue
             if wanted_types and group_type not in wanted_types:
+                continue
+            if not every_group and not ctx.allowed(
+                Operation.DESCRIBE, ResourceType.GROUP, group_id
+            ):
                 continue
             groups.append(
                 {

@@ -7,6 +7,8 @@ Timestamps with special meaning:
     -4  earliest local (v8+): the log start offset (all data is local here)
 Any other timestamp finds the first record whose timestamp is >= it, through
 the time index; none answers offset -1 and timestamp -1.
+
+With ACLs a topic needs DESCRIBE on it: TOPIC_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation, ResourceType
 from broker.topics import LEADER_EPOCH
 from protocol.errors import ErrorCode
 
@@ -40,6 +43,11 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     topics = []
     for topic in request.topics:
         answers = []
+        if not ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic.name):
+            code = ErrorCode.topic_authorization_failed
+            answers = [_answer(p.partition_index, code) for p in topic.partitions]
+            topics.append({"name": topic.name, "partitions": answers})
+            continue
         for p in topic.partitions:
             partition = ctx.broker.topics.partition(topic.name, p.partition_index)
             if partition is None:

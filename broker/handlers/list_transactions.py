@@ -1,11 +1,13 @@
 """ListTransactions (66), v0-v1: every transactional id, filtered by state, by
-producer id, and (v1) by having run longer than duration_filter ms."""
+producer id, and (v1) by having run longer than duration_filter ms. With ACLs only the
+ids the principal may DESCRIBE are listed."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation, ResourceType
 from coordinator.runtime import CoordinatorError
 from coordinator.txn.records import ONGOING, STATE_NAMES
 
@@ -36,6 +38,10 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 continue
             if min_duration >= 0 and not (
                 meta.state == ONGOING and now - meta.start_ms > min_duration
+            ):
+                continue
+            if not ctx.allowed(
+                Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, meta.transactional_id
             ):
                 continue
             listed.append(

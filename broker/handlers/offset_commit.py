@@ -7,6 +7,8 @@
 - Metadata longer than `offset.metadata.max.bytes`: OFFSET_METADATA_TOO_LARGE
   for that partition only. Unknown topics: UNKNOWN_TOPIC_OR_PARTITION.
 - The last commit wins, even when it moves an offset backwards.
+- With ACLs: READ on the group (else every partition answers
+  GROUP_AUTHORIZATION_FAILED) and on each topic (TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -14,12 +16,17 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
-from broker.handlers.groups_common import commit_offsets
+from broker.handlers.groups_common import commit_offsets, refuse_all
+from broker.security.resources import Operation, ResourceType
+from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 2, 8
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        refused = refuse_all(request, ErrorCode.group_authorization_failed)
+        return {"throttle_time": 0, "topics": refused}
     details = {
         "group_id": request.group_id,
         "generation": request.generation_id_or_member_epoch,

@@ -10,14 +10,20 @@
   for a classic member). Without a member (id null, epoch -1) anyone may fetch.
 - Group-level errors (loading, not coordinator, the member checks) go in the group's
   error code (v2+ also in the top-level one).
+- With ACLs: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) and on each topic:
+  a named topic without it answers TOPIC_AUTHORIZATION_FAILED, and topics = null
+  leaves such topics out.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from broker.handlers.authorization import allowed_names
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.groups_common import on_group_shard
+from broker.security.resources import Operation, ResourceType
+from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 9
 
@@ -30,14 +36,28 @@ async def fetch_group(
     member: tuple[str | None, int] = (None, -1),
 ) -> dict[str, Any]:
     wanted = None if topics is None else [(t.name, list(t.partition_indexes)) for t in topics]
-    code, answer = await on_group_shard(
-        ctx, group_id, lambda s: s.fetch_offsets(group_id, wanted, require_stable, member)
-    )
+    names = [name for name, _ in wanted] if wanted is not None else []
+    describable = allowed_names(ctx, Operation.DESCRIBE, ResourceType.TOPIC, names)
+    asked = None if wanted is None else [(t, ps) for t, ps in wanted if t in describable]
+    if ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
+        code, answer = await on_group_shard(
+            ctx, group_id, lambda s: s.fetch_offsets(group_id, asked, require_stable, member)
+        )
+    else:
+        code = ErrorCode.group_authorization_failed
     if code == 0:
         code = answer["error_code"]
     by_topic: dict[str, list[dict[str, Any]]] = {}
     if code == 0:
-        for (topic, partition), committed, error in answer["offsets"]:
+        offsets = answer["offsets"]
+        if wanted is None:  # every committed topic: those not describable are left out
+            committed_topics = (topic for (topic, _), _, _ in offsets)
+            describable = allowed_names(
+                ctx, Operation.DESCRIBE, ResourceType.TOPIC, committed_topics
+            )
+        for (topic, partition), committed, error in offsets:
+            if topic not in describable:
+                continue
             by_topic.setdefault(topic, []).append(
                 {
                     "partition_index": partition,
@@ -47,22 +67,28 @@ async def fetch_group(
                     "error_code": error,
                 }
             )
+        for topic, partitions in wanted or ():
+            if topic not in describable:
+                by_topic[topic] = [
+                    _unanswered(p, ErrorCode.topic_authorization_failed) for p in partitions
+                ]
     elif wanted is not None:
         for topic, partitions in wanted:
-            by_topic[topic] = [
-                {
-                    "partition_index": p,
-                    "committed_offset": -1,
-                    "committed_leader_epoch": -1,
-                    "metadata": "",
-                    "error_code": code,
-                }
-                for p in partitions
-            ]
+            by_topic[topic] = [_unanswered(p, code) for p in partitions]
     return {
         "group_id": group_id,
         "error_code": code,
         "topics": [{"name": t, "partitions": parts} for t, parts in by_topic.items()],
+    }
+
+
+def _unanswered(partition: int, code: int) -> dict[str, Any]:
+    return {
+        "partition_index": partition,
+        "committed_offset": -1,
+        "committed_leader_epoch": -1,
+        "metadata": "",
+        "error_code": code,
     }
 
 

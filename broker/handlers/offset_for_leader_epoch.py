@@ -5,13 +5,18 @@ above the requested one and its end offset (the start of the next epoch, or
 the log end offset for the latest epoch); (-1, -1) when no epoch fits. A
 current_leader_epoch newer than this broker's is UNKNOWN_LEADER_EPOCH, an
 older one FENCED_LEADER_EPOCH.
+
+With ACLs a topic needs DESCRIBE on it (or the caller CLUSTER_ACTION on the cluster):
+TOPIC_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from broker.handlers.authorization import cluster_allowed
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation, ResourceType
 from broker.topics import LEADER_EPOCH
 from protocol.errors import ErrorCode
 
@@ -24,11 +29,17 @@ def _answer(index: int, code: ErrorCode, epoch: int = -1, end_offset: int = -1) 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     topics = []
+    any_topic = cluster_allowed(ctx, Operation.CLUSTER_ACTION)
     for topic in request.topics:
         answers = []
+        denied = not any_topic and not ctx.allowed(
+            Operation.DESCRIBE, ResourceType.TOPIC, topic.topic
+        )
         for p in topic.partitions:
             partition = ctx.broker.topics.partition(topic.topic, p.partition)
-            if partition is None:
+            if denied:
+                answers.append(_answer(p.partition, ErrorCode.topic_authorization_failed))
+            elif partition is None:
                 answers.append(_answer(p.partition, ErrorCode.unknown_topic_or_partition))
             elif p.current_leader_epoch > LEADER_EPOCH:
                 answers.append(_answer(p.partition, ErrorCode.unknown_leader_epoch))

@@ -19,6 +19,9 @@
   with KAFKA_STORAGE_ERROR (retriable; nothing half-written stays in the log) and
   is logged once in a while (storage/faults.py), not once per request.
 - The answer is encoded directly to bytes (protocol/produce_response.py).
+- With ACLs: a transactional id needs WRITE on it (else every partition answers
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and each topic WRITE on it
+  (TOPIC_AUTHORIZATION_FAILED, before any other check).
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from broker.handlers.authorization import acls_enabled
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation, ResourceType
 from broker.topics import Partition
 from protocol.batch import BatchHeader, InvalidBatch, TruncatedBatch, iter_batches
 from protocol.errors import ErrorCode
@@ -142,17 +147,42 @@ def append_to_partition(
     }
 
 
+def _transactional_id_allowed(ctx: RequestContext, transactional_id: str | None) -> bool:
+    return transactional_id is None or ctx.allowed(
+        Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    )
+
+
+def _refuse_all(request: ProduceRequest) -> list[dict[str, Any]]:
+    code = ErrorCode.transactional_id_authorization_failed
+    return [
+        {
+            "name": topic_data.name,
+            "partition_responses": [_error(index, code) for index, _ in topic_data.partition_data],
+        }
+        for topic_data in request.topic_data
+    ]
+
+
 async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
     acks = request.acks
     now_ms = int(time.time() * 1000)
     topics = []
     written: list[Partition] = []
     answers: list[dict[str, Any]] = []  # of the partitions written to
+    checked = acls_enabled(ctx)
+    if checked and not _transactional_id_allowed(ctx, request.transactional_id):
+        if acks == 0:
+            return None
+        return encode_produce_response(ctx.version, _refuse_all(request))
     for topic_data in request.topic_data:
         results = []
+        denied = checked and not ctx.allowed(Operation.WRITE, ResourceType.TOPIC, topic_data.name)
         for index, records in topic_data.partition_data:
             partition = ctx.broker.topics.partition(topic_data.name, index)
-            if partition is None:
+            if denied:
+                results.append(_error(index, ErrorCode.topic_authorization_failed))
+            elif partition is None:
                 results.append(_error(index, ErrorCode.unknown_topic_or_partition))
             elif acks not in (0, 1, -1):
                 results.append(_error(index, ErrorCode.invalid_required_acks))

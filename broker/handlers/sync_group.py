@@ -5,6 +5,7 @@
 - Unknown group or member: UNKNOWN_MEMBER_ID; wrong generation:
   ILLEGAL_GENERATION; a rebalance started meanwhile: REBALANCE_IN_PROGRESS;
   v5 protocol type/name not the group's: INCONSISTENT_GROUP_PROTOCOL.
+- With ACLs the group needs READ: GROUP_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.groups_common import on_group_shard
+from broker.security.resources import Operation, ResourceType
+from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 5
 
@@ -29,7 +32,10 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             {"member_id": a.member_id, "assignment": a.assignment} for a in request.assignments
         ],
     }
-    code, answer = await on_group_shard(ctx, request.group_id, lambda s: s.sync_group(details))
+    if ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        code, answer = await on_group_shard(ctx, request.group_id, lambda s: s.sync_group(details))
+    else:
+        code = ErrorCode.group_authorization_failed
     if code:
         answer = {"error_code": code}
     return {

@@ -6,6 +6,10 @@ by ABORT. The producer must own the transaction and have added the group's
 offsets partition (AddOffsetsToTxn), else INVALID_TXN_STATE / PRODUCER_FENCED
 (INVALID_PRODUCER_EPOCH before v3). v3 carries generation, member and instance
 id, checked as OffsetCommit does.
+
+With ACLs: WRITE on the transactional id (else every partition answers
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (GROUP_AUTHORIZATION_FAILED)
+and on each topic (TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
-from broker.handlers.groups_common import commit_offsets
+from broker.handlers.groups_common import commit_offsets, refuse_all
 from broker.handlers.txn_common import fenced_code
+from broker.security.resources import Operation, ResourceType
 from coordinator.txn.shard import INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE, PRODUCER_FENCED
 from protocol.errors import ErrorCode
 
@@ -39,7 +44,18 @@ def _transaction_code(ctx: RequestContext, request: Any) -> int:
     return 0
 
 
+def _authorization_code(ctx: RequestContext, request: Any) -> int:
+    if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return ErrorCode.transactional_id_authorization_failed
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        return ErrorCode.group_authorization_failed
+    return 0
+
+
 async def handle(ctx: RequestContext, request: Any) -> Reply:
+    refused = _authorization_code(ctx, request)
+    if refused:
+        return {"throttle_time": 0, "topics": refuse_all(request, refused)}
     await ctx.broker.transactions.ensure_started()
     await ctx.broker.groups.ensure_started()
     details = {

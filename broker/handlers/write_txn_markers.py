@@ -3,25 +3,35 @@
 Sent by a transaction coordinator to partition leaders; here the coordinator
 writes its markers in-process, but the API serves tools and tests: each
 marker is appended to the named partitions (UNKNOWN_TOPIC_OR_PARTITION for
-unknown ones).
+unknown ones). With ACLs the caller needs ALTER or CLUSTER_ACTION on the cluster:
+every partition answers CLUSTER_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from broker.handlers.authorization import cluster_allowed
 from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation
+from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 1
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
+    allowed = cluster_allowed(ctx, Operation.ALTER) or cluster_allowed(
+        ctx, Operation.CLUSTER_ACTION
+    )
     markers = []
     for marker in request.markers:
         partitions = {(t.name, p) for t in marker.topics for p in t.partition_indexes}
-        codes = await ctx.broker.transactions.write_markers(
-            marker.producer_id, marker.producer_epoch, marker.transaction_result, partitions
-        )
+        if allowed:
+            codes = await ctx.broker.transactions.write_markers(
+                marker.producer_id, marker.producer_epoch, marker.transaction_result, partitions
+            )
+        else:
+            codes = {tp: ErrorCode.cluster_authorization_failed for tp in partitions}
         markers.append(
             {
                 "producer_id": marker.producer_id,

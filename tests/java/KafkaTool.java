@@ -116,6 +116,10 @@ public final class KafkaTool {
             "  alter-scram        [--upsert USER:MECHANISM:ITERATIONS:PASSWORD]...",
             "                     [--delete USER:MECHANISM]...   (SCRAM-SHA-256 / SCRAM-SHA-512)",
             "  describe-scram     [--user U]...   (every user without --user)",
+            "  create-acls        --acl SPEC...   SPEC: resource=TOPIC,name=N[,pattern=LITERAL]",
+            "                     [,principal=User:ANONYMOUS][,host=*][,operation=ALL][,permission=ALLOW]",
+            "  describe-acls      [--filter SPEC]   (omitted fields match any)",
+            "  delete-acls        --filter SPEC...",
             "",
             "common options: --prop k=v (client property, repeatable), --bootstrap HOST:PORT",
             "output: JSON lines on stdout; errors as {\"error\": {...}} with exit status 2");
@@ -1105,6 +1109,105 @@ public final class KafkaTool {
         return 0;
     }
 
+    // ------------------------------------------------------------------ ACLs
+
+    static Map<String, String> aclSpec(String spec) {
+        Map<String, String> f = new HashMap<>();
+        for (String part : spec.isEmpty() ? new String[0] : spec.split(",")) {
+            int eq = part.indexOf('=');
+            if (eq <= 0) {
+                throw new IllegalArgumentException("expected key=value in ACL spec, got: " + part);
+            }
+            f.put(part.substring(0, eq), part.substring(eq + 1));
+        }
+        return f;
+    }
+
+    static org.apache.kafka.common.acl.AclBindingFilter aclFilter(String spec) {
+        Map<String, String> f = aclSpec(spec);
+        var pattern = new org.apache.kafka.common.resource.ResourcePatternFilter(
+                org.apache.kafka.common.resource.ResourceType.fromString(f.getOrDefault("resource", "ANY")),
+                f.get("name"),
+                org.apache.kafka.common.resource.PatternType.fromString(f.getOrDefault("pattern", "ANY")));
+        var entry = new org.apache.kafka.common.acl.AccessControlEntryFilter(
+                f.get("principal"),
+                f.get("host"),
+                org.apache.kafka.common.acl.AclOperation.fromString(f.getOrDefault("operation", "ANY")),
+                org.apache.kafka.common.acl.AclPermissionType.fromString(f.getOrDefault("permission", "ANY")));
+        return new org.apache.kafka.common.acl.AclBindingFilter(pattern, entry);
+    }
+
+    // defaults: pattern LITERAL, principal User:ANONYMOUS, host *, operation ALL, permission ALLOW
+    static org.apache.kafka.common.acl.AclBinding aclBinding(String spec) {
+        Map<String, String> f = aclSpec(spec);
+        return new org.apache.kafka.common.acl.AclBinding(
+                new org.apache.kafka.common.resource.ResourcePattern(
+                        org.apache.kafka.common.resource.ResourceType.fromString(f.get("resource")),
+                        f.get("name"),
+                        org.apache.kafka.common.resource.PatternType.fromString(f.getOrDefault("pattern", "LITERAL"))),
+                new org.apache.kafka.common.acl.AccessControlEntry(
+                        f.getOrDefault("principal", "User:ANONYMOUS"),
+                        f.getOrDefault("host", "*"),
+                        org.apache.kafka.common.acl.AclOperation.fromString(f.getOrDefault("operation", "ALL")),
+                        org.apache.kafka.common.acl.AclPermissionType.fromString(
+                                f.getOrDefault("permission", "ALLOW"))));
+    }
+
+    static ObjectNode aclJson(org.apache.kafka.common.acl.AclBinding b) {
+        ObjectNode n = JSON.createObjectNode();
+        n.put("resource_type", b.pattern().resourceType().name());
+        n.put("name", b.pattern().name());
+        n.put("pattern_type", b.pattern().patternType().name());
+        n.put("principal", b.entry().principal());
+        n.put("host", b.entry().host());
+        n.put("operation", b.entry().operation().name());
+        n.put("permission", b.entry().permissionType().name());
+        return n;
+    }
+
+    static int createAcls(Opts o, Admin admin) throws Exception {
+        List<org.apache.kafka.common.acl.AclBinding> bindings = new ArrayList<>();
+        for (String spec : o.all("acl")) {
+            bindings.add(aclBinding(spec));
+        }
+        var results = admin.createAcls(bindings).values();
+        for (var binding : bindings) {
+            ObjectNode n = aclJson(binding);
+            try {
+                results.get(binding).get();
+                n.put("created", true);
+            } catch (ExecutionException e) {
+                n.put("created", false);
+                n.set("failure", errorNode(e));
+            }
+            emit(n);
+        }
+        return 0;
+    }
+
+    static int describeAcls(Opts o, Admin admin) throws Exception {
+        for (var binding : admin.describeAcls(aclFilter(o.get("filter", ""))).values().get()) {
+            emit(aclJson(binding));
+        }
+        return 0;
+    }
+
+    static int deleteAcls(Opts o, Admin admin) throws Exception {
+        List<org.apache.kafka.common.acl.AclBindingFilter> filters = new ArrayList<>();
+        for (String spec : o.all("filter")) {
+            filters.add(aclFilter(spec));
+        }
+        for (var entry : admin.deleteAcls(filters).values().entrySet()) {
+            var result = entry.getValue().get();
+            for (var deleted : result.values()) {
+                ObjectNode n = aclJson(deleted.binding());
+                n.put("deleted", deleted.exception() == null);
+                emit(n);
+            }
+        }
+        return 0;
+    }
+
     // ------------------------------------------------------------------ admin
 
     static ConfigResource resource(Opts o) {
@@ -1356,6 +1459,12 @@ public final class KafkaTool {
                     return alterScram(o, admin);
                 case "describe-scram":
                     return describeScram(o, admin);
+                case "create-acls":
+                    return createAcls(o, admin);
+                case "describe-acls":
+                    return describeAcls(o, admin);
+                case "delete-acls":
+                    return deleteAcls(o, admin);
                 case "describe-transactions": {
                     for (String id : o.all("transactional-id")) {
                         var d = admin.describeTransactions(List.of(id)).description(id).get();

@@ -1,0 +1,66 @@
+"""CreateAcls (30), v1-v3.
+
+- Needs ALTER on the cluster: otherwise every creation answers
+  CLUSTER_AUTHORIZATION_FAILED. Without an authorizer configured every creation
+  answers SECURITY_DISABLED, as on Kafka.
+- Each creation is checked on its own (INVALID_REQUEST with Kafka's message): a
+  concrete resource type (not ANY / UNKNOWN), pattern type LITERAL or PREFIXED, a
+  concrete operation, ALLOW or DENY, a non-empty resource name ("kafka-cluster" for
+  the CLUSTER), a principal written Type:name.
+- The valid ones are stored together and durably before the answer; an ACL that
+  already exists is not stored twice. A failed write answers UNKNOWN_SERVER_ERROR.
+- v0 (no pattern type) is not served: Kafka 4 dropped it (KIP-896).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.authorization import cluster_allowed
+from broker.handlers.base import Reply, RequestContext
+from broker.security.acls import AclBinding, creation_problem
+from broker.security.authorizer import AclAuthorizer
+from broker.security.resources import Operation
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 1, 3
+
+
+def _result(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {"error_code": code, "error_message": message}
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    count = len(request.creations)
+    if not cluster_allowed(ctx, Operation.ALTER):
+        failed = _result(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
+        return {"throttle_time": 0, "results": [failed] * count}
+    authorizer = ctx.broker.authorizer
+    if not isinstance(authorizer, AclAuthorizer):
+        disabled = _result(ErrorCode.security_disabled, "No Authorizer is configured.")
+        return {"throttle_time": 0, "results": [disabled] * count}
+    results = []
+    valid = []
+    for creation in request.creations:
+        binding = AclBinding.from_wire(
+            creation.resource_type,
+            creation.resource_name,
+            creation.resource_pattern_type,
+            creation.principal,
+            creation.host,
+            creation.operation,
+            creation.permission_type,
+        )
+        problem = creation_problem(binding)
+        if problem is None:
+            valid.append(binding)
+            results.append(_result(ErrorCode.none))
+        else:
+            results.append(_result(ErrorCode.invalid_request, problem))
+    if valid:
+        try:
+            await authorizer.store.create(valid)
+        except OSError as exc:
+            failed = _result(ErrorCode.unknown_server_error, f"cannot store the ACLs: {exc}")
+            results = [failed if r["error_code"] == 0 else r for r in results]
+    return {"throttle_time": 0, "results": results}

@@ -1,0 +1,86 @@
+"""DeleteAcls (31), v1-v3.
+
+- Needs ALTER on the cluster: otherwise every filter answers
+  CLUSTER_AUTHORIZATION_FAILED. Without an authorizer configured every filter answers
+  SECURITY_DISABLED, as on Kafka.
+- Each filter selects ACLs as in DescribeAcls and answers with the ACLs it matched
+  (an ACL two filters match is listed under both); a filter with an UNKNOWN field
+  answers INVALID_REQUEST, the others still apply.
+- Every matched ACL is removed at once, durably, before the answer; a failed write
+  answers UNKNOWN_SERVER_ERROR for every filter and removes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.authorization import cluster_allowed
+from broker.handlers.base import Reply, RequestContext
+from broker.security.acls import AclBinding, AclFilter
+from broker.security.authorizer import AclAuthorizer
+from broker.security.resources import Operation
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 1, 3
+
+
+def _failed(code: ErrorCode, message: str) -> dict[str, Any]:
+    return {"error_code": code, "error_message": message, "matching_acls": []}
+
+
+def _matched(binding: AclBinding) -> dict[str, Any]:
+    return {
+        "error_code": 0,
+        "error_message": None,
+        "resource_type": binding.resource_type,
+        "resource_name": binding.name,
+        "pattern_type": binding.pattern_type,
+        "principal": binding.principal,
+        "host": binding.host,
+        "operation": binding.operation,
+        "permission_type": binding.permission,
+    }
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    count = len(request.filters)
+    if not cluster_allowed(ctx, Operation.ALTER):
+        failed = _failed(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
+        return {"throttle_time": 0, "filter_results": [failed] * count}
+    authorizer = ctx.broker.authorizer
+    if not isinstance(authorizer, AclAuthorizer):
+        disabled = _failed(ErrorCode.security_disabled, "No Authorizer is configured.")
+        return {"throttle_time": 0, "filter_results": [disabled] * count}
+    filters = [
+        AclFilter.from_wire(
+            f.resource_type_filter,
+            f.resource_name_filter,
+            f.pattern_type_filter,
+            f.principal_filter,
+            f.host_filter,
+            f.operation,
+            f.permission_type,
+        )
+        for f in request.filters
+    ]
+    problems = [f.problem() for f in filters]
+    usable = [f for f, problem in zip(filters, problems, strict=True) if problem is None]
+    try:
+        matched = iter(await authorizer.store.delete(usable))
+    except OSError as exc:
+        failed = _failed(ErrorCode.unknown_server_error, f"cannot store the ACLs: {exc}")
+        return {"throttle_time": 0, "filter_results": [failed] * count}
+    results = []
+    for problem in problems:
+        if problem is not None:
+            results.append(_failed(ErrorCode.invalid_request, problem))
+        else:
+            bindings = next(matched)
+            results.append(
+                {
+                    "error_code": 0,
+                    "error_message": None,
+                    "matching_acls": [_matched(b) for b in bindings],
+                }
+            )
+    return {"throttle_time": 0, "filter_results": results}

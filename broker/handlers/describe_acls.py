@@ -1,0 +1,68 @@
+"""DescribeAcls (29), v1-v3.
+
+- Needs DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED); without an authorizer
+  configured the answer is SECURITY_DISABLED, as on Kafka.
+- The filter selects ACLs as the admin clients mean it: ANY for any resource type,
+  pattern type, operation or permission, a null name / principal / host for any, and
+  pattern type MATCH for every ACL that applies to the named resource (its literal
+  ones, the "*" wildcard and the prefixed ones). Principal and host compare exactly.
+- A filter with an UNKNOWN field answers INVALID_REQUEST.
+- The ACLs come grouped by resource pattern.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.authorization import cluster_allowed
+from broker.handlers.base import Reply, RequestContext
+from broker.security.acls import AclFilter
+from broker.security.authorizer import AclAuthorizer
+from broker.security.resources import Operation
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 1, 3
+
+
+def _error(code: ErrorCode, message: str) -> dict[str, Any]:
+    return {"throttle_time": 0, "error_code": code, "error_message": message, "resources": []}
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    if not cluster_allowed(ctx, Operation.DESCRIBE):
+        return _error(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
+    authorizer = ctx.broker.authorizer
+    if not isinstance(authorizer, AclAuthorizer):
+        return _error(ErrorCode.security_disabled, "No Authorizer is configured on the broker")
+    acl_filter = AclFilter.from_wire(
+        request.resource_type_filter,
+        request.resource_name_filter,
+        request.pattern_type_filter,
+        request.principal_filter,
+        request.host_filter,
+        request.operation,
+        request.permission_type,
+    )
+    problem = acl_filter.problem()
+    if problem is not None:
+        return _error(ErrorCode.invalid_request, problem)
+    resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    for binding in authorizer.store.matching(acl_filter):
+        key = (binding.resource_type, binding.name, binding.pattern_type)
+        resources.setdefault(key, []).append(
+            {
+                "principal": binding.principal,
+                "host": binding.host,
+                "operation": binding.operation,
+                "permission_type": binding.permission,
+            }
+        )
+    return {
+        "throttle_time": 0,
+        "error_code": 0,
+        "error_message": None,
+        "resources": [
+            {"resource_type": kind, "resource_name": name, "pattern_type": pattern, "acls": acls}
+            for (kind, name, pattern), acls in resources.items()
+        ],
+    }
