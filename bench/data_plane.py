@@ -1090,8 +1090,8 @@ def broker_log_findings(path: Path, limit: int = 40) -> list[str]:
     return found[:limit]
 
 
-def render_table(rows: list[Row]) -> str:
-    lines = ["| case | Odradek | mock | ratio |", "|---|---|---|---|"]
+def render_table(rows: list[Row], columns: tuple[str, str] = ("Odradek", "mock")) -> str:
+    lines = [f"| case | {columns[0]} | {columns[1]} | ratio |", "|---|---|---|---|"]
     for row in rows:
         ratio = "n/a" if row.ratio is None else f"{row.ratio:.2f}"
         lines.append(f"| {row.case} | {row.odradek_text} | {row.mock_text} | {ratio} |")
@@ -1172,16 +1172,18 @@ def report(
     extra: dict[str, Any] | None = None,
     notes_in_table: bool = False,
     appendix: list[str] | None = None,
+    columns: tuple[str, str] = ("Odradek", "mock"),
 ) -> None:
     """Print the table, notes, problems and log excerpts; write bench/results/NAME.json.
 
     `settings` defaults to the run's; `extra` adds entries to the JSON, `appendix` lines
-    to the printout. With `notes_in_table` the JSON has no "notes": they and the command
-    stand under the table in "table_markdown" (as data_plane.json has always had them).
+    to the printout; `columns` names the two measured columns. With `notes_in_table`
+    the JSON has no "notes": they and the command stand under the table in
+    "table_markdown" (as data_plane.json has always had them).
     """
     elapsed = time.perf_counter() - run.began
     command = command_line()
-    table = render_table(run.rows)
+    table = render_table(run.rows, columns)
     notes = [note for note in [*notes, noise_note()] if note]
     text = "\n".join([table, "", *notes, "", f"command: `{command}`"])
     print()

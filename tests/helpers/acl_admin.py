@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from confluent_kafka.admin import (
@@ -73,15 +74,19 @@ def _resource_type(name: str) -> ResourceType:
     return ResourceType.BROKER if name == "CLUSTER" else ResourceType[name]
 
 
+def _enum_name(value: object) -> str:
+    return value.name if isinstance(value, Enum) else str(value)
+
+
 def _from_binding(binding: AclBinding) -> Acl:
-    resource_type = binding.restype.name
+    resource_type = _enum_name(binding.restype)
     return Acl(
         "CLUSTER" if resource_type == "BROKER" else resource_type,
         binding.name,
-        binding.operation.name,
-        binding.permission_type.name,
+        _enum_name(binding.operation),
+        _enum_name(binding.permission_type),
         binding.principal,
-        binding.resource_pattern_type.name,
+        _enum_name(binding.resource_pattern_type),
         binding.host,
     )
 
@@ -118,12 +123,13 @@ def revoke(
 def listed(bootstrap: str, client_config: Mapping[str, Any] | None = None) -> set[Acl]:
     """Every ACL the broker holds. librdkafka drops DescribeAcls' error code: a refusal
     (or a broker without an authorizer) reads as no ACLs; the Java tool reports it."""
+    # None is librdkafka's "any" for the name, principal and host
     everything = AclBindingFilter(
         ResourceType.ANY,
-        None,
+        None,  # type: ignore[arg-type]
         ResourcePatternType.ANY,
-        None,
-        None,
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
         AclOperation.ANY,
         AclPermissionType.ANY,
     )
