@@ -56,7 +56,7 @@ class Connection(asyncio.BufferedProtocol):
     # An idle connection holds little: no worker task, no queue or events until its
     # first request arrives (thousands of idle connections are a common sight).
     __slots__ = (
-        "_dispatch", "_max_frame", "_on_open", "_on_close", "connection_id", "log",
+        "_dispatch", "max_frame", "_on_open", "_on_close", "connection_id", "log",
         "_buffer", "last_active", "counted_as", "_start", "_end", "_frame", "_filled",
         "_prefix_first", "_frames", "_waiting_bytes", "_reading_paused", "_arrived",
         "_writable", "_closed", "_eof", "_socket_fd", "transport", "session", "_worker",
@@ -71,7 +71,9 @@ class Connection(asyncio.BufferedProtocol):
         connection_id: str,
     ) -> None:
         self._dispatch = dispatch
-        self._max_frame = max_frame
+        # (bytes, the setting that says so): lowered on SASL listeners until the
+        # client has authenticated, so that nobody unknown makes the broker allocate much
+        self.max_frame = (max_frame, "socket.request.max.bytes")
         self._on_open = on_open
         self._on_close = on_close
         self.connection_id = connection_id
@@ -140,7 +142,7 @@ class Connection(asyncio.BufferedProtocol):
     def _cut_frames(self) -> None:
         buffer = self._buffer
         while self._end - self._start >= 4:
-            size = frame_size(bytes(buffer[self._start : self._start + 4]), self._max_frame)
+            size = frame_size(bytes(buffer[self._start : self._start + 4]), *self.max_frame)
             begin = self._start + 4
             available = self._end - begin
             if available >= size:

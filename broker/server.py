@@ -357,14 +357,18 @@ class Broker:
     def _new_connection(self, listener: Listener) -> Connection:
         session = Session.for_listener(listener.security_protocol)
 
+        sasl = self.sasl_listeners.get(listener.name)
+        full_size = self.config.socket_request_max_bytes
+
         async def dispatch(request: bytearray, connection_id: str, bound: Any) -> Chunks | None:
             reply = await self._dispatch(request, connection_id, bound, listener, session)
-            sasl = self.sasl_listeners.get(listener.name)
             if sasl is not None and must_close(session.exchange):
                 # a refused SASL authentication: closed once its answer is out, after
                 # connection.failed.authentication.delay.ms as on Kafka
                 delay = sasl.failure_close_delay_ms / 1000
                 asyncio.get_running_loop().call_later(delay, connection.close)
+            elif session.authenticated and connection.max_frame[0] != full_size:
+                connection.max_frame = (full_size, "socket.request.max.bytes")
             return reply
 
         connection = Connection(
@@ -375,6 +379,8 @@ class Broker:
             f"conn-{next(self._connection_ids)}",
         )
         connection.session = session
+        if sasl is not None and sasl.max_receive_size < full_size:
+            connection.max_frame = (sasl.max_receive_size, "sasl.server.max.receive.size")
         return connection
 
     def _connection_opened(self, connection: Connection, listener: Listener) -> None:
@@ -414,15 +420,11 @@ class Broker:
         listener: Listener,
         session: Session,
     ) -> Chunks | None:
-        if not session.authenticated:
-            sasl = self.sasl_listeners.get(listener.name)
-            if sasl is not None and len(request) > sasl.max_receive_size:
-                raise FrameError(
-                    f"{len(request)}-byte frame before SASL authentication "
-                    f"(sasl.server.max.receive.size is {sasl.max_receive_size})"
-                )
-            if session.raw_tokens:  # after SaslHandshake v0: a bare token, no header
-                return sasl_authenticate.raw_token(session, request)
+        # (frames over sasl.server.max.receive.size before authentication never get
+        # here: the connection's max_frame refuses them by their size prefix)
+        if not session.authenticated and session.raw_tokens:
+            # after SaslHandshake v0: a bare token, no header
+            return sasl_authenticate.raw_token(session, request)
         api_key, version, correlation_id = peek_fixed(request)
         api = self.apis.get(api_key)
         if api is None:

@@ -23,13 +23,14 @@ class FrameError(ValueError):
     """The peer sent something that is not a Kafka frame; close the connection."""
 
 
-def frame_size(prefix: bytes, max_size: int) -> int:
-    """The size announced by a 4-byte prefix, checked before anything is allocated."""
+def frame_size(prefix: bytes, max_size: int, setting: str = "socket.request.max.bytes") -> int:
+    """The size announced by a 4-byte prefix, checked before anything is allocated
+    against ``max_size``, the value of ``setting``."""
     (size,) = SIZE_PREFIX.unpack(prefix)
     if size < _FIXED.size + _INT16.size:
         raise FrameError(f"frame size {size} is too small for a request header")
     if size > max_size:
-        raise FrameError(f"frame size {size} exceeds socket.request.max.bytes {max_size}")
+        raise FrameError(f"frame size {size} exceeds {setting} {max_size}")
     return size
 
 

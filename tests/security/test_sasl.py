@@ -607,6 +607,11 @@ def test_a_smaller_max_receive_size(broker_factory: BrokerFactory) -> None:
         assert handshake(client, "PLAIN").error_code == NONE
         client.send_raw(client.request_bytes(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0" * 100})[1])
         assert client.is_closed_by_peer()
+    with WireClient(broker.bootstrap) as client:
+        # only a size prefix: refused by it, before the broker waits for (or allocates)
+        # 50 MB from someone it does not know
+        client.send_raw(struct.pack(">i", 50_000_000))
+        assert client.is_closed_by_peer()
 
 
 # -- SASL_SSL and settings ----------------------------------------------------------------
