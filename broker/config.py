@@ -80,6 +80,7 @@ _NAMES = {
     "max.connections": "max_connections",
     "max.connections.per.ip": "max_connections_per_ip",
     "max.connections.per.ip.overrides": "max_connections_per_ip_overrides",
+    "socket.listen.backlog.size": "socket_listen_backlog_size",
     "connections.max.idle.ms": "connections_max_idle_ms",
 }
 # Per-listener forms of a setting: listener.name.<listener>.<setting>
@@ -156,6 +157,10 @@ class BrokerConfig:
     max_connections: int = 2147483647
     max_connections_per_ip: int = 2147483647
     max_connections_per_ip_overrides: str = ""
+    # Kafka's default is 50, for an acceptor thread that does nothing else; one event
+    # loop that also serves requests accepts in bursts, so clients that connect many at
+    # once would overflow 50 and wait for SYN retries (a second each).
+    socket_listen_backlog_size: int = 1024
     connections_max_idle_ms: int = 600000
     # Kafka settings given but not used here, with their values
     unused: dict[str, str] = field(default_factory=dict)

@@ -25,8 +25,7 @@ import os
 import struct
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -49,14 +48,24 @@ NO_FRAMES: deque[bytearray] = deque(maxlen=0)
 NOT_STARTED = asyncio.Event()
 
 Chunks = list[Chunk]
-Dispatch = Callable[[bytearray, str, Any], Awaitable[Chunks | None]]
+
+
+class Owner(Protocol):
+    """What a connection reports to: the broker's side of one listener (one object for
+    all its connections, so that a connection carries no closures of its own)."""
+
+    async def dispatch(self, connection: Connection, frame: bytearray) -> Chunks | None: ...
+
+    def opened(self, connection: Connection) -> None: ...
+
+    def closed(self, connection: Connection) -> None: ...
 
 
 class Connection(asyncio.BufferedProtocol):
     # An idle connection holds little: no worker task, no queue or events until its
     # first request arrives (thousands of idle connections are a common sight).
     __slots__ = (
-        "_dispatch", "max_frame", "_on_open", "_on_close", "connection_id", "log",
+        "_owner", "max_frame", "connection_id", "_log",
         "_buffer", "last_active", "counted_as", "_start", "_end", "_frame", "_filled",
         "_prefix_first", "_frames", "_waiting_bytes", "_reading_paused", "_arrived",
         "_writable", "_closed", "_eof", "_socket_fd", "transport", "session", "_worker",
@@ -64,20 +73,16 @@ class Connection(asyncio.BufferedProtocol):
 
     def __init__(
         self,
-        dispatch: Dispatch,
+        owner: Owner,
         max_frame: int,
-        on_open: Callable[[Connection], None],
-        on_close: Callable[[Connection], None],
         connection_id: str,
     ) -> None:
-        self._dispatch = dispatch
+        self._owner = owner
         # (bytes, the setting that says so): lowered on SASL listeners until the
         # client has authenticated, so that nobody unknown makes the broker allocate much
         self.max_frame = (max_frame, "socket.request.max.bytes")
-        self._on_open = on_open
-        self._on_close = on_close
         self.connection_id = connection_id
-        self.log = log  # bound to the connection's address once it is known
+        self._log: Any = None  # bound to connection_id when first used
         self._buffer = bytearray()  # allocated when bytes first arrive
         self.last_active = time.monotonic()  # the last bytes in or out
         self.counted_as = ("", "")  # (listener, client address) in the broker's table
@@ -95,7 +100,7 @@ class Connection(asyncio.BufferedProtocol):
         self._writable = NOT_STARTED
         self._closed = False
         self._eof = False
-        self._socket_fd = -1
+        self._socket_fd = -1  # looked up when a file is first sent; -2: none (TLS)
         self.transport: Any = None  # uvloop's TCPTransport is not an asyncio.Transport subclass
         self.session = Session("PLAINTEXT")  # replaced by the broker for its listener
         self._worker: asyncio.Task[None] | None = None
@@ -104,11 +109,15 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
-        sock = transport.get_extra_info("socket")
-        # On a TLS connection that socket is the raw one: sendfile would skip encryption.
-        encrypted = transport.get_extra_info("ssl_object") is not None
-        self._socket_fd = sock.fileno() if sock is not None and not encrypted else -1
-        self._on_open(self)
+        self._owner.opened(self)
+
+    @property
+    def log(self) -> Any:
+        """The broker's logger bound to this connection (made on first use: most idle
+        connections never log)."""
+        if self._log is None:
+            self._log = log.bind(connection=self.connection_id)
+        return self._log
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._frame is not None:
@@ -218,14 +227,12 @@ class Connection(asyncio.BufferedProtocol):
         self._writable.set()
         if self._worker is not None and not self._frames:
             self._worker.cancel()
-        self._on_close(self)
+        self._owner.closed(self)
         # the transport and this protocol refer to each other: let go at once instead
         # of waiting for the cycle collector (thousands of closed connections add up)
         self.transport = None
         self._buffer = bytearray()
         self._frame = None
-        if not self._frames:
-            self._dispatch = _closed  # the broker's closure may refer back to this connection
 
     # -- sending -------------------------------------------------------------------
 
@@ -272,6 +279,12 @@ class Connection(asyncio.BufferedProtocol):
         """
         sent = 0
         size = len(region)
+        if self._socket_fd == -1:
+            sock = self.transport.get_extra_info("socket")
+            # On a TLS connection that socket is the raw one: sendfile would skip
+            # encryption.
+            encrypted = self.transport.get_extra_info("ssl_object") is not None
+            self._socket_fd = sock.fileno() if sock is not None and not encrypted else -2
         if self.transport.get_write_buffer_size() == 0 and self._socket_fd >= 0:
             with contextlib.suppress(OSError):  # would block, or the peer is gone
                 sent = os.sendfile(self._socket_fd, region.fileno(), region.position, size)
@@ -292,7 +305,7 @@ class Connection(asyncio.BufferedProtocol):
                     self._reading_paused = False
                     if self.transport is not None and not self._closed:
                         self.transport.resume_reading()
-                response = await self._dispatch(frame, self.connection_id, self.log)
+                response = await self._owner.dispatch(self, frame)
                 if self._closed or self.transport is None or response is None:
                     continue
                 # Each answer goes out at once, not held for the next request's: a
@@ -309,10 +322,6 @@ class Connection(asyncio.BufferedProtocol):
         finally:
             self.close()
             self._worker = None  # the task and this protocol refer to each other
-
-
-async def _closed(request: bytearray, connection_id: str, bound: Any) -> Chunks | None:
-    return None
 
 
 def size_prefix(length: int) -> bytes:

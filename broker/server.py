@@ -21,12 +21,12 @@ from broker.flusher import Flusher
 from broker.handlers import API_TABLE, sasl_authenticate
 from broker.handlers.api_versions import api_keys
 from broker.handlers.base import Api, RequestContext
+from broker.listener_connections import ListenerConnections
 from broker.listeners import Listener, ListenError
 from broker.producer_ids import ProducerIdAllocator
 from broker.security import tls
 from broker.security.authorizer import Authorizer, build_authorizer
 from broker.security.credentials import CredentialStore
-from broker.security.sasl import must_close
 from broker.security.sasl_listener import SaslListener, sasl_listener
 from broker.security.session import Session
 from broker.topics import LEADER_EPOCH, Partition, Topic, TopicRegistry
@@ -109,6 +109,7 @@ class Broker:
             Limits.from_config(config, [listener.name for listener in self.listeners])
         )
         self._connection_ids = itertools.count(1)
+        self._listener_owners: dict[str, ListenerConnections] = {}
         self._stopped = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------
@@ -341,7 +342,11 @@ class Broker:
             raise ListenError(str(exc)) from None
         try:
             server = await asyncio.get_running_loop().create_server(
-                lambda: self._new_connection(listener), host, listener.port, ssl=context
+                lambda: self._new_connection(listener),
+                host,
+                listener.port,
+                ssl=context,
+                backlog=self.config.socket_listen_backlog_size,
             )
         except OSError as exc:
             where = f"{listener.host or '*'}:{listener.port}"
@@ -355,64 +360,19 @@ class Broker:
         return dataclasses.replace(listener, port=port)
 
     def _new_connection(self, listener: Listener) -> Connection:
-        session = Session.for_listener(listener.security_protocol)
-
-        sasl = self.sasl_listeners.get(listener.name)
-        full_size = self.config.socket_request_max_bytes
-
-        async def dispatch(request: bytearray, connection_id: str, bound: Any) -> Chunks | None:
-            reply = await self._dispatch(request, connection_id, bound, listener, session)
-            if sasl is not None and must_close(session.exchange):
-                # a refused SASL authentication: closed once its answer is out, after
-                # connection.failed.authentication.delay.ms as on Kafka
-                delay = sasl.failure_close_delay_ms / 1000
-                asyncio.get_running_loop().call_later(delay, connection.close)
-            elif session.authenticated and connection.max_frame[0] != full_size:
-                connection.max_frame = (full_size, "socket.request.max.bytes")
-            return reply
-
+        owner = self._listener_owners.get(listener.name)
+        if owner is None:
+            owner = self._listener_owners[listener.name] = ListenerConnections(self, listener)
         connection = Connection(
-            dispatch,
-            self.config.socket_request_max_bytes,
-            lambda opened: self._connection_opened(opened, listener),
-            self._connection_closed,
-            f"conn-{next(self._connection_ids)}",
+            owner, self.config.socket_request_max_bytes, f"conn-{next(self._connection_ids)}"
         )
-        connection.session = session
-        if sasl is not None and sasl.max_receive_size < full_size:
+        connection.session = Session.for_listener(listener.security_protocol)
+        sasl = owner.sasl
+        if sasl is not None and sasl.max_receive_size < self.config.socket_request_max_bytes:
             connection.max_frame = (sasl.max_receive_size, "sasl.server.max.receive.size")
         return connection
 
-    def _connection_opened(self, connection: Connection, listener: Listener) -> None:
-        peer = connection.transport.get_extra_info("peername")
-        if not self.connections.admit(connection, listener.name, peer[0] if peer else ""):
-            connection.close()
-            return
-        metrics.connections.inc()
-        if peer:
-            connection.connection_id = f"{peer[0]}:{peer[1]}"
-            connection.session.client_host = peer[0]
-        connection.log = connection.log.bind(connection=connection.connection_id)
-        if listener.security_protocol == "SSL":  # on SASL_SSL, SASL names the principal
-            rules = self.config.listener_setting(listener.name, "ssl.principal.mapping.rules")
-            try:
-                connection.session.principal = tls.ssl_principal(
-                    connection.transport.get_extra_info("ssl_object"), rules
-                )
-            except tls.PrincipalError as exc:
-                connection.log.warning("closing connection", reason=str(exc))
-                connection.close()
-                return
-        connection.log.debug("connection opened", principal=connection.session.principal)
-
-    def _connection_closed(self, connection: Connection) -> None:
-        if connection not in self.connections.open:
-            return  # refused at once
-        self.connections.remove(connection)
-        metrics.connections.dec()
-        connection.log.debug("connection closed")
-
-    async def _dispatch(
+    async def dispatch(
         self,
         request: bytearray,
         connection_id: str,
