@@ -8,8 +8,9 @@ Run from the repository root:
 - memory: broker RSS before, while N idle TCP connections are held (plain sockets
   that send nothing), and after they close (at once, and a minute later);
   per-connection cost is (held - before) / N.
-- work under load: produce MB/s (1 KB records, acks=1, 1 partition, confluent-kafka)
-  with no idle connections and with N held open.
+- work under load: produce MB/s (1 KB records, acks=1, 1 partition, confluent-kafka),
+  then consume MB/s of the same topic (assign() from the start, repeated passes), with
+  no idle connections and with N held open.
 
 N is 10,000 (2,000 with --quick). Both brokers run in child processes; the sockets
 are held by this process, which raises its open-file limit to the hard limit.
@@ -32,6 +33,7 @@ from bench.data_plane import (
     Step,
     arg_parser,
     check_peer,
+    consume,
     peer_row,
     produce,
     remove_workdir,
@@ -62,12 +64,16 @@ def rss_kib(pid: int) -> float:
     return rss_mib(pid)["VmRSS"] * 1024
 
 
+HOLD_FOR_S = 60.0
+
+
 def hold(port: int, count: int) -> list[socket.socket]:
-    """Up to ``count`` connections, fewer if the peer stops taking them: when five
-    connects in a row take over a second each, the peer has stopped accepting and
-    only the kernel's backlog (retrying SYNs) lets the odd one through."""
+    """Up to ``count`` connections, fewer if the peer stops taking them: when connects
+    take over a second (the peer has stopped accepting, and only the kernel's backlog,
+    retrying SYNs, lets the odd one through) five times, or after HOLD_FOR_S."""
     held: list[socket.socket] = []
     slow = 0
+    deadline = time.perf_counter() + HOLD_FOR_S
     for _ in range(count):
         started = time.perf_counter()
         try:
@@ -75,8 +81,8 @@ def hold(port: int, count: int) -> list[socket.socket]:
         except OSError:
             break
         held.append(sock)
-        slow = slow + 1 if time.perf_counter() - started > 1.0 else 0
-        if slow == 5:
+        slow += time.perf_counter() - started > 1.0
+        if slow == 5 or started > deadline:
             break
     return held
 
@@ -114,6 +120,7 @@ def run_cases(run: Run, peers: list[Peer]) -> None:
         port = int(peer.bootstrap.rsplit(":", 1)[1])
         quiet = produce(peer.bootstrap, "load", 1, 1024, "1", linger_ms=5,
                         seconds=settings.produce_seconds)  # fmt: skip
+        quiet_read = consume(peer.bootstrap, "load", 1, settings.produce_seconds)
         time.sleep(1)
         before = rss_kib(peer.pid)
         held = hold(port, settings.connections)
@@ -122,6 +129,7 @@ def run_cases(run: Run, peers: list[Peer]) -> None:
         alive = sum(1 for sock in held[-50:] if answers_api_versions(sock))
         loaded = produce(peer.bootstrap, "load", 1, 1024, "1", linger_ms=5,
                          seconds=settings.produce_seconds)  # fmt: skip
+        loaded_read = consume(peer.bootstrap, "load", 1, settings.produce_seconds)
         check_peer(run, peer, "with idle connections held")
         for sock in held:
             sock.close()
@@ -138,7 +146,12 @@ def run_cases(run: Run, peers: list[Peer]) -> None:
             "later": later,
             "later_vs_before": later / before,
         }
-        rates[peer.name] = {"quiet": quiet.mb_per_s, "loaded": loaded.mb_per_s}
+        rates[peer.name] = {
+            "quiet": quiet.mb_per_s,
+            "loaded": loaded.mb_per_s,
+            "quiet_read": quiet_read.mb_per_s,
+            "loaded_read": loaded_read.mb_per_s,
+        }
         print(f"    {peer.name}: {memory[peer.name]} {rates[peer.name]}", flush=True)
     n = settings.connections
     settle = f"{settings.settle_after_close_s:.0f}"
@@ -169,6 +182,10 @@ def run_cases(run: Run, peers: list[Peer]) -> None:
         {k: v["quiet"] for k, v in rates.items()}, "{:.1f}")  # fmt: skip
     row(f"produce 1 KB acks=1, {n} idle connections held", "MB/s", "higher",
         {k: v["loaded"] for k, v in rates.items()}, "{:.1f}")  # fmt: skip
+    row("consume 1 KB, no idle connections", "MB/s", "higher",
+        {k: v["quiet_read"] for k, v in rates.items()}, "{:.1f}")  # fmt: skip
+    row(f"consume 1 KB, {n} idle connections held", "MB/s", "higher",
+        {k: v["loaded_read"] for k, v in rates.items()}, "{:.1f}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
