@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from broker.security.resources import (
     Permission,
     ResourceType,
 )
+from storage.checkpoint import write_atomic
 
 FILE_NAME = "acls.json"
 FORMAT_VERSION = 1
@@ -301,7 +301,7 @@ class AclStore:
         if bindings == self.bindings:
             return
         text = json.dumps(_encode(bindings), indent=1)
-        await asyncio.to_thread(_write_durably, self.path, text)
+        await asyncio.to_thread(write_atomic, self.path, text)
         self._use(bindings)
 
     def _use(self, bindings: frozenset[AclBinding]) -> None:
@@ -358,17 +358,3 @@ def _decode(document: Any) -> frozenset[AclBinding]:
             raise ValueError(f"invalid ACL {entry}: {problem}")
         bindings.add(binding)
     return frozenset(bindings)
-
-
-def _write_durably(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as out:
-        out.write(text)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)

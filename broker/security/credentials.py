@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from broker.security.scram import MECHANISMS, ScramCredential
+from storage.checkpoint import write_atomic
 
 FILE_NAME = "scram-credentials.json"
 FORMAT_VERSION = 1
@@ -68,7 +68,7 @@ class CredentialStore:
             for user, mechanism, credential in upserts:
                 users.setdefault(user, {})[mechanism] = credential
             text = json.dumps(_encode(users), indent=1)
-            await asyncio.to_thread(_write_durably, self.path, text)
+            await asyncio.to_thread(write_atomic, self.path, text)
             self._users = users
 
 
@@ -109,17 +109,3 @@ def _decode(document: Any) -> dict[str, dict[str, ScramCredential]]:
             iterations=int(entry["iterations"]),
         )
     return users
-
-
-def _write_durably(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as out:
-        out.write(text)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
