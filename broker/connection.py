@@ -5,7 +5,8 @@ Bytes are received straight into buffers the request is later decoded from
 buffer, a large frame (a Produce of big batches) gets a buffer of its own that
 the socket fills directly, so its record batches are never copied before they
 reach the log. The size prefix is checked against `socket.request.max.bytes`
-before anything that size is allocated.
+(`sasl.server.max.receive.size` before a SASL login) before anything that size is
+allocated.
 
 A connection costs little until it sends something: the shared buffer is
 allocated small when bytes first arrive, grows when a frame does not fit, and is
