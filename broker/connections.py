@@ -30,7 +30,6 @@ log = structlog.get_logger("broker")
 
 REFUSAL_LOG_INTERVAL_S = 10.0
 COLLECT_AFTER_CLOSES = 100
-TRIMS_AFTER_CLOSES = 3  # sweeps that hand memory back after connections have closed
 
 
 @dataclass(frozen=True)
@@ -97,7 +96,6 @@ class ConnectionTable:
         self._refused_since_log = 0
         self._last_refusal_log = 0.0
         self._closed_since_trim = 0
-        self._trims_left = 0
 
     def admit(self, connection: Connection, listener: str, ip: str) -> bool:
         """Count the new connection in, or say why it must be closed (False)."""
@@ -169,9 +167,5 @@ class ConnectionTable:
                 self.open = set(self.open)
                 gc.collect()  # what reference cycles of closed connections still hold
             self._closed_since_trim = 0
-            # the event loop lets go of closed transports over the next moments
-            self._trims_left = TRIMS_AFTER_CLOSES
-        if self._trims_left:
-            self._trims_left -= 1
             memory.release_free_memory()
         return closed

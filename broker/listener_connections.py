@@ -1,4 +1,5 @@
-"""The broker's side of one listener's connections: admitting them, principals from
+"""The broker's side of one listener's connections: making them (with the frame
+limit of a SASL listener until the client logs in), admitting them, principals from
 TLS certificates, requests handed to the broker with the connection's session, the
 close after a refused SASL authentication, and the count of open connections.
 
@@ -17,6 +18,7 @@ from broker.connection import Chunks, Connection
 from broker.listeners import Listener
 from broker.security import tls
 from broker.security.sasl import must_close
+from broker.security.session import Session
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -30,6 +32,13 @@ class ListenerConnections:
         self.listener = listener
         self.sasl = broker.sasl_listeners.get(listener.name)
         self.full_frame = broker.config.socket_request_max_bytes
+
+    def new_connection(self) -> Connection:
+        connection = Connection(self, self.full_frame, f"conn-{next(self.broker.connection_ids)}")
+        connection.session = Session.for_listener(self.listener.security_protocol)
+        if self.sasl is not None and self.sasl.max_receive_size < self.full_frame:
+            connection.max_frame = (self.sasl.max_receive_size, "sasl.server.max.receive.size")
+        return connection
 
     async def dispatch(self, connection: Connection, frame: bytearray) -> Chunks | None:
         session = connection.session

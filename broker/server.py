@@ -14,7 +14,7 @@ import structlog
 
 from broker import memory, metrics
 from broker.config import BrokerConfig
-from broker.connection import Chunks, Connection
+from broker.connection import Chunks
 from broker.connections import ConnectionTable, Limits
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
@@ -108,8 +108,7 @@ class Broker:
         self.connections = ConnectionTable(
             Limits.from_config(config, [listener.name for listener in self.listeners])
         )
-        self._connection_ids = itertools.count(1)
-        self._listener_owners: dict[str, ListenerConnections] = {}
+        self.connection_ids = itertools.count(1)
         self._stopped = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------
@@ -342,7 +341,7 @@ class Broker:
             raise ListenError(str(exc)) from None
         try:
             server = await asyncio.get_running_loop().create_server(
-                lambda: self._new_connection(listener),
+                ListenerConnections(self, listener).new_connection,
                 host,
                 listener.port,
                 ssl=context,
@@ -358,19 +357,6 @@ class Broker:
         if listener.port == 0 and listener.advertised_port == 0:
             return dataclasses.replace(listener, port=port, advertised_port=port)
         return dataclasses.replace(listener, port=port)
-
-    def _new_connection(self, listener: Listener) -> Connection:
-        owner = self._listener_owners.get(listener.name)
-        if owner is None:
-            owner = self._listener_owners[listener.name] = ListenerConnections(self, listener)
-        connection = Connection(
-            owner, self.config.socket_request_max_bytes, f"conn-{next(self._connection_ids)}"
-        )
-        connection.session = Session.for_listener(listener.security_protocol)
-        sasl = owner.sasl
-        if sasl is not None and sasl.max_receive_size < self.config.socket_request_max_bytes:
-            connection.max_frame = (sasl.max_receive_size, "sasl.server.max.receive.size")
-        return connection
 
     async def dispatch(
         self,
