@@ -1,0 +1,90 @@
+"""Share sessions (KIP-932): what one share-group member fetches, remembered between
+ShareFetch requests so later ones name only the partitions that change.
+
+A session belongs to (group id, member id). The request's share session epoch says:
+
+     0   open a session (one still open for the member is replaced)
+    -1   close the session once this request's acknowledgements are done
+     n   the session's next epoch: the request adds its topics to the session and
+         drops its forgotten ones; the epoch then moves on by one
+
+A missing session answers SHARE_SESSION_NOT_FOUND, a wrong epoch
+INVALID_SHARE_SESSION_EPOCH; neither changes the session.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+MAX_EPOCH = 2**31 - 1
+
+SHARE_SESSION_NOT_FOUND = 122
+INVALID_SHARE_SESSION_EPOCH = 123
+SHARE_SESSION_LIMIT_REACHED = 133
+
+SessionKey = tuple[str, str]  # group id, member id
+TopicPartition = tuple[uuid.UUID, int]
+
+
+class ShareSessionError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class ShareSession:
+    group_id: str
+    member_id: str
+    epoch: int = 1  # what the next request must carry
+    partitions: dict[TopicPartition, None] = field(default_factory=dict)  # in order
+
+    def update(self, added: Iterable[TopicPartition], forgotten: Iterable[TopicPartition]) -> None:
+        for tp in added:
+            self.partitions.setdefault(tp, None)
+        for tp in forgotten:
+            self.partitions.pop(tp, None)
+
+
+class ShareSessionCache:
+    def __init__(self, max_sessions: int = 2000) -> None:
+        self.max_sessions = max_sessions
+        self.sessions: dict[SessionKey, ShareSession] = {}
+
+    def open(self, group_id: str, member_id: str) -> tuple[ShareSession, ShareSession | None]:
+        """A new session for the member; also the one it replaces, if any."""
+        key = (group_id, member_id)
+        replaced = self.sessions.pop(key, None)
+        if len(self.sessions) >= self.max_sessions:
+            raise ShareSessionError(
+                SHARE_SESSION_LIMIT_REACHED, "The limit of share sessions has been reached."
+            )
+        session = self.sessions[key] = ShareSession(group_id, member_id)
+        return session, replaced
+
+    def check(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
+        """The session a request with `epoch` (not 0) continues or closes."""
+        session = self.sessions.get((group_id, member_id))
+        if session is None:
+            raise ShareSessionError(
+                SHARE_SESSION_NOT_FOUND, f"No share session for member {member_id}."
+            )
+        if epoch != FINAL_EPOCH and epoch != session.epoch:
+            raise ShareSessionError(
+                INVALID_SHARE_SESSION_EPOCH,
+                f"Share session epoch {epoch} is not the expected {session.epoch}.",
+            )
+        return session
+
+    def advance(self, session: ShareSession) -> None:
+        session.epoch = 1 if session.epoch == MAX_EPOCH else session.epoch + 1
+
+    def close(self, group_id: str, member_id: str) -> ShareSession | None:
+        return self.sessions.pop((group_id, member_id), None)
+
+    def of_group(self, group_id: str) -> list[ShareSession]:
+        return [s for s in self.sessions.values() if s.group_id == group_id]
