@@ -406,11 +406,14 @@ def test_garbage_and_plaintext_requests_on_a_tls_port(
             assert received == b"" or received[0] == TLS_ALERT, received[:16]
     # a handshake that stops half way, then a good client
     context = ssl.create_default_context(cafile=str(certs.ca_pem))
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    client_hello = outgoing.read()
+    assert len(client_hello) > 20
     with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as raw:
-        tls = context.wrap_socket(raw, server_hostname="localhost", do_handshake_on_connect=False)
-        tls.setblocking(False)
-        with pytest.raises(ssl.SSLWantReadError):
-            tls.do_handshake()
+        raw.sendall(client_hello[: len(client_hello) // 2])
     values = [b"still serving"]
     config = rdkafka_config(broker.bootstrap, certs.ca_pem)
     assert rdkafka_round_trip(config, unique_topic, values) == values
