@@ -76,7 +76,28 @@ _NAMES = {
     "group.consumer.session.timeout.ms": "group_consumer_session_timeout_ms",
     "group.consumer.heartbeat.interval.ms": "group_consumer_heartbeat_interval_ms",
     "group.consumer.max.size": "group_consumer_max_size",
+    "group.consumer.min.session.timeout.ms": "group_consumer_min_session_timeout_ms",
+    "group.consumer.max.session.timeout.ms": "group_consumer_max_session_timeout_ms",
+    "group.consumer.min.heartbeat.interval.ms": "group_consumer_min_heartbeat_interval_ms",
+    "group.consumer.max.heartbeat.interval.ms": "group_consumer_max_heartbeat_interval_ms",
     "group.consumer.migration.policy": "group_consumer_migration_policy",
+    "group.share.session.timeout.ms": "group_share_session_timeout_ms",
+    "group.share.min.session.timeout.ms": "group_share_min_session_timeout_ms",
+    "group.share.max.session.timeout.ms": "group_share_max_session_timeout_ms",
+    "group.share.heartbeat.interval.ms": "group_share_heartbeat_interval_ms",
+    "group.share.min.heartbeat.interval.ms": "group_share_min_heartbeat_interval_ms",
+    "group.share.max.heartbeat.interval.ms": "group_share_max_heartbeat_interval_ms",
+    "group.share.max.size": "group_share_max_size",
+    "group.share.delivery.count.limit": "group_share_delivery_count_limit",
+    "group.share.partition.max.record.locks": "group_share_partition_max_record_locks",
+    "group.share.record.lock.duration.ms": "group_share_record_lock_duration_ms",
+    "group.share.min.record.lock.duration.ms": "group_share_min_record_lock_duration_ms",
+    "group.share.max.record.lock.duration.ms": "group_share_max_record_lock_duration_ms",
+    "group.share.max.share.sessions": "share_max_share_sessions",
+    "share.coordinator.state.topic.num.partitions": "share_coordinator_state_topic_num_partitions",
+    "share.coordinator.snapshot.update.records.per.snapshot": (
+        "share_coordinator_snapshot_update_records_per_snapshot"
+    ),
     "max.connections": "max_connections",
     "max.connections.per.ip": "max_connections_per_ip",
     "max.connections.per.ip.overrides": "max_connections_per_ip_overrides",
@@ -153,7 +174,27 @@ class BrokerConfig:
     group_consumer_session_timeout_ms: int = 45000
     group_consumer_heartbeat_interval_ms: int = 5000
     group_consumer_max_size: int = 2147483647
+    group_consumer_min_session_timeout_ms: int = 45000
+    group_consumer_max_session_timeout_ms: int = 60000
+    group_consumer_min_heartbeat_interval_ms: int = 5000
+    group_consumer_max_heartbeat_interval_ms: int = 15000
     group_consumer_migration_policy: str = "bidirectional"
+    # share groups (KIP-932)
+    group_share_session_timeout_ms: int = 45000
+    group_share_min_session_timeout_ms: int = 45000
+    group_share_max_session_timeout_ms: int = 60000
+    group_share_heartbeat_interval_ms: int = 5000
+    group_share_min_heartbeat_interval_ms: int = 5000
+    group_share_max_heartbeat_interval_ms: int = 15000
+    group_share_max_size: int = 200
+    group_share_delivery_count_limit: int = 5
+    group_share_partition_max_record_locks: int = 2000
+    group_share_record_lock_duration_ms: int = 30000
+    group_share_min_record_lock_duration_ms: int = 15000
+    group_share_max_record_lock_duration_ms: int = 60000
+    share_max_share_sessions: int = 2000
+    share_coordinator_state_topic_num_partitions: int = 50
+    share_coordinator_snapshot_update_records_per_snapshot: int = 500
     max_connections: int = 2147483647
     max_connections_per_ip: int = 2147483647
     max_connections_per_ip_overrides: str = ""

@@ -88,6 +88,7 @@ KAFKA_BROKER_SETTINGS: frozenset[str] = frozenset(
         "group.share.max.heartbeat.interval.ms",
         "group.share.max.record.lock.duration.ms",
         "group.share.max.session.timeout.ms",
+        "group.share.max.share.sessions",
         "group.share.max.size",
         "group.share.min.heartbeat.interval.ms",
         "group.share.min.record.lock.duration.ms",

@@ -18,6 +18,7 @@ from broker.connection import Chunks
 from broker.connections import ConnectionTable, Limits
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
+from broker.group_configs import GroupConfigStore, GroupSettings
 from broker.handlers import API_TABLE, sasl_authenticate
 from broker.handlers.api_versions import api_keys
 from broker.handlers.base import Api, RequestContext
@@ -29,6 +30,7 @@ from broker.security.authorizer import Authorizer, build_authorizer
 from broker.security.credentials import CredentialStore
 from broker.security.sasl_listener import SaslListener, sasl_listener
 from broker.security.session import Session
+from broker.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
 from broker.topics import LEADER_EPOCH, Partition, Topic, TopicRegistry
 from broker.transactions import TRANSACTION_TOPIC, TransactionCoordinator
 from coordinator.group.shard import GroupConfig, GroupShard
@@ -65,6 +67,9 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
         consumer_max_size=config.group_consumer_max_size,
         consumer_migration_policy=config.group_consumer_migration_policy,
+        share_session_timeout_ms=config.group_share_session_timeout_ms,
+        share_heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
+        share_max_size=config.group_share_max_size,
     )
 
 
@@ -95,6 +100,8 @@ class Broker:
         self.transactions = TransactionCoordinator(
             self, self._internal_topic, self._flush_partition
         )
+        self.share = ShareCoordinator(self, self._flush_partition)
+        self.group_configs = GroupConfigStore(config.data_dir, config)
         # as configured until start(); then with the ports actually bound
         self.listeners = config.resolved_listeners()
         # what each SASL_PLAINTEXT / SASL_SSL listener accepts (raises SaslConfigError)
@@ -117,6 +124,7 @@ class Broker:
         started = time.monotonic()
         self.topics.load()
         self.scram_credentials.load()
+        self.group_configs.load()
         self.topics.remove_orphans()
         self.listeners = [await self._listen(listener) for listener in self.listeners]
         self._tasks.append(asyncio.create_task(self._housekeeping()))
@@ -126,6 +134,8 @@ class Broker:
             self._tasks.append(asyncio.create_task(self.groups.ensure_started()))
         if self.topics.get(TRANSACTION_TOPIC) is not None:
             self._tasks.append(asyncio.create_task(self.transactions.ensure_started()))
+        if self.topics.get(SHARE_STATE_TOPIC) is not None:
+            self._tasks.append(asyncio.create_task(self.share.ensure_started()))
         metrics.partitions.set_function(self._partition_count)
         metrics.log_size.set_function(self._log_size)
         log.info(
@@ -158,6 +168,7 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.transactions.stop()
+        await self.share.stop()
         await self.groups.stop()
         for server in self._servers:
             await server.wait_closed()
@@ -166,11 +177,11 @@ class Broker:
 
     def _topics_view(self) -> dict[str, tuple[uuid.UUID, int]]:
         """What the consumer group protocol assigns: name -> (id, partition count)."""
-        return {
-            t.name: (t.topic_id, len(t.partitions))
-            for t in self.topics
-            if t.name not in (OFFSETS_TOPIC, TRANSACTION_TOPIC)
-        }
+        return {t.name: (t.topic_id, len(t.partitions)) for t in self.topics if not t.is_internal}
+
+    def group_settings(self, group_id: str) -> GroupSettings:
+        """The settings a group runs with: its group configs over the broker's."""
+        return self.group_configs.settings(group_id)
 
     def _partition_count(self) -> float:
         return float(sum(len(t.partitions) for t in self.topics))

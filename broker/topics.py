@@ -19,7 +19,7 @@ from storage.producer_state import ProducerStateTable
 
 MAX_TOPIC_NAME = 249
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 LEADER_EPOCH = 0  # one broker leads every partition, forever
 
 
@@ -159,6 +159,12 @@ class TopicRegistry:
 
     def partition(self, name: str, index: int) -> Partition | None:
         topic = self._by_name.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None
+        return topic.partitions[index]
+
+    def partition_by_id(self, topic_id: uuid.UUID, index: int) -> Partition | None:
+        topic = self.by_id(topic_id)
         if topic is None or not 0 <= index < len(topic.partitions):
             return None
         return topic.partitions[index]

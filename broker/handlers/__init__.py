@@ -46,6 +46,10 @@ from broker.handlers import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -97,6 +101,10 @@ _MODULES: dict[int, ModuleType] = {
     66: list_transactions,
     68: consumer_group_heartbeat,
     69: consumer_group_describe,
+    76: share_group_heartbeat,
+    77: share_group_describe,
+    78: share_fetch,
+    79: share_acknowledge,
 }
 
 API_TABLE: dict[int, Api] = {

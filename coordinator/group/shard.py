@@ -16,6 +16,7 @@ from typing import Any
 
 from coordinator.group import consumer_records as cr
 from coordinator.group import records as rec
+from coordinator.group import share_records as shr
 from coordinator.group.classic import (
     COMPLETING_REBALANCE,
     DEAD,
@@ -27,13 +28,14 @@ from coordinator.group.classic import (
 from coordinator.group.classic_members import ClassicMembers
 from coordinator.group.consumer import ConsumerGroup
 from coordinator.group.shard_state import CommittedOffset, GroupConfig, now_ms
+from coordinator.group.share_protocol import ShareProtocol
 from coordinator.runtime import Record, Result
 from protocol.errors import ErrorCode
 
 __all__ = ["CommittedOffset", "GroupConfig", "GroupShard"]
 
 
-class GroupShard(ClassicMembers):
+class GroupShard(ClassicMembers, ShareProtocol):
     """Replay of the shard's records, offsets, and the requests about whole groups."""
 
     # -- replay ------------------------------------------------------------------
@@ -48,6 +50,10 @@ class GroupShard(ClassicMembers):
             consumer_key = cr.decode_key(key)
             if consumer_key is not None:
                 self._replay_consumer(consumer_key, value)
+                return
+            share_key = shr.decode_key(key)
+            if share_key is not None:
+                self._replay_share(share_key, value)
 
     def _replay_offset(
         self, offset: int, key: rec.OffsetKey, value: bytes | None, producer_id: int
@@ -128,6 +134,7 @@ class GroupShard(ClassicMembers):
             for member in group.members.values():
                 self._arm_session(group, member)
         self.on_consumer_groups_loaded()
+        self.on_share_groups_loaded()
         self._schedule_offset_expiry()
 
     # -- offsets -------------------------------------------------------------------
@@ -234,6 +241,15 @@ class GroupShard(ClassicMembers):
         records: list[Record] = []
         answers = {}
         for group_id in group_ids:
+            share_group = self.share_groups.get(group_id)
+            if share_group is not None:
+                if share_group.members:
+                    answers[group_id] = ErrorCode.non_empty_group
+                    continue
+                records += self._offset_tombstones(group_id, self.offsets.get(group_id, {}))
+                records += self.share_group_tombstones(share_group)
+                answers[group_id] = ErrorCode.none
+                continue
             consumer_group = self.consumer_groups.get(group_id)
             if consumer_group is not None:
                 if consumer_group.members:
@@ -352,6 +368,7 @@ class GroupShard(ClassicMembers):
         listed += [
             (g.group_id, "consumer", g.state, "consumer") for g in self.consumer_groups.values()
         ]
+        listed += [(g.group_id, "share", g.state, "share") for g in self.share_groups.values()]
         known = {listed_group[0] for listed_group in listed}
         listed += [(g, "", EMPTY, "classic") for g in self.offsets if g not in known]
         return Result([], listed)

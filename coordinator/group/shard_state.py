@@ -12,6 +12,7 @@ from coordinator.group import consumer_records as cr
 from coordinator.group import records as rec
 from coordinator.group.classic import ClassicGroup
 from coordinator.group.consumer import ConsumerGroup
+from coordinator.group.share import ShareGroup
 from coordinator.runtime import Record, ShardRuntime
 
 MAX_GROUP_SIZE = 10000
@@ -30,6 +31,10 @@ class GroupConfig:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = 2147483647
     consumer_migration_policy: str = "bidirectional"
+    # share groups (KIP-932): group.share.*
+    share_session_timeout_ms: int = 45000
+    share_heartbeat_interval_ms: int = 5000
+    share_max_size: int = 200
 
 
 @dataclass(slots=True)
@@ -63,6 +68,7 @@ class ShardState:
         self.topics_view = topics_view
         self.groups: dict[str, ClassicGroup] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self.share_groups: dict[str, ShareGroup] = {}
         self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
         # transactional offsets waiting for their marker: producer id -> group -> offsets
         self.pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}

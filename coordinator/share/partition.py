@@ -115,8 +115,9 @@ class SharePartition:
 
     def state_batches(self) -> tuple[StateBatch, ...]:
         return tuple(
-            StateBatch(r.first, r.last, AVAILABLE if r.state == ACQUIRED else r.state,
-                       r.delivery_count)
+            StateBatch(
+                r.first, r.last, AVAILABLE if r.state == ACQUIRED else r.state, r.delivery_count
+            )
             for r in self.runs
         )
 

@@ -1,0 +1,112 @@
+"""What ShareFetch and ShareAcknowledge share: checking the request and its share
+session, and applying acknowledgements through the share coordinator."""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from broker.handlers.base import RequestContext
+from broker.security.resources import Operation, ResourceType
+from broker.share_sessions import FINAL_EPOCH, ShareSession, TopicPartition
+from coordinator.runtime import CoordinatorError
+from coordinator.share.records import ShareKey
+from protocol.errors import ErrorCode
+
+Acknowledgements = dict[TopicPartition, list[tuple[int, int, tuple[int, ...]]]]
+AckResult = tuple[int, str | None]
+
+
+def request_problem(ctx: RequestContext, request: Any) -> tuple[ErrorCode, str | None] | None:
+    """The top-level error of a share request before its session is looked at."""
+    if not request.group_id:
+        return ErrorCode.invalid_group_id, "The group id must not be empty."
+    if not request.member_id:
+        return ErrorCode.invalid_request, "The member id must not be empty."
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        return ErrorCode.group_authorization_failed, None
+    return None
+
+
+def acknowledgements(topics: Iterable[Any]) -> Acknowledgements:
+    """(topic id, partition) -> [(first offset, last offset, types)] of a request."""
+    found: Acknowledgements = {}
+    for topic in topics:
+        if topic.topic_id is None:
+            continue
+        for p in topic.partitions:
+            batches = [
+                (b.first_offset, b.last_offset, tuple(b.acknowledge_types))
+                for b in p.acknowledgement_batches
+            ]
+            if batches:
+                found.setdefault((topic.topic_id, p.partition_index), []).extend(batches)
+    return found
+
+
+def leader(ctx: RequestContext) -> dict[str, int]:
+    return {"leader_id": ctx.broker.config.node_id, "leader_epoch": 0}
+
+
+async def acknowledge(
+    ctx: RequestContext, group_id: str, member_id: str, acks: Acknowledgements
+) -> dict[TopicPartition, AckResult]:
+    """Apply each partition's acknowledgements (written before they are answered);
+    a partition whose acknowledgements do not all hold changes nothing."""
+    results: dict[TopicPartition, AckResult] = {}
+    readable = _readable_topics(ctx, {topic_id for topic_id, _ in acks})
+    for (topic_id, index), batches in acks.items():
+        if ctx.broker.topics.partition_by_id(topic_id, index) is None:
+            results[(topic_id, index)] = (ErrorCode.unknown_topic_or_partition, None)
+            continue
+        if topic_id not in readable:
+            results[(topic_id, index)] = (ErrorCode.topic_authorization_failed, None)
+            continue
+        key = ShareKey(group_id, topic_id, index)
+        try:
+            results[(topic_id, index)] = await ctx.broker.share.run(
+                key, functools.partial(_acknowledge, key=key, member=member_id, batches=batches)
+            )
+        except CoordinatorError as exc:
+            results[(topic_id, index)] = (exc.code, None)
+    return results
+
+
+def _acknowledge(shard: Any, key: ShareKey, member: str, batches: Any) -> Any:
+    return shard.acknowledge(key, member, batches)
+
+
+def _readable_topics(ctx: RequestContext, topic_ids: set[uuid.UUID]) -> set[uuid.UUID]:
+    readable = set()
+    for topic_id in topic_ids:
+        topic = ctx.broker.topics.by_id(topic_id)
+        if topic is not None and ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.name):
+            readable.add(topic_id)
+    return readable
+
+
+async def end_session(ctx: RequestContext, session: ShareSession, epoch: int) -> None:
+    """After a request's acknowledgements: a final epoch closes the session and gives
+    back what the member still holds; any other moves the epoch on."""
+    sessions = ctx.broker.share.sessions
+    if epoch == FINAL_EPOCH:
+        sessions.close(session.group_id, session.member_id)
+        await ctx.broker.share.release_member(
+            session.group_id, session.member_id, list(session.partitions)
+        )
+    else:
+        sessions.advance(session)
+
+
+def shape(
+    ctx: RequestContext, answers: dict[TopicPartition, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Answers per partition, grouped by topic in request order."""
+    topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for (topic_id, index), answer in answers.items():
+        topics.setdefault(topic_id, []).append(
+            {"partition_index": index, "current_leader": leader(ctx), **answer}
+        )
+    return [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in topics.items()]

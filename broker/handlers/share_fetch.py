@@ -1,0 +1,279 @@
+"""ShareFetch (78), v1-v2: a share-group member's fetch (KIP-932).
+
+- Share session: epoch 0 opens one (acknowledgements are refused then), n continues
+  it, -1 closes it after its acknowledgements and releases what the member holds
+  (see broker/share_sessions.py). SHARE_SESSION_NOT_FOUND / INVALID_SHARE_SESSION_EPOCH
+  change nothing.
+- Piggybacked acknowledgements are applied first, each partition's written before the
+  answer (acknowledge_error_code per partition; INVALID_RECORD_STATE for offsets the
+  member does not hold, and then none of that partition's apply).
+- Then records are acquired for this member from every partition of the session,
+  starting at each share-partition's first available offset: whole stored batches are
+  returned as they are, and `acquired_records` says which offsets of them are the
+  member's, with their delivery counts. `max_records` bounds the acquired records
+  (whole batches: it may be exceeded to a batch's end), `max_bytes` the data.
+  Transaction markers are never handed out; with `share.isolation.level`
+  read_committed, neither are aborted records, and nothing at or past the last stable
+  offset.
+- A share-partition seen for the first time starts where `share.auto.offset.reset`
+  says: latest (the default), earliest, or by_duration:<ISO 8601 duration> ago.
+- Long poll: with nothing acquired the request waits for new records or released
+  ones, up to `max_wait`.
+- With ACLs: READ on the group (top-level GROUP_AUTHORIZATION_FAILED) and on each
+  topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from broker.handlers import share_common
+from broker.handlers.base import Reply, RequestContext
+from broker.iso_duration import parse_duration_ms
+from broker.security.resources import Operation, ResourceType
+from broker.share_sessions import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    ShareSession,
+    ShareSessionError,
+    TopicPartition,
+)
+from broker.topics import Partition
+from coordinator.runtime import CoordinatorError
+from coordinator.share.partition import FetchedBatch
+from coordinator.share.records import ShareKey
+from protocol.batch import BatchHeader, iter_batches
+from protocol.errors import ErrorCode
+from storage import OffsetOutOfRange
+
+MIN_VERSION, MAX_VERSION = 1, 2
+DEFAULT_MAX_RECORDS = 500
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    problem = share_common.request_problem(ctx, request)
+    if problem is not None:
+        return _top_error(*problem)
+    share = ctx.broker.share
+    await share.ensure_started()
+    group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+    acks = share_common.acknowledgements(request.topics)
+    wanted = [
+        (topic.topic_id, p.partition_index)
+        for topic in request.topics
+        if topic.topic_id is not None
+        for p in topic.partitions
+    ]
+    forgotten = [
+        (topic.topic_id, index)
+        for topic in request.forgotten_topics_data
+        if topic.topic_id is not None
+        for index in topic.partitions
+    ]
+    try:
+        if epoch == INITIAL_EPOCH:
+            if acks:
+                return _top_error(
+                    ErrorCode.invalid_request, "A session's first request cannot acknowledge."
+                )
+            session, replaced = share.sessions.open(group_id, member_id)
+            if replaced is not None:
+                await share.release_member(group_id, member_id, list(replaced.partitions))
+        else:
+            session = share.sessions.check(group_id, member_id, epoch)
+    except ShareSessionError as exc:
+        return _top_error(ErrorCode(exc.code), str(exc))
+    answers: dict[TopicPartition, dict[str, Any]] = {}
+    for tp, (code, message) in (
+        await share_common.acknowledge(ctx, group_id, member_id, acks)
+    ).items():
+        answers[tp] = _answer(acknowledge_error_code=code, acknowledge_error_message=message)
+    settings = ctx.broker.group_settings(group_id)
+    if epoch == FINAL_EPOCH:
+        await share_common.end_session(ctx, session, epoch)
+    else:
+        session.update(wanted, forgotten)
+        if epoch != INITIAL_EPOCH:
+            await share_common.end_session(ctx, session, epoch)
+        fetched = await _fetch(ctx, session, request, settings)
+        for tp, answer in fetched.items():
+            answers[tp] = {**answers.get(tp, _answer()), **answer}
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "acquisition_lock_timeout": settings.share_record_lock_duration_ms,
+        "responses": share_common.shape(ctx, answers),
+        "node_endpoints": [],
+    }
+
+
+async def _fetch(
+    ctx: RequestContext, session: ShareSession, request: Any, settings: Any
+) -> dict[TopicPartition, dict[str, Any]]:
+    """Acquire records for the member from the session's partitions, waiting up to
+    max_wait for some."""
+    deadline = time.monotonic() + request.max_wait.total_seconds()
+    max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
+    while True:
+        answers: dict[TopicPartition, dict[str, Any]] = {}
+        waits: list[asyncio.Future[None]] = []
+        records_left, bytes_left = max_records, request.max_bytes
+        for tp in _rotated(session):
+            partition, code = _resolve(ctx, tp)
+            if partition is None:
+                answers[tp] = _answer(error_code=code)
+                continue
+            key = ShareKey(session.group_id, tp[0], tp[1])
+            if records_left <= 0 or bytes_left <= 0:
+                continue
+            try:
+                got = await _acquire(
+                    ctx, key, partition, session.member_id, records_left, bytes_left, settings
+                )
+            except CoordinatorError as exc:
+                answers[tp] = _answer(error_code=exc.code)
+                continue
+            if got is None:
+                waits.append(partition.arrival())
+                waits.append(ctx.broker.share.shard(key).availability(key))
+                continue
+            data, acquired = got
+            answers[tp] = _answer(
+                records=data,
+                acquired_records=[
+                    {"first_offset": f, "last_offset": last, "delivery_count": count}
+                    for f, last, count in acquired
+                ],
+            )
+            records_left -= sum(last - f + 1 for f, last, _ in acquired)
+            bytes_left -= len(data)
+        remaining = deadline - time.monotonic()
+        if answers or remaining <= 0 or not waits or request.max_wait.total_seconds() <= 0:
+            return answers
+        await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+
+
+def _rotated(session: ShareSession) -> list[TopicPartition]:
+    """The session's partitions, starting one further along each time, so that a
+    record limit reached early does not leave the same partitions unread."""
+    partitions = list(session.partitions)
+    if not partitions:
+        return partitions
+    start = session.epoch % len(partitions)
+    return partitions[start:] + partitions[:start]
+
+
+def _resolve(ctx: RequestContext, tp: TopicPartition) -> tuple[Partition | None, int]:
+    topic = ctx.broker.topics.by_id(tp[0])
+    if topic is None:
+        return None, ErrorCode.unknown_topic_id
+    if not 0 <= tp[1] < len(topic.partitions):
+        return None, ErrorCode.unknown_topic_or_partition
+    if not ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.name):
+        return None, ErrorCode.topic_authorization_failed
+    return topic.partitions[tp[1]], ErrorCode.none
+
+
+async def _acquire(
+    ctx: RequestContext,
+    key: ShareKey,
+    partition: Partition,
+    member_id: str,
+    max_records: int,
+    max_bytes: int,
+    settings: Any,
+) -> tuple[bytes, list[tuple[int, int, int]]] | None:
+    """(batches, acquired ranges) from one partition, or None when nothing is there."""
+    share = ctx.broker.share
+    log = partition.log
+    initial = _initial_offset(partition, settings.share_auto_offset_reset)
+    offset = await share.run(key, lambda s: s.prepare_fetch(key, initial))
+    read_committed = settings.share_read_committed
+    limit = ctx.broker.last_stable_offset(partition) if read_committed else log.log_end_offset
+    offset = max(offset, log.log_start_offset)
+    if offset >= limit:
+        return None
+    try:
+        piece = log.read(offset, max_bytes, max_offset=limit, min_one=True)
+    except OffsetOutOfRange:
+        return None
+    if piece is None:
+        return None
+    data = piece.read()
+    headers = list(iter_batches(data, check_crc=False))
+    aborted = ctx.broker.aborted_transactions(partition, offset, limit) if read_committed else []
+    batches = _fetched_batches(headers, aborted)
+    acquired = await share.run(
+        key,
+        lambda s: s.acquire(
+            key, member_id, batches, max_records, settings.share_record_lock_duration_ms
+        ),
+    )
+    if not acquired:
+        return None
+    view = memoryview(data)
+    chunks = [
+        view[h.position : h.position + h.size]
+        for h in headers
+        if any(first <= h.last_offset and h.base_offset <= last for first, last, _ in acquired)
+    ]
+    return b"".join(chunks), acquired
+
+
+def _fetched_batches(
+    headers: Iterable[BatchHeader], aborted: list[dict[str, int]]
+) -> list[FetchedBatch]:
+    """The batches as acquisition sees them: markers, and the batches of aborted
+    transactions (when `aborted` lists them), are to be skipped."""
+    pending = sorted((a["first_offset"], a["producer_id"]) for a in aborted)
+    aborting: set[int] = set()
+    batches = []
+    for header in headers:
+        while pending and pending[0][0] <= header.last_offset:
+            aborting.add(pending.pop(0)[1])
+        if header.is_control:
+            aborting.discard(header.producer_id)
+            skip = True
+        else:
+            skip = header.is_transactional and header.producer_id in aborting
+        batches.append(FetchedBatch(header.base_offset, header.last_offset, skip))
+    return batches
+
+
+def _initial_offset(partition: Partition, reset: str) -> int:
+    log = partition.log
+    if reset == "earliest":
+        return log.log_start_offset
+    if reset.startswith("by_duration:"):
+        since = int(time.time() * 1000) - parse_duration_ms(reset.split(":", 1)[1])
+        found = log.offset_for_timestamp(since)
+        return found[0] if found is not None else log.log_end_offset
+    return log.log_end_offset
+
+
+def _answer(**fields: Any) -> dict[str, Any]:
+    answer: dict[str, Any] = {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "acknowledge_error_code": ErrorCode.none,
+        "acknowledge_error_message": None,
+        "records": b"",
+        "acquired_records": [],
+    }
+    answer.update(fields)
+    return answer
+
+
+def _top_error(code: ErrorCode, message: str | None) -> Reply:
+    return {
+        "throttle_time": 0,
+        "error_code": code,
+        "error_message": message,
+        "acquisition_lock_timeout": 0,
+        "responses": [],
+        "node_endpoints": [],
+    }

@@ -1,0 +1,81 @@
+"""ShareGroupDescribe (77), v1: share groups with their epochs, the assignor and each
+member's subscription and assignment. A group id that is not a share group answers
+GROUP_ID_NOT_FOUND. With ACLs a group needs DESCRIBE on it (GROUP_AUTHORIZATION_FAILED);
+its authorized operations when asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from broker.handlers.authorization import NOT_REQUESTED, authorized_operations
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.consumer_group_describe import _assignment
+from broker.handlers.groups_common import on_group_shard
+from broker.security.resources import Operation, ResourceType
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 1, 1
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    groups = []
+    for group_id in request.group_ids:
+        if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append(_missing(group_id, ErrorCode.group_authorization_failed))
+            continue
+        code, described = await on_group_shard(ctx, group_id, _describe(group_id))
+        if code or described is None:
+            groups.append(_missing(group_id, ErrorCode(code) if code else None))
+            continue
+        answer = _described(described)
+        if request.include_authorized_operations:
+            answer["authorized_operations"] = authorized_operations(
+                ctx, ResourceType.GROUP, group_id
+            )
+        groups.append(answer)
+    return {"throttle_time": 0, "groups": groups}
+
+
+def _describe(group_id: str) -> Callable[[Any], Any]:
+    return lambda shard: shard.describe_share_group(group_id)
+
+
+def _described(group: dict[str, Any]) -> dict[str, Any]:
+    names = group["topic_names"]
+    return {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "group_id": group["group_id"],
+        "group_state": group["group_state"],
+        "group_epoch": group["group_epoch"],
+        "assignment_epoch": group["assignment_epoch"],
+        "assignor_name": group["assignor_name"],
+        "members": [
+            {
+                "member_id": m.member_id,
+                "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_topic_names),
+                "assignment": _assignment(m.assigned, names),
+            }
+            for m in group["members"]
+        ],
+        "authorized_operations": NOT_REQUESTED,
+    }
+
+
+def _missing(group_id: str, code: ErrorCode | None) -> dict[str, Any]:
+    return {
+        "error_code": code or ErrorCode.group_id_not_found,
+        "error_message": None if code else f"Group {group_id} is not a share group.",
+        "group_id": group_id,
+        "group_state": "Dead",
+        "group_epoch": -1,
+        "assignment_epoch": -1,
+        "assignor_name": "",
+        "members": [],
+        "authorized_operations": NOT_REQUESTED,
+    }

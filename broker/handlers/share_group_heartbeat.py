@@ -1,0 +1,81 @@
+"""ShareGroupHeartbeat (76), v1: membership of a share group (KIP-932).
+
+A member joins with epoch 0, the member id it made itself and the topics it
+subscribes to; it heartbeats with its epoch; the answer carries its epoch and, when
+it changed, the partitions it reads (shared with other members). Epoch -1 leaves:
+what it holds is released at once. The shard does the work
+(coordinator/group/share_protocol.py). The group's own `share.session.timeout.ms` and
+`share.heartbeat.interval.ms` (group configs) win over the broker's. With ACLs the
+group needs READ (GROUP_AUTHORIZATION_FAILED) and the subscribed topics DESCRIBE
+(TOPIC_AUTHORIZATION_FAILED).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.authorization import acls_enabled, allowed_names
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.groups_common import client_host, on_group_shard
+from broker.security.resources import Operation, ResourceType
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 1, 1
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        return _error(ErrorCode.group_authorization_failed, None)
+    names = request.subscribed_topic_names
+    if names and acls_enabled(ctx):
+        described = allowed_names(ctx, Operation.DESCRIBE, ResourceType.TOPIC, names)
+        if set(names) - set(described):
+            return _error(ErrorCode.topic_authorization_failed, None)
+    settings = ctx.broker.group_settings(request.group_id)
+    details = {
+        "group_id": request.group_id,
+        "member_id": request.member_id,
+        "member_epoch": request.member_epoch,
+        "rack_id": request.rack_id,
+        "subscribed_topic_names": names,
+        "client_id": ctx.header.client_id or "",
+        "client_host": client_host(ctx),
+        "session_timeout_ms": settings.share_session_timeout_ms,
+        "heartbeat_interval_ms": settings.share_heartbeat_interval_ms,
+    }
+    code, answer = await on_group_shard(
+        ctx, request.group_id, lambda s: s.share_group_heartbeat(details)
+    )
+    if code:
+        return _error(ErrorCode(code), None)
+    if answer["error_code"] == ErrorCode.none and request.member_epoch == -1:
+        await ctx.broker.share.member_left(request.group_id, request.member_id)
+    assignment = answer.get("assignment")
+    return {
+        "throttle_time": 0,
+        "error_code": answer["error_code"],
+        "error_message": answer.get("error_message"),
+        "member_id": answer.get("member_id"),
+        "member_epoch": answer.get("member_epoch", 0),
+        "heartbeat_interval": answer.get("heartbeat_interval_ms", 0),
+        "assignment": None
+        if assignment is None
+        else {
+            "topic_partitions": [
+                {"topic_id": topic_id, "partitions": sorted(parts)}
+                for topic_id, parts in sorted(assignment.items())
+            ]
+        },
+    }
+
+
+def _error(code: ErrorCode, message: str | None) -> Reply:
+    return {
+        "throttle_time": 0,
+        "error_code": code,
+        "error_message": message,
+        "member_id": None,
+        "member_epoch": 0,
+        "heartbeat_interval": 0,
+        "assignment": None,
+    }

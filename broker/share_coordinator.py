@@ -1,0 +1,87 @@
+"""The share coordinator's runtime side: shards over `__share_group_state`, created on
+first use, and the share sessions of the members that fetch.
+
+A share-partition (group, topic id, partition) lives on the shard its key
+"group:topic id:partition" hashes to. The topic keeps every record until the
+share-partitions it describes are deleted (cleanup.policy=delete, no retention).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from broker.share_sessions import ShareSessionCache, TopicPartition
+from coordinator.runtime import CoordinatorRuntime
+from coordinator.share.records import ShareKey
+from coordinator.share.shard import ShareConfig, ShareShard
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+    from broker.topics import Partition
+
+SHARE_STATE_TOPIC = "__share_group_state"
+SHARE_STATE_TOPIC_CONFIGS = {
+    "cleanup.policy": "delete",
+    "retention.ms": "-1",
+    "segment.bytes": "104857600",
+}
+
+
+class ShareCoordinator:
+    def __init__(self, broker: Broker, flush: Callable[[Partition], Awaitable[None]]) -> None:
+        config = broker.config
+        self.broker = broker
+        self.config = ShareConfig(
+            record_lock_duration_ms=config.group_share_record_lock_duration_ms,
+            delivery_count_limit=config.group_share_delivery_count_limit,
+            max_record_locks=config.group_share_partition_max_record_locks,
+            snapshot_every=config.share_coordinator_snapshot_update_records_per_snapshot,
+        )
+        self.runtime = CoordinatorRuntime(
+            SHARE_STATE_TOPIC,
+            config.share_coordinator_state_topic_num_partitions,
+            lambda runtime: ShareShard(runtime, self.config),
+            self._create_topic,
+            flush,
+        )
+        self.sessions = ShareSessionCache(config.share_max_share_sessions)
+
+    async def _create_topic(self, name: str, partitions: int) -> list[Partition]:
+        topic = self.broker.topics.get(name)
+        if topic is None:
+            topic = await self.broker.create_topic(name, partitions, SHARE_STATE_TOPIC_CONFIGS)
+        return list(topic.partitions)
+
+    async def ensure_started(self) -> None:
+        await self.runtime.ensure_started()
+
+    async def run(self, key: ShareKey, operation: Callable[[ShareShard], Any]) -> Any:
+        """Run `operation` on the shard owning `key`; errors are CoordinatorError."""
+        return await self.runtime.run(key.text(), operation)
+
+    def shard(self, key: ShareKey) -> ShareShard:
+        shard: ShareShard = self.runtime.shard_for(key.text()).shard
+        return shard
+
+    async def release_member(
+        self, group_id: str, member_id: str, partitions: list[TopicPartition]
+    ) -> None:
+        """Make what the member holds in these share-partitions available to others."""
+        for topic_id, index in partitions:
+            key = ShareKey(group_id, topic_id, index)
+            await self.run(key, functools.partial(_release, key=key, member_id=member_id))
+
+    async def member_left(self, group_id: str, member_id: str) -> None:
+        """The member left its group: its session ends and what it holds is released."""
+        session = self.sessions.close(group_id, member_id)
+        if session is not None:
+            await self.release_member(group_id, member_id, list(session.partitions))
+
+    async def stop(self) -> None:
+        await self.runtime.stop()
+
+
+def _release(shard: ShareShard, key: ShareKey, member_id: str) -> Any:
+    return shard.release(key, member_id, None)

@@ -1,0 +1,291 @@
+"""Share groups (KIP-932: ShareGroupHeartbeat) on a group coordinator shard.
+
+As for consumer groups, a heartbeat works on a copy of its group and every change is
+a record (share_records.py) applied to the copy at once and to the shard's state by
+`replay` once written; loading replays the same records.
+
+A member joins with epoch 0, its own member id and the topics it subscribes to; a new
+member, a changed subscription or a change in the subscribed topics' partitions moves
+the group to a new epoch, and the share assignor computes the target assignment for
+it. Members take their target at once (there is nothing to revoke: partitions are
+shared), so a member's epoch is the group's. Epoch -1 leaves. A member that does not
+heartbeat within the session timeout is removed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.group import share_records as shr
+from coordinator.group.consumer_protocol import HeartbeatError
+from coordinator.group.shard_state import ShardState
+from coordinator.group.share import ShareGroup, ShareMember, apply_record
+from coordinator.group.share_assignor import assign
+from coordinator.runtime import Record, Result
+from protocol.errors import ErrorCode
+
+LEAVE_EPOCH = -1
+
+
+def _invalid(message: str) -> HeartbeatError:
+    return HeartbeatError(ErrorCode.invalid_request, message)
+
+
+class ShareProtocol(ShardState):
+    # -- replay ------------------------------------------------------------------
+
+    def _replay_share(self, key: shr.ShareKey, value: bytes | None) -> None:
+        group = self.share_groups.get(key.group)
+        if group is None:
+            if value is None:
+                return
+            group = self.share_groups[key.group] = ShareGroup(key.group)
+        apply_record(group, key, value)
+        if key.kind == shr.GROUP_EPOCH and value is None:
+            del self.share_groups[key.group]
+
+    # -- ShareGroupHeartbeat -------------------------------------------------------
+
+    def share_group_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
+        """request: group_id, member_id, member_epoch, rack_id, subscribed_topic_names,
+        client_id, client_host, session_timeout_ms, heartbeat_interval_ms."""
+        try:
+            return self._share_heartbeat(request)
+        except HeartbeatError as exc:
+            return Result([], {"error_code": exc.code, "error_message": str(exc)})
+
+    def _share_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
+        _validate(request)
+        group_id, member_id, epoch = (
+            request["group_id"],
+            request["member_id"],
+            request["member_epoch"],
+        )
+        if self._is_other_group_type(group_id):
+            raise HeartbeatError(
+                ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
+            )
+        records: list[Record] = []
+        live = self.share_groups.get(group_id)
+        group = live.copy() if live is not None else ShareGroup(group_id)
+        if epoch == LEAVE_EPOCH:
+            if member_id not in group.members:
+                raise HeartbeatError(
+                    ErrorCode.unknown_member_id, f"Member {member_id} is not in group {group_id}."
+                )
+            self._cancel(_session_timer(group_id, member_id))
+            self._remove_share_member(group, member_id, records)
+            return Result(
+                records,
+                {
+                    "error_code": ErrorCode.none,
+                    "member_id": member_id,
+                    "member_epoch": LEAVE_EPOCH,
+                    "heartbeat_interval_ms": 0,
+                    "assignment": None,
+                },
+            )
+        member = self._share_member_for(group, request)
+        before = member.assigned
+        updated = ShareMember(
+            member.member_id,
+            member.member_epoch,
+            member.previous_member_epoch,
+            request.get("rack_id") if request.get("rack_id") is not None else member.rack_id,
+            request.get("client_id", member.client_id),
+            request.get("client_host", member.client_host),
+            tuple(request["subscribed_topic_names"])
+            if request.get("subscribed_topic_names") is not None
+            else member.subscribed_topic_names,
+            member.assigned,
+        )
+        stored = group.members.get(member_id)
+        if stored is None or _metadata(stored) != _metadata(updated):
+            _emit(group, records, _member_record(group_id, updated))
+        bump = stored is None or stored.subscribed_topic_names != updated.subscribed_topic_names
+        topics = self._share_topics(group)
+        if topics != group.topics:
+            group.topics = topics
+            bump = True
+        if bump or group.group_epoch == 0:
+            key = shr.ShareKey(shr.GROUP_EPOCH, group_id)
+            _emit(
+                group, records, (shr.encode_key(key), shr.encode_group_epoch(group.group_epoch + 1))
+            )
+        if group.group_epoch > group.assignment_epoch:
+            self._share_assign(group, records)
+        after = group.members[member_id]
+        target = group.target.get(member_id, {})
+        if after.member_epoch != group.assignment_epoch or after.assigned != target:
+            current = shr.CurrentAssignment(group.assignment_epoch, after.member_epoch, 0, target)
+            key = shr.ShareKey(shr.CURRENT_ASSIGNMENT, group_id, member_id)
+            _emit(group, records, (shr.encode_key(key), shr.encode_current(current)))
+            after = group.members[member_id]
+        self._arm_share_session(group_id, member_id, request["session_timeout_ms"])
+        full = epoch == 0 or request.get("subscribed_topic_names") is not None
+        return Result(
+            records,
+            {
+                "error_code": ErrorCode.none,
+                "member_id": member_id,
+                "member_epoch": after.member_epoch,
+                "heartbeat_interval_ms": request["heartbeat_interval_ms"],
+                "assignment": after.assigned if full or after.assigned != before else None,
+            },
+        )
+
+    def _is_other_group_type(self, group_id: str) -> bool:
+        if group_id in self.consumer_groups:
+            return True
+        classic = self.groups.get(group_id)
+        return classic is not None and not classic.is_empty()
+
+    def _share_member_for(self, group: ShareGroup, request: dict[str, Any]) -> ShareMember:
+        member_id, epoch = request["member_id"], request["member_epoch"]
+        member = group.members.get(member_id)
+        if epoch == 0:
+            if member is None and len(group.members) >= self.config.share_max_size:
+                raise HeartbeatError(
+                    ErrorCode.group_max_size_reached,
+                    f"The share group has reached its maximum of {self.config.share_max_size} "
+                    "members.",
+                )
+            return member or ShareMember(member_id)
+        if member is None:
+            raise HeartbeatError(
+                ErrorCode.unknown_member_id, f"Member {member_id} is not in group {group.group_id}."
+            )
+        if epoch != member.member_epoch:
+            raise HeartbeatError(
+                ErrorCode.fenced_member_epoch,
+                f"Member epoch {epoch} is not the group coordinator's {member.member_epoch}. "
+                "The member must rejoin.",
+            )
+        return member
+
+    def _share_topics(self, group: ShareGroup) -> dict[str, tuple[Any, int]]:
+        existing = self.topics_view()
+        names = {n for m in group.members.values() for n in m.subscribed_topic_names}
+        return {n: existing[n] for n in sorted(names) if n in existing}
+
+    def _share_assign(self, group: ShareGroup, records: list[Record]) -> None:
+        subscriptions = {
+            m.member_id: frozenset(
+                group.topics[n][0] for n in m.subscribed_topic_names if n in group.topics
+            )
+            for m in group.members.values()
+        }
+        partitions = {topic_id: count for topic_id, count in group.topics.values()}
+        new_target = assign(subscriptions, partitions, group.target)
+        for member_id, target in new_target.items():
+            if group.target.get(member_id) != target:
+                key = shr.ShareKey(shr.TARGET_MEMBER, group.group_id, member_id)
+                _emit(group, records, (shr.encode_key(key), shr.encode_target(target)))
+        key = shr.ShareKey(shr.TARGET_EPOCH, group.group_id)
+        _emit(group, records, (shr.encode_key(key), shr.encode_assignment_epoch(group.group_epoch)))
+
+    def _remove_share_member(
+        self, group: ShareGroup, member_id: str, records: list[Record]
+    ) -> None:
+        for kind in (shr.TARGET_MEMBER, shr.CURRENT_ASSIGNMENT, shr.MEMBER_METADATA):
+            key = shr.ShareKey(kind, group.group_id, member_id)
+            _emit(group, records, (shr.encode_key(key), None))
+        key = shr.ShareKey(shr.GROUP_EPOCH, group.group_id)
+        _emit(group, records, (shr.encode_key(key), shr.encode_group_epoch(group.group_epoch + 1)))
+        if group.members:
+            group.topics = self._share_topics(group)
+            self._share_assign(group, records)
+
+    # -- timers --------------------------------------------------------------------
+
+    def _arm_share_session(self, group_id: str, member_id: str, timeout_ms: int) -> None:
+        def expire(shard: ShareProtocol) -> Result[None]:
+            live = shard.share_groups.get(group_id)
+            if live is None or member_id not in live.members:
+                return Result()
+            group = live.copy()
+            records: list[Record] = []
+            shard._remove_share_member(group, member_id, records)
+            return Result(records)
+
+        self._schedule(_session_timer(group_id, member_id), timeout_ms, expire)
+
+    def on_share_groups_loaded(self) -> None:
+        for group in self.share_groups.values():
+            for member_id in group.members:
+                self._arm_share_session(
+                    group.group_id, member_id, self.config.share_session_timeout_ms
+                )
+
+    # -- describe and delete ----------------------------------------------------------
+
+    def describe_share_group(self, group_id: str) -> Result[dict[str, Any] | None]:
+        group = self.share_groups.get(group_id)
+        if group is None:
+            return Result([], None)
+        return Result(
+            [],
+            {
+                "group_id": group_id,
+                "group_state": group.state,
+                "group_epoch": group.group_epoch,
+                "assignment_epoch": group.assignment_epoch,
+                "assignor_name": "simple",
+                "members": list(group.members.values()),
+                "topic_names": {topic_id: name for name, (topic_id, _) in group.topics.items()},
+            },
+        )
+
+    def share_group_tombstones(self, group: ShareGroup) -> list[Record]:
+        keys = [
+            shr.ShareKey(kind, group.group_id, m)
+            for m in group.members
+            for kind in (shr.CURRENT_ASSIGNMENT, shr.MEMBER_METADATA)
+        ]
+        keys += [shr.ShareKey(shr.TARGET_MEMBER, group.group_id, m) for m in group.target]
+        keys += [
+            shr.ShareKey(shr.TARGET_EPOCH, group.group_id),
+            shr.ShareKey(shr.STATE_PARTITIONS, group.group_id),
+            shr.ShareKey(shr.GROUP_EPOCH, group.group_id),
+        ]
+        return [(shr.encode_key(key), None) for key in keys]
+
+
+def _session_timer(group_id: str, member_id: str) -> str:
+    return f"ssession:{group_id}:{member_id}"
+
+
+def _metadata(member: ShareMember) -> tuple[Any, ...]:
+    return (member.rack_id, member.client_id, member.client_host, member.subscribed_topic_names)
+
+
+def _member_record(group_id: str, member: ShareMember) -> Record:
+    key = shr.ShareKey(shr.MEMBER_METADATA, group_id, member.member_id)
+    value = shr.MemberMetadata(
+        member.rack_id, member.client_id, member.client_host, member.subscribed_topic_names
+    )
+    return shr.encode_key(key), shr.encode_member(value)
+
+
+def _emit(group: ShareGroup, records: list[Record], record: Record) -> None:
+    key, value = record
+    assert key is not None
+    decoded = shr.decode_key(key)
+    assert decoded is not None
+    apply_record(group, decoded, value)
+    records.append(record)
+
+
+def _validate(request: dict[str, Any]) -> None:
+    if not request["group_id"]:
+        raise _invalid("GroupId can't be empty.")
+    if not request["member_id"]:
+        raise _invalid("MemberId can't be empty.")
+    if request.get("rack_id") == "":
+        raise _invalid("RackId can't be empty.")
+    epoch = request["member_epoch"]
+    if epoch == 0:
+        if not request.get("subscribed_topic_names"):
+            raise _invalid("SubscribedTopicNames must be set in first request.")
+    elif epoch < LEAVE_EPOCH:
+        raise _invalid(f"MemberEpoch is {epoch}, but must be greater than or equal to -1.")
