@@ -14,6 +14,7 @@ from pathlib import Path
 
 from broker.config import BrokerConfig
 from broker.iso_duration import parse_duration_ms
+from coordinator.group.shard_state import GroupTimeouts
 from storage.checkpoint import write_atomic
 
 FILE_NAME = "group-configs.json"
@@ -161,6 +162,15 @@ class GroupConfigStore:
                 self.value(group_id, "share.isolation.level") == "read_committed",
             )
         return cached
+
+    def timeouts(self, group_id: str) -> GroupTimeouts:
+        settings = self.settings(group_id)
+        return GroupTimeouts(
+            settings.consumer_session_timeout_ms,
+            settings.consumer_heartbeat_interval_ms,
+            settings.share_session_timeout_ms,
+            settings.share_heartbeat_interval_ms,
+        )
 
     def validate(self, changes: Mapping[str, str | None]) -> None:
         for name, value in changes.items():

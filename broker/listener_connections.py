@@ -86,5 +86,6 @@ class ListenerConnections:
         if connection not in self.broker.connections.open:
             return  # refused at once
         self.broker.connections.remove(connection)
+        self.broker.share.connection_closed(connection.connection_id)
         metrics.connections.dec()
         log.debug("connection closed", connection=connection.connection_id)

@@ -7,7 +7,7 @@ import dataclasses
 import itertools
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -34,6 +34,7 @@ from broker.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
 from broker.topics import LEADER_EPOCH, Partition, Topic, TopicRegistry
 from broker.transactions import TRANSACTION_TOPIC, TransactionCoordinator
 from coordinator.group.shard import GroupConfig, GroupShard
+from coordinator.group.shard_state import GroupTimeouts
 from coordinator.runtime import CoordinatorRuntime, control_batch
 from protocol import messages
 from protocol.batch import BatchHeader, iter_batches
@@ -55,7 +56,9 @@ OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 
 
-def group_config(config: BrokerConfig) -> GroupConfig:
+def group_config(
+    config: BrokerConfig, timeouts_of: Callable[[str], GroupTimeouts] | None = None
+) -> GroupConfig:
     return GroupConfig(
         min_session_timeout_ms=config.group_min_session_timeout_ms,
         max_session_timeout_ms=config.group_max_session_timeout_ms,
@@ -70,6 +73,7 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         share_session_timeout_ms=config.group_share_session_timeout_ms,
         share_heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
         share_max_size=config.group_share_max_size,
+        timeouts_of=timeouts_of,
     )
 
 
@@ -90,10 +94,12 @@ class Broker:
         self.appended_bytes = 0  # the housekeeping task watches it to tell when Produce stops
         self.producer_ids = ProducerIdAllocator(config.data_dir)
         self.fetch_sessions = FetchSessionCache()
+        self.group_configs = GroupConfigStore(config.data_dir, config)
+        shard_config = group_config(config, self.group_configs.timeouts)
         self.groups = CoordinatorRuntime(
             OFFSETS_TOPIC,
             config.offsets_topic_num_partitions,
-            lambda runtime: GroupShard(runtime, group_config(config), self._topics_view),
+            lambda runtime: GroupShard(runtime, shard_config, self._topics_view),
             self._internal_topic,
             self._flush_partition,
         )
@@ -101,7 +107,6 @@ class Broker:
             self, self._internal_topic, self._flush_partition
         )
         self.share = ShareCoordinator(self, self._flush_partition)
-        self.group_configs = GroupConfigStore(config.data_dir, config)
         # as configured until start(); then with the ports actually bound
         self.listeners = config.resolved_listeners()
         # what each SASL_PLAINTEXT / SASL_SSL listener accepts (raises SaslConfigError)

@@ -8,6 +8,7 @@ share-partitions it describes are deleted (cleanup.policy=delete, no retention).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,7 @@ class ShareCoordinator:
             flush,
         )
         self.sessions = ShareSessionCache(config.share_max_share_sessions)
+        self._releases: set[asyncio.Task[None]] = set()
 
     async def _create_topic(self, name: str, partitions: int) -> list[Partition]:
         topic = self.broker.topics.get(name)
@@ -58,8 +60,13 @@ class ShareCoordinator:
         await self.runtime.ensure_started()
 
     async def run(self, key: ShareKey, operation: Callable[[ShareShard], Any]) -> Any:
-        """Run `operation` on the shard owning `key`; errors are CoordinatorError."""
-        return await self.runtime.run(key.text(), operation)
+        """Run `operation` on the shard owning `key` (once it is loaded: the callers are
+        this broker's own handlers, not clients that could retry); errors are
+        CoordinatorError."""
+        await self.runtime.ensure_started()
+        shard = self.runtime.shard_for(key.text())
+        await shard.wait_loaded()
+        return await shard.submit(operation)
 
     def shard(self, key: ShareKey) -> ShareShard:
         shard: ShareShard = self.runtime.shard_for(key.text()).shard
@@ -73,11 +80,17 @@ class ShareCoordinator:
             key = ShareKey(group_id, topic_id, index)
             await self.run(key, functools.partial(_release, key=key, member_id=member_id))
 
-    async def member_left(self, group_id: str, member_id: str) -> None:
-        """The member left its group: its session ends and what it holds is released."""
-        session = self.sessions.close(group_id, member_id)
-        if session is not None:
-            await self.release_member(group_id, member_id, list(session.partitions))
+    def connection_closed(self, connection_id: str) -> None:
+        """The sessions opened on a closed connection end; what they hold is released."""
+        if not self.sessions.sessions:
+            return
+        for session in self.sessions.close_connection(connection_id):
+            partitions = list(session.partitions)
+            task = asyncio.create_task(
+                self.release_member(session.group_id, session.member_id, partitions)
+            )
+            self._releases.add(task)
+            task.add_done_callback(self._releases.discard)
 
     async def stop(self) -> None:
         await self.runtime.stop()

@@ -9,7 +9,8 @@ A session belongs to (group id, member id). The request's share session epoch sa
          drops its forgotten ones; the epoch then moves on by one
 
 A missing session answers SHARE_SESSION_NOT_FOUND, a wrong epoch
-INVALID_SHARE_SESSION_EPOCH; neither changes the session.
+INVALID_SHARE_SESSION_EPOCH; neither changes the session. A session also ends when
+the connection that opened it closes.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class ShareSession:
     group_id: str
     member_id: str
     epoch: int = 1  # what the next request must carry
+    connection_id: str = ""  # the connection that opened it
     partitions: dict[TopicPartition, None] = field(default_factory=dict)  # in order
 
     def update(self, added: Iterable[TopicPartition], forgotten: Iterable[TopicPartition]) -> None:
@@ -55,7 +57,9 @@ class ShareSessionCache:
         self.max_sessions = max_sessions
         self.sessions: dict[SessionKey, ShareSession] = {}
 
-    def open(self, group_id: str, member_id: str) -> tuple[ShareSession, ShareSession | None]:
+    def open(
+        self, group_id: str, member_id: str, connection_id: str = ""
+    ) -> tuple[ShareSession, ShareSession | None]:
         """A new session for the member; also the one it replaces, if any."""
         key = (group_id, member_id)
         replaced = self.sessions.pop(key, None)
@@ -63,7 +67,7 @@ class ShareSessionCache:
             raise ShareSessionError(
                 SHARE_SESSION_LIMIT_REACHED, "The limit of share sessions has been reached."
             )
-        session = self.sessions[key] = ShareSession(group_id, member_id)
+        session = self.sessions[key] = ShareSession(group_id, member_id, 1, connection_id)
         return session, replaced
 
     def check(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
@@ -85,6 +89,13 @@ class ShareSessionCache:
 
     def close(self, group_id: str, member_id: str) -> ShareSession | None:
         return self.sessions.pop((group_id, member_id), None)
+
+    def close_connection(self, connection_id: str) -> list[ShareSession]:
+        """End the sessions the connection opened; they are returned."""
+        ended = [s for s in self.sessions.values() if s.connection_id == connection_id]
+        for session in ended:
+            del self.sessions[(session.group_id, session.member_id)]
+        return ended
 
     def of_group(self, group_id: str) -> list[ShareSession]:
         return [s for s in self.sessions.values() if s.group_id == group_id]

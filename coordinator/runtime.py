@@ -126,6 +126,7 @@ class ShardRuntime:
         self.shard = shard
         self._flush = flush
         self.loaded = False
+        self._loaded_event = asyncio.Event()
         self._queue: asyncio.Queue[tuple[Operation, asyncio.Future[Any]]] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
         self._timers: dict[str, asyncio.TimerHandle] = {}
@@ -161,6 +162,7 @@ class ShardRuntime:
                 self.shard.replay(header.base_offset + delta, key, value, producer_id)
                 count += 1
         self.loaded = True
+        self._loaded_event.set()
         self.shard.on_loaded()
         log.info(
             "shard loaded",
@@ -257,6 +259,9 @@ class ShardRuntime:
         for i, (key, value) in enumerate(result.records):
             if key is not None:
                 self.shard.replay(info.first_offset + i, key, value, producer_id)
+
+    async def wait_loaded(self) -> None:
+        await self._loaded_event.wait()
 
     def submit(self, operation: Operation) -> asyncio.Future[Any]:
         if not self.loaded:

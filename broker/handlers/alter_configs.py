@@ -1,10 +1,11 @@
-"""AlterConfigs (33), v0-v2: replace a topic's whole set of configs.
+"""AlterConfigs (33), v0-v2: replace a topic's or a group's whole set of configs.
 
 - Names not given return to the broker default (that is AlterConfigs'
   semantics; IncrementalAlterConfigs changes single names).
 - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; unknown name or bad value:
   INVALID_CONFIG; broker resources cannot be changed at run time here
   (INVALID_REQUEST). validate_only changes nothing.
+- A group need not exist to have configs (broker/group_configs.py).
 - With ACLs a resource needs ALTER_CONFIGS: on the cluster for broker resources
   (CLUSTER_AUTHORIZATION_FAILED), on the topic (TOPIC_AUTHORIZATION_FAILED) or the
   group (GROUP_AUTHORIZATION_FAILED).
@@ -16,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from broker import topic_configs
+from broker.group_configs import GroupConfigError
 from broker.handlers.authorization import config_resource_refusal
 from broker.handlers.base import Reply, RequestContext
 from broker.security.resources import Operation
@@ -24,7 +26,7 @@ from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 2
 
-TOPIC = 2
+TOPIC, GROUP = 2, 32
 
 
 def alter_resource(
@@ -46,9 +48,11 @@ def alter_resource(
     if refused:
         result["error_code"] = refused
         return result
+    if resource.resource_type == GROUP:
+        return _alter_group(ctx, resource.resource_name, validate_only, change, result)
     if resource.resource_type != TOPIC:
         result["error_code"] = ErrorCode.invalid_request
-        result["error_message"] = "only topic configs can be changed"
+        result["error_message"] = "only topic and group configs can be changed"
         return result
     topic = ctx.broker.topics.get(resource.resource_name)
     if topic is None:
@@ -64,6 +68,30 @@ def alter_resource(
         return result
     if not validate_only:
         ctx.broker.topics.set_configs(topic.name, new)
+    return result
+
+
+def _alter_group(
+    ctx: RequestContext,
+    group_id: str,
+    validate_only: bool,
+    change: Callable[[Mapping[str, str]], dict[str, str]],
+    result: dict[str, Any],
+) -> dict[str, Any]:
+    store = ctx.broker.group_configs
+    if not group_id:
+        result["error_code"] = ErrorCode.invalid_request
+        result["error_message"] = "a group resource needs a group id"
+        return result
+    try:
+        new = change(store.of(group_id))
+        store.validate(new)
+    except (TopicError, GroupConfigError) as exc:
+        result["error_code"] = ErrorCode.invalid_config
+        result["error_message"] = str(exc) if isinstance(exc, GroupConfigError) else exc.message
+        return result
+    if not validate_only:
+        store.replace(group_id, new)
     return result
 
 

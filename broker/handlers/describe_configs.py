@@ -4,6 +4,8 @@
   DYNAMIC_TOPIC_CONFIG, the rest with the broker's value (DEFAULT_CONFIG, or
   STATIC_BROKER_CONFIG when the broker's configuration changed it).
 - BROKER resources (name "" or this broker's id) list the broker's settings.
+- GROUP resources list every group config: set ones with source GROUP_CONFIG, the
+  rest with the broker's value (DEFAULT_CONFIG); the group need not exist.
 - `configuration_keys` narrows the list; synonyms (v1+) and types (v3+) are
   filled; unknown topics answer UNKNOWN_TOPIC_OR_PARTITION.
 - With ACLs a resource needs DESCRIBE_CONFIGS: on the cluster for broker resources
@@ -16,7 +18,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from broker import topic_configs
+from broker import group_configs, topic_configs
 from broker.config import _NAMES as BROKER_NAMES
 from broker.handlers.authorization import config_resource_refusal
 from broker.handlers.base import Reply, RequestContext
@@ -26,7 +28,8 @@ from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 4
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
+GROUP_CONFIG = 8
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7}
 
 
@@ -81,6 +84,19 @@ def _broker_configs(ctx: RequestContext, with_synonyms: bool) -> list[dict[str, 
     return entries
 
 
+def _group_configs(ctx: RequestContext, group_id: str, with_synonyms: bool) -> list[dict]:
+    store = ctx.broker.group_configs
+    own = store.of(group_id)
+    entries = []
+    for name, definition in sorted(group_configs.DEFINITIONS.items()):
+        source = GROUP_CONFIG if name in own else DEFAULT_CONFIG
+        value = store.value(group_id, name)
+        described = DescribedConfig(name, value, source, read_only=False)
+        synonyms = [{"name": name, "value": value, "source": source}] if with_synonyms else []
+        entries.append(_entry(described, definition.type_name, synonyms))
+    return entries
+
+
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     with_synonyms = getattr(request, "include_synonyms", False)
     results = []
@@ -109,9 +125,11 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             str(ctx.broker.config.node_id),
         ):
             result["configs"] = _broker_configs(ctx, with_synonyms)
+        elif resource.resource_type == GROUP and resource.resource_name:
+            result["configs"] = _group_configs(ctx, resource.resource_name, with_synonyms)
         else:
             result["error_code"] = ErrorCode.invalid_request
-            result["error_message"] = "only topic and broker resources are described"
+            result["error_message"] = "only topic, broker and group resources are described"
         keys = resource.configuration_keys
         if keys is not None:
             result["configs"] = [c for c in result["configs"] if c["name"] in keys]

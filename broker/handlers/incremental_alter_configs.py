@@ -1,4 +1,4 @@
-"""IncrementalAlterConfigs (44), v0-v1: change single topic configs.
+"""IncrementalAlterConfigs (44), v0-v1: change single topic or group configs.
 
 Operations: SET (0), DELETE (1, back to the default), APPEND (2) and
 SUBTRACT (3) for list configs such as cleanup.policy. Errors as AlterConfigs.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from broker import topic_configs
+from broker import group_configs, topic_configs
 from broker.handlers.alter_configs import alter_resource
 from broker.handlers.base import Reply, RequestContext
 from broker.topics import TopicError
@@ -20,12 +20,26 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 INVALID_CONFIG = 40
 
 
-def apply_operations(current: Mapping[str, str], operations: Any) -> dict[str, str]:
+GROUP = 32
+
+
+def _type_name(resource_type: int, name: str) -> str | None:
+    if resource_type == GROUP:
+        group_definition = group_configs.DEFINITIONS.get(name)
+        return None if group_definition is None else group_definition.type_name
+    definition = topic_configs.DEFINITIONS.get(name)
+    return None if definition is None else definition.type_name
+
+
+def apply_operations(
+    current: Mapping[str, str], operations: Any, resource_type: int
+) -> dict[str, str]:
     new = dict(current)
+    kind = "group" if resource_type == GROUP else "topic"
     for op in operations:
-        definition = topic_configs.DEFINITIONS.get(op.name)
-        if definition is None:
-            raise TopicError(INVALID_CONFIG, f"unknown topic config name: {op.name}")
+        type_name = _type_name(resource_type, op.name)
+        if type_name is None:
+            raise TopicError(INVALID_CONFIG, f"unknown {kind} config name: {op.name}")
         if op.config_operation == SET:
             if op.value is None:
                 raise TopicError(INVALID_CONFIG, f"no value to set for {op.name}")
@@ -33,7 +47,7 @@ def apply_operations(current: Mapping[str, str], operations: Any) -> dict[str, s
         elif op.config_operation == DELETE:
             new.pop(op.name, None)
         elif op.config_operation in (APPEND, SUBTRACT):
-            if definition.type_name != "list":
+            if type_name != "list":
                 raise TopicError(INVALID_CONFIG, f"{op.name} is not a list config")
             items = [i for i in new.get(op.name, "").split(",") if i]
             for value in (op.value or "").split(","):
@@ -51,8 +65,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     responses = []
     for resource in request.resources:
 
-        def change(old: Mapping[str, str], operations: Any = resource.configs) -> dict[str, str]:
-            return apply_operations(old, operations)
+        def change(old: Mapping[str, str], resource: Any = resource) -> dict[str, str]:
+            return apply_operations(old, resource.configs, resource.resource_type)
 
         responses.append(alter_resource(ctx, resource, request.validate_only, change))
     return {"throttle_time": 0, "responses": responses}

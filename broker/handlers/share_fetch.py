@@ -32,8 +32,10 @@ from typing import Any
 
 from broker.handlers import share_common
 from broker.handlers.base import Reply, RequestContext
+from broker.handlers.share_common import Acknowledgements
 from broker.iso_duration import parse_duration_ms
 from broker.security.resources import Operation, ResourceType
+from broker.share_coordinator import ShareCoordinator
 from broker.share_sessions import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
@@ -51,6 +53,7 @@ from storage import OffsetOutOfRange
 
 MIN_VERSION, MAX_VERSION = 1, 2
 DEFAULT_MAX_RECORDS = 500
+WAITER_TURNS = 4
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
@@ -79,7 +82,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 return _top_error(
                     ErrorCode.invalid_request, "A session's first request cannot acknowledge."
                 )
-            session, replaced = share.sessions.open(group_id, member_id)
+            session, replaced = share.sessions.open(group_id, member_id, ctx.connection_id)
             if replaced is not None:
                 await share.release_member(group_id, member_id, list(replaced.partitions))
         else:
@@ -91,6 +94,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         await share_common.acknowledge(ctx, group_id, member_id, acks)
     ).items():
         answers[tp] = _answer(acknowledge_error_code=code, acknowledge_error_message=message)
+    await _let_waiters_go_first(share, group_id, acks)
     settings = ctx.broker.group_settings(group_id)
     if epoch == FINAL_EPOCH:
         await share_common.end_session(ctx, session, epoch)
@@ -155,6 +159,20 @@ async def _fetch(
         if answers or remaining <= 0 or not waits or request.max_wait.total_seconds() <= 0:
             return answers
         await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+
+
+async def _let_waiters_go_first(
+    share: ShareCoordinator, group_id: str, acks: Acknowledgements
+) -> None:
+    """Records this request's acknowledgements made room for go to the members that
+    were waiting for them before this member acquires again: they are woken now, and a
+    few turns of the event loop let them reach their shards first."""
+    for topic_id, index in acks:
+        key = ShareKey(group_id, topic_id, index)
+        if share.shard(key).take_woken(key):
+            for _ in range(WAITER_TURNS):
+                await asyncio.sleep(0)
+            return
 
 
 def _rotated(session: ShareSession) -> list[TopicPartition]:

@@ -31,7 +31,6 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         described = allowed_names(ctx, Operation.DESCRIBE, ResourceType.TOPIC, names)
         if set(names) - set(described):
             return _error(ErrorCode.topic_authorization_failed, None)
-    settings = ctx.broker.group_settings(request.group_id)
     details = {
         "group_id": request.group_id,
         "member_id": request.member_id,
@@ -40,16 +39,12 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "subscribed_topic_names": names,
         "client_id": ctx.header.client_id or "",
         "client_host": client_host(ctx),
-        "session_timeout_ms": settings.share_session_timeout_ms,
-        "heartbeat_interval_ms": settings.share_heartbeat_interval_ms,
     }
     code, answer = await on_group_shard(
         ctx, request.group_id, lambda s: s.share_group_heartbeat(details)
     )
     if code:
         return _error(ErrorCode(code), None)
-    if answer["error_code"] == ErrorCode.none and request.member_epoch == -1:
-        await ctx.broker.share.member_left(request.group_id, request.member_id)
     assignment = answer.get("assignment")
     return {
         "throttle_time": 0,

@@ -114,7 +114,7 @@ class ConsumerProtocol(ShardState):
             "error_code": ErrorCode.none,
             "member_id": after.member_id,
             "member_epoch": after.member_epoch,
-            "heartbeat_interval_ms": self.config.consumer_heartbeat_interval_ms,
+            "heartbeat_interval_ms": self.config.timeouts(group_id).consumer_heartbeat_interval_ms,
             "assignment": None,
         }
         if full or after.assigned != previously_assigned:
@@ -361,7 +361,7 @@ class ConsumerProtocol(ShardState):
         def expire(shard: ConsumerProtocol) -> Result[None]:
             return shard._fence(group_id, member_id, None, "session timeout")
 
-        timeout = self.config.consumer_session_timeout_ms
+        timeout = self.config.timeouts(group_id).consumer_session_timeout_ms
         if member.classic is not None:  # a classic member's own session timeout
             timeout = member.classic.session_timeout_ms
         self._schedule(f"csession:{group_id}:{member_id}", timeout, expire)

@@ -18,6 +18,16 @@ from coordinator.runtime import Record, ShardRuntime
 MAX_GROUP_SIZE = 10000
 
 
+@dataclass(frozen=True)
+class GroupTimeouts:
+    """The timeouts one group runs with (its group configs over the broker's)."""
+
+    consumer_session_timeout_ms: int
+    consumer_heartbeat_interval_ms: int
+    share_session_timeout_ms: int
+    share_heartbeat_interval_ms: int
+
+
 @dataclass
 class GroupConfig:
     min_session_timeout_ms: int = 6000
@@ -35,6 +45,18 @@ class GroupConfig:
     share_session_timeout_ms: int = 45000
     share_heartbeat_interval_ms: int = 5000
     share_max_size: int = 200
+    # a group's own timeouts (group configs); None: every group has the ones above
+    timeouts_of: Callable[[str], GroupTimeouts] | None = None
+
+    def timeouts(self, group_id: str) -> GroupTimeouts:
+        if self.timeouts_of is not None:
+            return self.timeouts_of(group_id)
+        return GroupTimeouts(
+            self.consumer_session_timeout_ms,
+            self.consumer_heartbeat_interval_ms,
+            self.share_session_timeout_ms,
+            self.share_heartbeat_interval_ms,
+        )
 
 
 @dataclass(slots=True)

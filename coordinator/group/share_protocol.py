@@ -48,7 +48,7 @@ class ShareProtocol(ShardState):
 
     def share_group_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
         """request: group_id, member_id, member_epoch, rack_id, subscribed_topic_names,
-        client_id, client_host, session_timeout_ms, heartbeat_interval_ms."""
+        client_id, client_host."""
         try:
             return self._share_heartbeat(request)
         except HeartbeatError as exc:
@@ -121,7 +121,8 @@ class ShareProtocol(ShardState):
             key = shr.ShareKey(shr.CURRENT_ASSIGNMENT, group_id, member_id)
             _emit(group, records, (shr.encode_key(key), shr.encode_current(current)))
             after = group.members[member_id]
-        self._arm_share_session(group_id, member_id, request["session_timeout_ms"])
+        timeouts = self.config.timeouts(group_id)
+        self._arm_share_session(group_id, member_id, timeouts.share_session_timeout_ms)
         full = epoch == 0 or request.get("subscribed_topic_names") is not None
         return Result(
             records,
@@ -129,7 +130,7 @@ class ShareProtocol(ShardState):
                 "error_code": ErrorCode.none,
                 "member_id": member_id,
                 "member_epoch": after.member_epoch,
-                "heartbeat_interval_ms": request["heartbeat_interval_ms"],
+                "heartbeat_interval_ms": timeouts.share_heartbeat_interval_ms,
                 "assignment": after.assigned if full or after.assigned != before else None,
             },
         )
@@ -214,7 +215,9 @@ class ShareProtocol(ShardState):
         for group in self.share_groups.values():
             for member_id in group.members:
                 self._arm_share_session(
-                    group.group_id, member_id, self.config.share_session_timeout_ms
+                    group.group_id,
+                    member_id,
+                    self.config.timeouts(group.group_id).share_session_timeout_ms,
                 )
 
     # -- describe and delete ----------------------------------------------------------

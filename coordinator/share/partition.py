@@ -230,8 +230,10 @@ class SharePartition:
     # -- applying persisted changes -------------------------------------------------------
 
     def apply(self, delta: Delta) -> bool:
-        """Make a written delta real. True when a record became AVAILABLE."""
+        """Make a written delta real. True when a record became AVAILABLE or the start
+        moved on (room for more in-flight records)."""
         released = False
+        start_before = self.start
         for batch in delta.batches:
             if batch.last_offset < max(self.start, delta.start_offset):
                 continue
@@ -252,7 +254,7 @@ class SharePartition:
         self.move_start(delta.start_offset)
         self._merge()
         self._advance()
-        return released
+        return released or self.start > start_before
 
     def move_start(self, offset: int) -> None:
         if offset <= self.start:

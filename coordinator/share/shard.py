@@ -55,6 +55,7 @@ class ShareShard:
         self.updates_since_snapshot: dict[ShareKey, int] = {}
         # share-partitions someone waits on: completed when records become available
         self._waiters: dict[ShareKey, asyncio.Future[None]] = {}
+        self._woken: set[ShareKey] = set()
         # share-partitions whose next snapshot replaces their live state (set anew)
         self._resets: set[ShareKey] = set()
         # the lock duration the group's last acquisition ran with (renewals use it)
@@ -122,10 +123,18 @@ class ShareShard:
             future = self._waiters[key] = asyncio.get_running_loop().create_future()
         return future
 
+    def take_woken(self, key: ShareKey) -> bool:
+        """Were waiters on `key` woken since the last call?"""
+        if key in self._woken:
+            self._woken.discard(key)
+            return True
+        return False
+
     def _wake(self, key: ShareKey) -> None:
         future = self._waiters.pop(key, None)
         if future is not None and not future.done():
             future.set_result(None)
+            self._woken.add(key)
 
     # -- the data plane: ShareFetch and ShareAcknowledge ----------------------------------
 

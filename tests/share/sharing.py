@@ -1,0 +1,124 @@
+"""Share-group helpers for tests: confluent-kafka ShareConsumers, group configs set
+through the AdminClient, and polling until records arrive."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Message, Producer, ShareConsumer
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
+
+# short timeouts, so that tests of expiry take seconds (the broker's bounds are lowered too)
+FAST = {
+    "group.share.heartbeat.interval.ms": 500,
+    "group.share.min.heartbeat.interval.ms": 100,
+    "group.share.session.timeout.ms": 6000,
+    "group.share.min.session.timeout.ms": 1000,
+    "group.share.record.lock.duration.ms": 3000,
+    "group.share.min.record.lock.duration.ms": 1000,
+}
+
+
+@dataclass(frozen=True)
+class Delivery:
+    partition: int
+    offset: int
+    value: bytes
+    delivery_count: int
+
+
+def share_consumer(
+    bootstrap: str, group: str, topics: Iterable[str], **config: object
+) -> ShareConsumer:
+    settings: dict[str, Any] = {"bootstrap.servers": bootstrap, "group.id": group}
+    settings.update({k.replace("_", "."): v for k, v in config.items()})
+    consumer = ShareConsumer(settings)
+    consumer.subscribe(list(topics))
+    return consumer
+
+
+def explicit(bootstrap: str, group: str, topics: Iterable[str]) -> ShareConsumer:
+    return share_consumer(bootstrap, group, topics, share_acknowledgement_mode="explicit")
+
+
+def set_group_configs(bootstrap: str, group: str, configs: Mapping[str, object]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    entries = [
+        ConfigEntry(name, str(value), incremental_operation=AlterConfigOpType.SET)
+        for name, value in configs.items()
+    ]
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+    admin.incremental_alter_configs([resource])[resource].result(timeout=15)
+
+
+def describe_group_configs(bootstrap: str, group: str) -> dict[str, tuple[str, int]]:
+    """name -> (value, source) of every config of the group."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, group)
+    described = admin.describe_configs([resource])[resource].result(timeout=15)
+    return {name: (entry.value, int(entry.source)) for name, entry in described.items()}
+
+
+def earliest_group(bootstrap: str, group: str) -> str:
+    """A group that starts from the beginning of its partitions (the default is latest)."""
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    return group
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    values: Iterable[bytes],
+    partition: int | None = None,
+    batch_records: int = 10000,
+) -> None:
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.num.messages": batch_records}
+    )
+    for value in values:
+        if partition is None:
+            producer.produce(topic, value)
+        else:
+            producer.produce(topic, value, partition=partition)
+    assert producer.flush(30) == 0
+
+
+def delivery(message: Message) -> Delivery:
+    error = message.error()
+    assert error is None, error
+    value = message.value()
+    assert isinstance(value, bytes)
+    return Delivery(
+        message.partition() or 0, message.offset() or 0, value, message.delivery_count()
+    )
+
+
+def poll_once(consumer: ShareConsumer, timeout: float = 0.5) -> list[tuple[Message, Delivery]]:
+    return [(m, delivery(m)) for m in consumer.poll(timeout)]
+
+
+def poll_until(consumer: ShareConsumer, count: int, timeout: float = 30.0) -> list[Delivery]:
+    """Poll (implicit acknowledgement) until `count` records came, or the time is up."""
+    got: list[Delivery] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        got.extend(d for _m, d in poll_once(consumer))
+    return got
+
+
+def poll_for(consumer: ShareConsumer, seconds: float) -> list[Delivery]:
+    """Everything that arrives in `seconds` (implicit acknowledgement)."""
+    got: list[Delivery] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got.extend(d for _m, d in poll_once(consumer))
+    return got
