@@ -80,6 +80,20 @@ class ShareCoordinator:
             key = ShareKey(group_id, topic_id, index)
             await self.run(key, functools.partial(_release, key=key, member_id=member_id))
 
+    def keys_of_group(self, group_id: str) -> list[ShareKey]:
+        """The share-partitions of a group with state, on every shard."""
+        if not self.runtime.shards:
+            return []
+        return [
+            key
+            for runtime in self.runtime.shards.values()
+            for key in runtime.shard.keys_of_group(group_id)
+        ]
+
+    async def delete_group_state(self, group_id: str) -> None:
+        for key in self.keys_of_group(group_id):
+            await self.run(key, functools.partial(_delete, key=key))
+
     def connection_closed(self, connection_id: str) -> None:
         """The sessions opened on a closed connection end; what they hold is released."""
         if not self.sessions.sessions:
@@ -94,6 +108,10 @@ class ShareCoordinator:
 
     async def stop(self) -> None:
         await self.runtime.stop()
+
+
+def _delete(shard: ShareShard, key: ShareKey) -> Any:
+    return shard.delete(key)
 
 
 def _release(shard: ShareShard, key: ShareKey, member_id: str) -> Any:

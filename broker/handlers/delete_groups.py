@@ -1,7 +1,8 @@
 """DeleteGroups (42), v0-v2.
 
 Only groups without members can go (NON_EMPTY_GROUP otherwise); unknown ones
-answer GROUP_ID_NOT_FOUND. The group and its offsets become tombstones. With ACLs a
+answer GROUP_ID_NOT_FOUND. The group and its offsets become tombstones, and so does
+the share-partition state of a share group. With ACLs a
 group needs DELETE on it: GROUP_AUTHORIZATION_FAILED otherwise.
 """
 
@@ -26,7 +27,10 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             results.append({"group_id": group_id, "error_code": refused})
             continue
         code, answer = await on_group_shard(ctx, group_id, _deleter(group_id))
-        results.append({"group_id": group_id, "error_code": code or answer[group_id]})
+        error = code or answer[group_id]
+        if error == ErrorCode.none:
+            await ctx.broker.share.delete_group_state(group_id)  # a share group's
+        results.append({"group_id": group_id, "error_code": error})
     return {"throttle_time": 0, "results": results}
 
 

@@ -76,6 +76,10 @@ class ConsumerProtocol(ShardState):
         _validate(request)
         group_id, epoch = request["group_id"], request["member_epoch"]
         records: list[Record] = []
+        if group_id in self.share_groups:
+            raise HeartbeatError(
+                ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
+            )
         live = self.consumer_groups.get(group_id)
         upgraded: ClassicGroup | None = None
         if live is None:

@@ -239,6 +239,16 @@ class ShareProtocol(ShardState):
             },
         )
 
+    def share_group_status(self, group_id: str) -> Result[str]:
+        """ "share" (with members), "empty" (a share group without any), "missing", or
+        "other" (a group of another type): what the offset admin APIs check."""
+        group = self.share_groups.get(group_id)
+        if group is not None:
+            return Result([], "share" if group.members else "empty")
+        if group_id in self.groups or group_id in self.consumer_groups:
+            return Result([], "other")
+        return Result([], "missing")
+
     def share_group_tombstones(self, group: ShareGroup) -> list[Record]:
         keys = [
             shr.ShareKey(kind, group.group_id, m)

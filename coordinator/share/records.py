@@ -12,6 +12,7 @@ is a tombstone: the share-partition's state is deleted.
 
 from __future__ import annotations
 
+import base64
 import uuid
 from dataclasses import dataclass
 
@@ -28,8 +29,11 @@ class ShareKey:
     partition: int
 
     def text(self) -> str:
-        """How Kafka hashes it onto a `__share_group_state` partition."""
-        return f"{self.group_id}:{self.topic_id}:{self.partition}"
+        """How Kafka names it to find its coordinator (and hashes it onto a
+        `__share_group_state` partition): the topic id as Kafka prints ids, URL-safe
+        base64 without padding."""
+        topic = base64.urlsafe_b64encode(self.topic_id.bytes).rstrip(b"=").decode()
+        return f"{self.group_id}:{topic}:{self.partition}"
 
 
 @dataclass(frozen=True)

@@ -222,6 +222,16 @@ class ShareShard:
         self._resets.add(key)
         return Result([self._snapshot_record(key, fresh, 0)], ErrorCode.none)
 
+    def alter_start(self, key: ShareKey, start_offset: int) -> Result[None]:
+        """Start the share-partition anew at `start_offset` (AlterShareGroupOffsets): a
+        new state epoch, nothing in flight."""
+        known = self.partitions.get(key)
+        fresh = SharePartition(
+            start_offset, state_epoch=0 if known is None else known.state_epoch + 1
+        )
+        self._resets.add(key)
+        return Result([self._snapshot_record(key, fresh, 0)])
+
     def read(self, key: ShareKey) -> Result[dict[str, Any] | None]:
         partition = self.partitions.get(key)
         if partition is None:

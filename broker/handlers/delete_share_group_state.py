@@ -1,0 +1,20 @@
+"""DeleteShareGroupState (86), v0: forget share-partitions' state (tombstones). See
+share_state_common for what the state APIs share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.share_state_common import per_partition
+from coordinator.share.records import ShareKey
+
+MIN_VERSION, MAX_VERSION = 0, 0
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    async def delete(key: ShareKey, _p: Any) -> dict[str, Any]:
+        code = await ctx.broker.share.run(key, lambda s: s.delete(key))
+        return {"error_code": code}
+
+    return await per_partition(ctx, request, delete)

@@ -1,0 +1,33 @@
+"""ReadShareGroupStateSummary (87), v0-v1: a share-partition's state epoch, leader
+epoch, start offset and (v1) how many records from the start are delivered for good.
+No state answers UNKNOWN_TOPIC_OR_PARTITION. See share_state_common."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.share_state_common import (
+    delivery_complete_count,
+    missing,
+    per_partition,
+    read,
+)
+from coordinator.share.records import ShareKey
+
+MIN_VERSION, MAX_VERSION = 0, 1
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    async def answer(key: ShareKey, _p: Any) -> dict[str, Any]:
+        state = await read(ctx, key)
+        if state is None:
+            return {**missing(), "state_epoch": 0, "leader_epoch": -1, "start_offset": -1}
+        return {
+            "state_epoch": state["state_epoch"],
+            "leader_epoch": state["leader_epoch"],
+            "start_offset": state["start_offset"],
+            "delivery_complete_count": delivery_complete_count(state),
+        }
+
+    return await per_partition(ctx, request, answer)

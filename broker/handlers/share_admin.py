@@ -1,0 +1,59 @@
+"""What the share-group offset admin APIs share: the group's kind, the topics a
+request names, and the share-partition state they read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import RequestContext
+from broker.handlers.groups_common import on_group_shard
+from broker.handlers.share_state_common import delivery_complete_count
+from broker.security.resources import Operation, ResourceType
+from broker.topics import Topic
+from coordinator.share.records import ShareKey
+from protocol.errors import ErrorCode
+
+
+async def group_problem(
+    ctx: RequestContext,
+    group_id: str,
+    operation: Operation,
+    *,
+    must_be_empty: bool,
+    may_be_missing: bool = False,
+) -> tuple[ErrorCode, str | None] | None:
+    """The group-level error: not authorized, not a share group (or, unless
+    `may_be_missing`, no group at all), or still with members when `must_be_empty`."""
+    if not ctx.allowed(operation, ResourceType.GROUP, group_id):
+        return ErrorCode.group_authorization_failed, None
+    code, status = await on_group_shard(ctx, group_id, lambda s: s.share_group_status(group_id))
+    if code:
+        return ErrorCode(code), None
+    if status == "other" or (status == "missing" and not may_be_missing):
+        return ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
+    if must_be_empty and status == "share":
+        return ErrorCode.non_empty_group, f"Share group {group_id} has members."
+    return None
+
+
+def topic_problem(
+    ctx: RequestContext, name: str, operation: Operation
+) -> tuple[Topic | None, ErrorCode]:
+    topic = ctx.broker.topics.get(name)
+    if topic is None or topic.is_internal:
+        return None, ErrorCode.unknown_topic_or_partition
+    if not ctx.allowed(operation, ResourceType.TOPIC, name):
+        return None, ErrorCode.topic_authorization_failed
+    return topic, ErrorCode.none
+
+
+async def read_state(ctx: RequestContext, key: ShareKey) -> dict[str, Any] | None:
+    share = ctx.broker.share
+    await share.ensure_started()
+    state: dict[str, Any] | None = await share.run(key, lambda s: s.read(key))
+    return state
+
+
+def lag(state: dict[str, Any], end_offset: int) -> int:
+    """Records from the start offset to the end not yet delivered for good."""
+    return max(0, end_offset - state["start_offset"] - delivery_complete_count(state))
