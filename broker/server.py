@@ -143,6 +143,7 @@ class Broker:
             self._tasks.append(asyncio.create_task(self.share.ensure_started()))
         metrics.partitions.set_function(self._partition_count)
         metrics.log_size.set_function(self._log_size)
+        metrics.read_state_with(self._state_metrics())
         log.info(
             "started",
             listeners=[
@@ -190,6 +191,36 @@ class Broker:
 
     def _partition_count(self) -> float:
         return float(sum(len(t.partitions) for t in self.topics))
+
+    def _state_metrics(self) -> metrics.StateCollector:
+        return metrics.StateCollector(
+            gauges={
+                "odradek_share_sessions": (
+                    "Open share sessions",
+                    lambda: float(len(self.share.sessions.sessions)),
+                ),
+                "odradek_share_in_flight_records": (
+                    "Records between the start and end offsets of the share-partitions",
+                    self.share.in_flight_records,
+                ),
+            },
+            counters={
+                "odradek_share_acquisition_lock_timeouts": (
+                    "Acquisition locks that ran out with records still held",
+                    self.share.lock_timeouts,
+                ),
+            },
+            by_label={
+                "odradek_share_groups": ("Share groups by state", "state", self._share_groups),
+            },
+        )
+
+    def _share_groups(self) -> dict[str, int]:
+        states: dict[str, int] = {}
+        for runtime in list(self.groups.shards.values()):
+            for group in list(runtime.shard.share_groups.values()):
+                states[group.state] = states.get(group.state, 0) + 1
+        return states
 
     def _log_size(self) -> float:
         return float(sum(p.log.size_bytes() for t in self.topics for p in t.partitions))

@@ -106,6 +106,17 @@ class ShareCoordinator:
             self._releases.add(task)
             task.add_done_callback(self._releases.discard)
 
+    def _loaded_shards(self) -> list[ShareShard]:
+        return [runtime.shard for runtime in list(self.runtime.shards.values())]
+
+    def in_flight_records(self) -> float:
+        return float(
+            sum(p.in_flight() for s in self._loaded_shards() for p in s.partitions.values())
+        )
+
+    def lock_timeouts(self) -> float:
+        return float(sum(s.lock_timeouts for s in self._loaded_shards()))
+
     async def stop(self) -> None:
         await self.runtime.stop()
 

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from broker import metrics
 from broker.handlers.base import RequestContext
 from broker.security.resources import Operation, ResourceType
 from broker.share_sessions import FINAL_EPOCH, ShareSession, TopicPartition
@@ -66,9 +67,12 @@ async def acknowledge(
             continue
         key = ShareKey(group_id, topic_id, index)
         try:
-            results[(topic_id, index)] = await ctx.broker.share.run(
+            result = await ctx.broker.share.run(
                 key, functools.partial(_acknowledge, key=key, member=member_id, batches=batches)
             )
+            results[(topic_id, index)] = result
+            if result[0] == ErrorCode.none:
+                metrics.count_acknowledgements(batches)
         except CoordinatorError as exc:
             results[(topic_id, index)] = (exc.code, None)
     return results

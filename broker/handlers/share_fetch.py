@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from broker import metrics
 from broker.handlers import share_common
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.share_common import Acknowledgements
@@ -153,7 +154,9 @@ async def _fetch(
                     for f, last, count in acquired
                 ],
             )
-            records_left -= sum(last - f + 1 for f, last, _ in acquired)
+            count = sum(last - f + 1 for f, last, _ in acquired)
+            records_left -= count
+            metrics.share_acquired.inc(count)
             bytes_left -= len(data)
         remaining = deadline - time.monotonic()
         if answers or remaining <= 0 or not waits or request.max_wait.total_seconds() <= 0:

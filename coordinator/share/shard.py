@@ -60,6 +60,8 @@ class ShareShard:
         self._resets: set[ShareKey] = set()
         # the lock duration the group's last acquisition ran with (renewals use it)
         self.lock_durations: dict[ShareKey, int] = {}
+        # acquisition locks that ran out with records still held (a metric)
+        self.lock_timeouts = 0
 
     def _loading(self) -> bool:
         return self.runtime is None or not self.runtime.loaded
@@ -208,7 +210,10 @@ class ShareShard:
 
     def _arm_lock(self, key: ShareKey, lock: int, lock_ms: int) -> None:
         def expire(shard: ShareShard) -> Result[None]:
-            return shard.release(key, None, lock)
+            result = shard.release(key, None, lock)
+            if result.records:
+                shard.lock_timeouts += 1
+            return result
 
         self._schedule(_lock_timer(key, lock), lock_ms, expire)
 

@@ -11,10 +11,11 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections import Counter
 
 from confluent_kafka import AcknowledgeType, ShareConsumer
-from helpers.broker import REPO_ROOT, BrokerFactory
+from helpers.broker import REPO_ROOT, BrokerFactory, free_port
 from helpers.topics import create_topic
 
 from share.sharing import (
@@ -71,7 +72,10 @@ def test_three_members_share_one_partition(
 def test_explicit_accept_release_reject_and_lock_expiry(
     broker_factory: BrokerFactory, unique_topic: str, unique_group: str
 ) -> None:
-    broker = broker_factory(FAST)
+    """... and the share metrics count what happened."""
+    broker = broker_factory(FAST, start=False)
+    broker.metrics_port = free_port()
+    broker.start()
     create_topic(broker.bootstrap, unique_topic, 1)
     group = earliest_group(broker.bootstrap, unique_group)
     produce(broker.bootstrap, unique_topic, [b"accept", b"release", b"reject"])
@@ -106,10 +110,28 @@ def test_explicit_accept_release_reject_and_lock_expiry(
                 second.acknowledge(message, AcknowledgeType.ACCEPT)
             second.commit_sync()
             assert poll_for_explicit(second, 4) == []
+            shown = scrape(broker.metrics_port)
+            assert shown["odradek_share_records_acquired_total"] == 5
+            for kind, count in (("accept", 2), ("release", 1), ("reject", 1)):
+                name = f'odradek_share_records_acknowledged_total{{type="{kind}"}}'
+                assert shown[name] == count, kind
+            assert shown["odradek_share_acquisition_lock_timeouts_total"] == 1
+            assert shown['odradek_share_groups{state="Stable"}'] == 1
+            assert shown["odradek_share_sessions"] == 2
         finally:
             second.close()
     finally:
         first.close()
+
+
+def scrape(port: int | None) -> dict[str, float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    values = {}
+    for line in text.decode().splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            values[name] = float(value)
+    return values
 
 
 def poll_for_explicit(consumer: ShareConsumer, seconds: float) -> list[Delivery]:
