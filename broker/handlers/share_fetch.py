@@ -212,14 +212,16 @@ async def _acquire(
     share = ctx.broker.share
     log = partition.log
     initial = _initial_offset(partition, settings.share_auto_offset_reset)
-    offset = await share.run(key, lambda s: s.prepare_fetch(key, initial))
+    offset, below = await share.run(key, lambda s: s.prepare_fetch(key, initial))
     read_committed = settings.share_read_committed
     limit = ctx.broker.last_stable_offset(partition) if read_committed else log.log_end_offset
     offset = max(offset, log.log_start_offset)
     if offset >= limit:
         return None
+    # no more bytes than the records this acquisition may take
+    stop = min(limit, below, offset + max_records)
     try:
-        piece = log.read(offset, max_bytes, max_offset=limit, min_one=True)
+        piece = log.read(offset, max_bytes, max_offset=stop, min_one=True)
     except OffsetOutOfRange:
         return None
     if piece is None:

@@ -107,6 +107,12 @@ class SharePartition:
                 return run.first
         return self.end
 
+    def acquirable_below(self, max_in_flight: int) -> int:
+        """An offset below which lies everything an acquisition could take now: what
+        is in flight, and the new offsets the in-flight cap still allows (a batch that
+        starts below it is taken whole)."""
+        return self.end + max(0, max_in_flight - self.in_flight())
+
     def in_flight(self) -> int:
         return self.end - self.start
 

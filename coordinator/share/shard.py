@@ -140,15 +140,18 @@ class ShareShard:
 
     # -- the data plane: ShareFetch and ShareAcknowledge ----------------------------------
 
-    def prepare_fetch(self, key: ShareKey, initial_start: int) -> Result[int]:
-        """The next offset to read for `key`; a share-partition seen for the first time
-        starts at `initial_start` (written first)."""
+    def prepare_fetch(self, key: ShareKey, initial_start: int) -> Result[tuple[int, int]]:
+        """(the next offset to read for `key`, the offset where reading can stop); a
+        share-partition seen for the first time starts at `initial_start` (written
+        first)."""
         partition = self.partitions.get(key)
         if partition is None:
-            return Result(
-                [self._snapshot_record(key, SharePartition(initial_start), 0)], initial_start
-            )
-        return Result([], partition.next_fetch_offset())
+            partition = SharePartition(initial_start)
+            records = [self._snapshot_record(key, partition, 0)]
+        else:
+            records = []
+        below = partition.acquirable_below(self.config.max_record_locks)
+        return Result(records, (partition.next_fetch_offset(), below))
 
     def acquire(
         self,
