@@ -248,6 +248,15 @@ class Connection(asyncio.BufferedProtocol):
         if self.transport is not None:
             self.transport.close()
 
+    def abort_requests(self) -> asyncio.Task[None] | None:
+        """Stop handling requests at once, even one waiting (a long poll) or with more
+        queued behind it: the broker is shutting down. Returns the task to await."""
+        self.close()
+        worker = self._worker
+        if worker is not None:
+            worker.cancel()
+        return worker
+
     # -- handling ------------------------------------------------------------------
 
     def _send(self, chunks: Chunks) -> None:

@@ -168,8 +168,8 @@ class Broker:
         """Clean shutdown: stop accepting, drop connections, flush and checkpoint."""
         for server in self._servers:
             server.close()
-        for connection in list(self.connections.open):
-            connection.close()
+        workers = [c.abort_requests() for c in list(self.connections.open)]
+        await asyncio.gather(*(w for w in workers if w is not None), return_exceptions=True)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
