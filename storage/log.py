@@ -52,7 +52,7 @@ from storage.config import INT32_MAX, LogConfig
 from storage.epochs import LeaderEpochCache
 from storage.index import NO_TIMESTAMP
 from storage.records import record_timestamps
-from storage.segment import Segment, SharedFd, parse_segment_name, pread_exact
+from storage.segment import Segment, SharedFd, parse_segment_name, pread_exact, scan_headers
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +99,20 @@ class LogSlice:
         if self.handle is None:
             raise ValueError("this slice has no open file")
         return self.handle.fd
+
+    def headers(self) -> list[BatchHeader]:
+        """The headers of the slice's batches (positions in the file), bodies unread."""
+        if self.handle is not None:
+            return list(scan_headers(self.handle.fd, self.position, self.position + self.size))
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            return list(scan_headers(fd, self.position, self.position + self.size))
+        finally:
+            os.close(fd)
+
+    def part(self, position: int, end: int) -> LogSlice:
+        """The batches lying at [position, end) of the file, a part of this slice."""
+        return LogSlice(self.path, position, end - position, self.handle)
 
     def read(self, skip: int = 0) -> bytes:
         """The slice's bytes, from `skip` bytes into it."""

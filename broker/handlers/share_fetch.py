@@ -48,9 +48,10 @@ from broker.topics import Partition
 from coordinator.runtime import CoordinatorError
 from coordinator.share.partition import FetchedBatch
 from coordinator.share.records import ShareKey
-from protocol.batch import BatchHeader, iter_batches
+from protocol.batch import BatchHeader
 from protocol.errors import ErrorCode
 from storage import OffsetOutOfRange
+from storage.log import LogSlice
 
 MIN_VERSION, MAX_VERSION = 1, 2
 DEFAULT_MAX_RECORDS = 500
@@ -207,7 +208,7 @@ async def _acquire(
     max_records: int,
     max_bytes: int,
     settings: Any,
-) -> tuple[bytes, list[tuple[int, int, int]]] | None:
+) -> tuple[LogSlice | bytes, list[tuple[int, int, int]]] | None:
     """(batches, acquired ranges) from one partition, or None when nothing is there."""
     share = ctx.broker.share
     log = partition.log
@@ -226,8 +227,7 @@ async def _acquire(
         return None
     if piece is None:
         return None
-    data = piece.read()
-    headers = list(iter_batches(data, check_crc=False))
+    headers = piece.headers()
     aborted = ctx.broker.aborted_transactions(partition, offset, limit) if read_committed else []
     batches = _fetched_batches(headers, aborted)
     acquired = await share.run(
@@ -238,13 +238,25 @@ async def _acquire(
     )
     if not acquired:
         return None
-    view = memoryview(data)
-    chunks = [
-        view[h.position : h.position + h.size]
+    return _batches_holding(piece, headers, acquired), acquired
+
+
+def _batches_holding(
+    piece: LogSlice, headers: list[BatchHeader], acquired: list[tuple[int, int, int]]
+) -> LogSlice | bytes:
+    """The batches of `piece` that hold acquired records: sent from the file when they
+    lie together (as they mostly do), else read and joined."""
+    wanted = [
+        h
         for h in headers
         if any(first <= h.last_offset and h.base_offset <= last for first, last, _ in acquired)
     ]
-    return b"".join(chunks), acquired
+    together = all(
+        a.position + a.size == b.position for a, b in zip(wanted, wanted[1:], strict=False)
+    )
+    if together:
+        return piece.part(wanted[0].position, wanted[-1].position + wanted[-1].size)
+    return b"".join(piece.part(h.position, h.position + h.size).read() for h in wanted)
 
 
 def _fetched_batches(
