@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from broker.share_sessions import ShareSessionCache, TopicPartition
-from coordinator.runtime import CoordinatorRuntime
+from coordinator.runtime import CoordinatorRuntime, ShardRuntime
 from coordinator.share.records import ShareKey
 from coordinator.share.shard import ShareConfig, ShareShard
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from broker.topics import Partition
 
 SHARE_STATE_TOPIC = "__share_group_state"
+KEYS_REMEMBERED = 100_000
 SHARE_STATE_TOPIC_CONFIGS = {
     "cleanup.policy": "delete",
     "retention.ms": "-1",
@@ -49,6 +50,7 @@ class ShareCoordinator:
         )
         self.sessions = ShareSessionCache(config.share_max_share_sessions)
         self._releases: set[asyncio.Task[None]] = set()
+        self._partition_of: dict[ShareKey, int] = {}
 
     async def _create_topic(self, name: str, partitions: int) -> list[Partition]:
         topic = self.broker.topics.get(name)
@@ -64,13 +66,22 @@ class ShareCoordinator:
         this broker's own handlers, not clients that could retry); errors are
         CoordinatorError."""
         await self.runtime.ensure_started()
-        shard = self.runtime.shard_for(key.text())
+        shard = self._runtime_of(key)
         await shard.wait_loaded()
         return await shard.submit(operation)
 
     def shard(self, key: ShareKey) -> ShareShard:
-        shard: ShareShard = self.runtime.shard_for(key.text()).shard
+        shard: ShareShard = self._runtime_of(key).shard
         return shard
+
+    def _runtime_of(self, key: ShareKey) -> ShardRuntime:
+        # the key's hash walks its text character by character: worth remembering
+        index = self._partition_of.get(key)
+        if index is None:
+            if len(self._partition_of) >= KEYS_REMEMBERED:
+                self._partition_of.clear()
+            index = self._partition_of[key] = self.runtime.partition_for(key.text())
+        return self.runtime.shard_at(index)
 
     async def release_member(
         self, group_id: str, member_id: str, partitions: list[TopicPartition]

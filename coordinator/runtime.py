@@ -358,7 +358,10 @@ class CoordinatorRuntime:
             runtime.start()
 
     def shard_for(self, key: str) -> ShardRuntime:
-        runtime = self.shards.get(self.partition_for(key))
+        return self.shard_at(self.partition_for(key))
+
+    def shard_at(self, index: int) -> ShardRuntime:
+        runtime = self.shards.get(index)
         if runtime is None:
             raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)
         return runtime
