@@ -112,12 +112,16 @@ bench: $(STAMP_TEST)
 # (bench/groups.py, bench/transactions.py); BENCH_ARGS=--quick for a short run (<1 min).
 #   make bench-groups         join time 1/10/100 members, commits/s, memory per group
 #   make bench-transactions   txn/s, commit latency, read_committed consume
-.PHONY: bench-groups bench-transactions bench-spark
+#   make bench-share          share groups (1 and 4 members) beside a classic group
+.PHONY: bench-groups bench-transactions bench-share bench-spark
 bench-groups: $(STAMP_TEST)
 	$(PY) -m bench.groups $(BENCH_ARGS)
 
 bench-transactions: $(STAMP_TEST)
 	$(PY) -m bench.transactions $(BENCH_ARGS)
+
+bench-share: $(STAMP_TEST)
+	$(PY) -m bench.share_groups $(BENCH_ARGS)
 
 # Spark connector: source and sink records/s beside the same client used directly
 # (bench/spark.py); BENCH_ARGS=--quick for a smoke run.
