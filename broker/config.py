@@ -98,6 +98,9 @@ _NAMES = {
     "share.coordinator.snapshot.update.records.per.snapshot": (
         "share_coordinator_snapshot_update_records_per_snapshot"
     ),
+    "share.coordinator.state.topic.prune.interval.ms": (
+        "share_coordinator_state_topic_prune_interval_ms"
+    ),
     "max.connections": "max_connections",
     "max.connections.per.ip": "max_connections_per_ip",
     "max.connections.per.ip.overrides": "max_connections_per_ip_overrides",
@@ -195,6 +198,7 @@ class BrokerConfig:
     share_max_share_sessions: int = 2000
     share_coordinator_state_topic_num_partitions: int = 50
     share_coordinator_snapshot_update_records_per_snapshot: int = 500
+    share_coordinator_state_topic_prune_interval_ms: int = 300000
     max_connections: int = 2147483647
     max_connections_per_ip: int = 2147483647
     max_connections_per_ip_overrides: str = ""

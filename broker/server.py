@@ -262,7 +262,7 @@ class Broker:
     async def _housekeeping(self) -> None:
         """Retention, time-based rolls and flushes, producer id expiry."""
         interval = min(self.config.log_retention_check_interval_ms, 1000) / 1000
-        last_retention = 0.0
+        last_retention = last_prune = 0.0
         appended_before = self.appended_bytes
         trimmed = True
         while True:
@@ -288,6 +288,10 @@ class Broker:
                         due.append(plog)
             if check_retention:
                 last_retention = time.monotonic()
+            prune_interval = self.config.share_coordinator_state_topic_prune_interval_ms / 1000
+            if time.monotonic() - last_prune >= prune_interval:
+                last_prune = time.monotonic()
+                self.share.prune()
             if due:
                 await self.flusher.flush(due)
 

@@ -128,6 +128,22 @@ class ShareCoordinator:
     def lock_timeouts(self) -> float:
         return float(sum(s.lock_timeouts for s in self._loaded_shards()))
 
+    def prune(self) -> int:
+        """Delete the records of `__share_group_state` that no share-partition's state
+        needs any more (those before its latest snapshot), as Kafka's share coordinator
+        does every `share.coordinator.state.topic.prune.interval.ms`. Returns how many
+        records went."""
+        pruned = 0
+        for runtime in list(self.runtime.shards.values()):
+            if not runtime.loaded:
+                continue
+            log = runtime.partition.log
+            below = runtime.shard.prunable_below(log.log_end_offset)
+            if below > log.log_start_offset:
+                before = log.log_start_offset
+                pruned += log.delete_records_before(below) - before
+        return pruned
+
     async def stop(self) -> None:
         await self.runtime.stop()
 

@@ -62,6 +62,9 @@ class ShareShard:
         self.lock_durations: dict[ShareKey, int] = {}
         # acquisition locks that ran out with records still held (a metric)
         self.lock_timeouts = 0
+        # the offset of the shard's log from which each share-partition's state can be
+        # rebuilt: its latest snapshot (or its first update, had it none)
+        self.replay_from: dict[ShareKey, int] = {}
 
     def _loading(self) -> bool:
         return self.runtime is None or not self.runtime.loaded
@@ -74,8 +77,10 @@ class ShareShard:
             self.partitions.pop(share_key, None)
             self.snapshot_epochs.pop(share_key, None)
             self.updates_since_snapshot.pop(share_key, None)
+            self.replay_from.pop(share_key, None)
             return
         if kind == sr.SNAPSHOT:
+            self.replay_from[share_key] = offset
             snapshot = sr.decode_snapshot(value)
             self.snapshot_epochs[share_key] = snapshot.snapshot_epoch
             self.updates_since_snapshot[share_key] = 0
@@ -90,6 +95,7 @@ class ShareShard:
                 self.partitions[share_key] = partition
             return
         update = sr.decode_update(value)
+        self.replay_from.setdefault(share_key, offset)
         partition = self.partitions.get(share_key) or SharePartition(update.start_offset)
         self.partitions[share_key] = partition
         self.updates_since_snapshot[share_key] = self.updates_since_snapshot.get(share_key, 0) + 1
@@ -106,6 +112,10 @@ class ShareShard:
 
     def on_loaded(self) -> None:
         pass
+
+    def prunable_below(self, log_end_offset: int) -> int:
+        """Records below this offset are needed by no share-partition's state."""
+        return min(self.replay_from.values(), default=log_end_offset)
 
     @staticmethod
     def _locks_in(partition: SharePartition, batches: tuple[StateBatch, ...]) -> set[int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import AcknowledgeType, Producer
+from confluent_kafka import AcknowledgeType, Consumer, Producer, TopicPartition
 from helpers.broker import BrokerFactory
 from helpers.topics import create_topic
 
@@ -23,12 +23,36 @@ from share.sharing import (
 )
 
 GROUP_CONFIG_SOURCE, DEFAULT_SOURCE = 8, 5
+PRUNE_OFTEN = {
+    "share.coordinator.state.topic.num.partitions": 1,
+    "share.coordinator.snapshot.update.records.per.snapshot": 3,
+    "share.coordinator.state.topic.prune.interval.ms": 200,
+}
+
+
+def state_log_start(bootstrap: str) -> int:
+    """The log start offset of `__share_group_state` (one partition), once pruned."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "watermarks"})
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            low, _high = consumer.get_watermark_offsets(
+                TopicPartition("__share_group_state", 0), timeout=10
+            )
+            if low > 0 or time.monotonic() > deadline:
+                return int(low)
+            time.sleep(0.2)
+    finally:
+        consumer.close()
 
 
 def test_kill_minus_9_redelivers_only_what_was_not_accepted(
     broker_factory: BrokerFactory, unique_topic: str, unique_group: str
 ) -> None:
-    broker = broker_factory({k: v for k, v in FAST.items() if "lock" not in k})
+    """... also when `__share_group_state` was pruned below the latest snapshots."""
+    settings = {k: v for k, v in FAST.items() if "lock" not in k}
+    settings.update(PRUNE_OFTEN)
+    broker = broker_factory(settings)
     create_topic(broker.bootstrap, unique_topic, 2)
     group = earliest_group(broker.bootstrap, unique_group)
     produce(broker.bootstrap, unique_topic, [f"v{i}".encode() for i in range(200)], batch_records=7)
@@ -48,6 +72,7 @@ def test_kill_minus_9_redelivers_only_what_was_not_accepted(
         consumer.commit_sync()  # answered once the acknowledgements are written
         accepted |= {(d.partition, d.offset) for _m, d in batch}
     assert len(accepted) >= 100
+    assert state_log_start(broker.bootstrap) > 0  # pruned: older records are gone
     held: list[Delivery] = []
     while not held and time.monotonic() < deadline:
         held = [d for _m, d in poll_once(consumer)]
