@@ -213,7 +213,9 @@ async def _acquire(
     share = ctx.broker.share
     log = partition.log
     initial = _initial_offset(partition, settings.share_auto_offset_reset)
-    offset, below = await share.run(key, lambda s: s.prepare_fetch(key, initial))
+    offset, below = await share.run(
+        key, lambda s: s.prepare_fetch(key, initial, log.log_start_offset)
+    )
     read_committed = settings.share_read_committed
     limit = ctx.broker.last_stable_offset(partition) if read_committed else log.log_end_offset
     offset = max(offset, log.log_start_offset)

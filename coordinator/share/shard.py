@@ -150,16 +150,22 @@ class ShareShard:
 
     # -- the data plane: ShareFetch and ShareAcknowledge ----------------------------------
 
-    def prepare_fetch(self, key: ShareKey, initial_start: int) -> Result[tuple[int, int]]:
-        """(the next offset to read for `key`, the offset where reading can stop); a
+    def prepare_fetch(
+        self, key: ShareKey, initial_start: int, log_start: int = 0
+    ) -> Result[tuple[int, int]]:
+        """(the next offset to read for `key`, the offset where reading can stop). A
         share-partition seen for the first time starts at `initial_start` (written
-        first)."""
+        first); one whose start the log has left behind (retention, DeleteRecords)
+        moves on to the log start, what lay before it gone."""
         partition = self.partitions.get(key)
+        records: list[Record] = []
         if partition is None:
             partition = SharePartition(initial_start)
             records = [self._snapshot_record(key, partition, 0)]
-        else:
-            records = []
+        elif partition.start < log_start:
+            records = self._delta_records(key, partition, Delta(log_start))
+            partition = copy.deepcopy(partition)  # as it will be once that is written
+            partition.apply(Delta(log_start))
         below = partition.acquirable_below(self.config.max_record_locks)
         return Result(records, (partition.next_fetch_offset(), below))
 

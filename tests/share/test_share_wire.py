@@ -9,10 +9,20 @@ import time
 import uuid
 from typing import Any
 
+from confluent_kafka import AcknowledgeType, TopicPartition
+from confluent_kafka.admin import AdminClient
 from helpers.broker import Broker, BrokerFactory
 from helpers.wire import WireClient
 
-from share.sharing import FAST, earliest_group, poll_until, produce, share_consumer
+from share.sharing import (
+    FAST,
+    earliest_group,
+    explicit,
+    poll_once,
+    poll_until,
+    produce,
+    share_consumer,
+)
 
 FIND_COORDINATOR, JOIN_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, METADATA = 10, 11, 15, 16, 3
 CONSUMER_HEARTBEAT = 68
@@ -24,6 +34,7 @@ NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST, INVALID_RECORD_STATE = 0, 3, 
 UNKNOWN_MEMBER_ID, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, FENCED_STATE_EPOCH = 25, 68, 69, 124
 SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH = 122, 123
 ACCEPT = 1
+RELEASE = AcknowledgeType.RELEASE
 
 
 def topic_id(client: WireClient, name: str) -> uuid.UUID:
@@ -317,3 +328,41 @@ def test_bad_share_requests_get_errors_and_change_nothing(
         assert as_consumer.error_code == GROUP_ID_NOT_FOUND
         listed = client.call(LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["share"]})
         assert [(g.group_id, g.group_type) for g in listed.groups] == [(group, "share")]
+
+
+def test_records_deleted_from_the_log_leave_the_share_partition(
+    broker_factory: BrokerFactory, unique_topic: str, unique_group: str
+) -> None:
+    """Released records that DeleteRecords removes are never delivered, and the share
+    partition's start offset moves past them."""
+    broker = broker_factory(FAST)
+    group = earliest_group(broker.bootstrap, unique_group)
+    with WireClient(broker.bootstrap) as client:
+        client.create_topic(unique_topic, 1)
+        produce(broker.bootstrap, unique_topic, [f"v{i}".encode() for i in range(10)])
+        first = explicit(broker.bootstrap, group, [unique_topic])
+        try:
+            got: list = []
+            deadline = time.monotonic() + 30
+            while len(got) < 10 and time.monotonic() < deadline:
+                got += poll_once(first)
+            for message, d in got:
+                first.acknowledge(message, AcknowledgeType.ACCEPT if d.offset < 5 else RELEASE)
+            first.commit_sync()
+        finally:
+            first.close()
+        start = describe_offsets(client, group, unique_topic).groups[0].topics[0].partitions[0]
+        assert start.start_offset == 5
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        deleted = admin.delete_records([TopicPartition(unique_topic, 0, 8)])
+        for future in deleted.values():
+            future.result(timeout=15)
+        rest = share_consumer(broker.bootstrap, group, [unique_topic])
+        try:
+            again = poll_until(rest, 2, timeout=30) + poll_until(rest, 1, timeout=2)
+            rest.commit_sync()
+        finally:
+            rest.close()
+        assert [(d.offset, d.delivery_count) for d in again] == [(8, 2), (9, 2)]
+        after = describe_offsets(client, group, unique_topic).groups[0].topics[0].partitions[0]
+        assert (after.start_offset, after.lag) == (10, 0)
