@@ -9,31 +9,23 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from broker.handlers.authorization import NOT_REQUESTED, authorized_operations
+from broker.handlers.authorization import NOT_REQUESTED
 from broker.handlers.base import Reply, RequestContext
-from broker.handlers.groups_common import on_group_shard
-from broker.security.resources import Operation, ResourceType
+from broker.handlers.groups_common import describe_each
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    groups = []
-    for group_id in request.group_ids:
-        if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
-            groups.append(_missing(group_id, ErrorCode.group_authorization_failed))
-            continue
-        code, described = await on_group_shard(ctx, group_id, _describe(group_id))
-        if code or described is None:
-            groups.append(_missing(group_id, ErrorCode(code) if code else None))
-            continue
-        answer = _described(described)
-        if request.include_authorized_operations:
-            answer["authorized_operations"] = authorized_operations(
-                ctx, ResourceType.GROUP, group_id
-            )
-        groups.append(answer)
+    groups = await describe_each(
+        ctx,
+        request.group_ids,
+        request.include_authorized_operations,
+        _describe,
+        _described,
+        lambda group_id, code: _missing(group_id, ErrorCode(code) if code else None),
+    )
     return {"throttle_time": 0, "groups": groups}
 
 

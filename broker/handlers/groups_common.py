@@ -1,4 +1,5 @@
-"""Running an operation on the group coordinator shard that owns a group id."""
+"""Running an operation on the group coordinator shard that owns a group id, and
+what the handlers of the consumer and share protocols answer alike."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from broker.handlers.authorization import allowed_names
+from broker.handlers.authorization import allowed_names, authorized_operations
 from broker.handlers.base import RequestContext
 from broker.security.resources import Operation, ResourceType
 from coordinator.runtime import CoordinatorError
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 TOPIC_AUTHORIZATION_FAILED = 29
+GROUP_AUTHORIZATION_FAILED = 30
 
 
 async def on_group_shard(
@@ -30,6 +32,73 @@ async def on_group_shard(
 
 def client_host(ctx: RequestContext) -> str:
     return "/" + ctx.connection_id.rsplit(":", 1)[0]
+
+
+async def heartbeat_reply(
+    ctx: RequestContext, group_id: str, operation: Callable[[Any], Any]
+) -> dict[str, Any]:
+    """A ConsumerGroupHeartbeat or ShareGroupHeartbeat answer from the shard's."""
+    code, answer = await on_group_shard(ctx, group_id, operation)
+    if code:
+        return heartbeat_error(code, None)
+    assignment = answer.get("assignment")
+    return {
+        "throttle_time": 0,
+        "error_code": answer["error_code"],
+        "error_message": answer.get("error_message"),
+        "member_id": answer.get("member_id"),
+        "member_epoch": answer.get("member_epoch", 0),
+        "heartbeat_interval": answer.get("heartbeat_interval_ms", 0),
+        "assignment": None
+        if assignment is None
+        else {
+            "topic_partitions": [
+                {"topic_id": topic_id, "partitions": sorted(parts)}
+                for topic_id, parts in sorted(assignment.items())
+            ]
+        },
+    }
+
+
+def heartbeat_error(code: int, message: str | None) -> dict[str, Any]:
+    return {
+        "throttle_time": 0,
+        "error_code": code,
+        "error_message": message,
+        "member_id": None,
+        "member_epoch": 0,
+        "heartbeat_interval": 0,
+        "assignment": None,
+    }
+
+
+async def describe_each(
+    ctx: RequestContext,
+    group_ids: list[str],
+    include_authorized_operations: bool,
+    describe: Callable[[str], Callable[[Any], Any]],
+    shape: Callable[[dict[str, Any]], dict[str, Any]],
+    missing: Callable[[str, int | None], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """ConsumerGroupDescribe and ShareGroupDescribe: each group described by its shard
+    (`describe(group_id)` is the operation), `shape`d for the answer; a group not
+    described (unknown, not of the kind, not authorized) is `missing` with its error."""
+    groups = []
+    for group_id in group_ids:
+        if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append(missing(group_id, GROUP_AUTHORIZATION_FAILED))
+            continue
+        code, described = await on_group_shard(ctx, group_id, describe(group_id))
+        if code or described is None:
+            groups.append(missing(group_id, code or None))
+            continue
+        answer = shape(described)
+        if include_authorized_operations:
+            answer["authorized_operations"] = authorized_operations(
+                ctx, ResourceType.GROUP, group_id
+            )
+        groups.append(answer)
+    return groups
 
 
 TopicPartition = tuple[str, int]

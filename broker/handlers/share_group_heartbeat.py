@@ -16,7 +16,7 @@ from typing import Any
 
 from broker.handlers.authorization import acls_enabled, allowed_names
 from broker.handlers.base import Reply, RequestContext
-from broker.handlers.groups_common import client_host, on_group_shard
+from broker.handlers.groups_common import client_host, heartbeat_error, heartbeat_reply
 from broker.security.resources import Operation, ResourceType
 from protocol.errors import ErrorCode
 
@@ -40,37 +40,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "client_id": ctx.header.client_id or "",
         "client_host": client_host(ctx),
     }
-    code, answer = await on_group_shard(
-        ctx, request.group_id, lambda s: s.share_group_heartbeat(details)
-    )
-    if code:
-        return _error(ErrorCode(code), None)
-    assignment = answer.get("assignment")
-    return {
-        "throttle_time": 0,
-        "error_code": answer["error_code"],
-        "error_message": answer.get("error_message"),
-        "member_id": answer.get("member_id"),
-        "member_epoch": answer.get("member_epoch", 0),
-        "heartbeat_interval": answer.get("heartbeat_interval_ms", 0),
-        "assignment": None
-        if assignment is None
-        else {
-            "topic_partitions": [
-                {"topic_id": topic_id, "partitions": sorted(parts)}
-                for topic_id, parts in sorted(assignment.items())
-            ]
-        },
-    }
+    return await heartbeat_reply(ctx, request.group_id, lambda s: s.share_group_heartbeat(details))
 
 
 def _error(code: ErrorCode, message: str | None) -> Reply:
-    return {
-        "throttle_time": 0,
-        "error_code": code,
-        "error_message": message,
-        "member_id": None,
-        "member_epoch": 0,
-        "heartbeat_interval": 0,
-        "assignment": None,
-    }
+    return heartbeat_error(code, message)
