@@ -112,7 +112,17 @@ Operation = Callable[[Any], "Result[Any]"]
 
 
 class ShardRuntime:
-    """One shard, its partition and its serial executor."""
+    """One shard, its partition and its serial executor.
+
+    Operations run one at a time on the event loop, each against the state left
+    by the one before: its records are replayed into the shard at once, with the
+    offsets they will have, and kept pending. Before the loop hands control to
+    anything else, one callback writes every pending record of the shard in one
+    append and only then answers the operations. So a burst of commits or joins
+    costs one write and one pass of answers, and no answer (nor anything a waiter
+    woken by an operation sends) leaves before its records are in the log. If the
+    write fails, the shard is rebuilt from the log and the operations fail.
+    """
 
     def __init__(
         self,
@@ -120,26 +130,33 @@ class ShardRuntime:
         partition: Partition,
         shard: Any,
         flush: Callable[[Partition], Awaitable[None]],
+        make_shard: Callable[[ShardRuntime], Any] | None = None,
     ) -> None:
         self.index = index
         self.partition = partition
         self.shard = shard
         self._flush = flush
+        self._make_shard = make_shard
         self.loaded = False
         self._loaded_event = asyncio.Event()
-        self._queue: asyncio.Queue[tuple[Operation, asyncio.Future[Any]]] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
-        self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._busy = False  # an operation (and the flush it owes) is under way
-        self._pending_answers: dict[asyncio.Future[Any], Any] = {}
+        self._timers: dict[str, _Timer] = {}
+        # what the operations since the last write owe the log and their callers
+        self._batches: list[bytes] = []
+        self._plain: list[Record] = []  # records of non-transactional results, one batch
+        self._answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        self._first_offset = 0  # where the pending records go
+        self._next_offset = 0
+        self._write_scheduled = False
+        self._flushing: asyncio.Task[None] | None = None  # answers waiting for an fsync
         self._background: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
         self._worker = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
-        for handle in self._timers.values():
-            handle.cancel()
+        for timer in self._timers.values():
+            timer.handle.cancel()
         self._timers.clear()
         if self._worker is not None:
             self._worker.cancel()
@@ -178,87 +195,6 @@ class ShardRuntime:
         except Exception:
             log.exception("shard failed to load", partition=self.index)
             raise
-        while True:
-            operation, future = await self._queue.get()
-            if future.cancelled():
-                continue
-            self._busy = True
-            try:
-                if self._execute(operation, future):
-                    try:
-                        await self._flush(self.partition)
-                    except OSError as exc:
-                        self._pending_answers.pop(future, None)
-                        self._fail(future, exc, "flush")
-                    self._answer(future)
-            finally:
-                self._busy = False
-
-    def _execute(self, operation: Operation, future: asyncio.Future[Any]) -> bool:
-        """Run one operation and append its records. True when the answer must
-        wait for a flush (it is then parked on the future's `pending` attribute)."""
-        try:
-            result = operation(self.shard)
-            wrote = bool(result.records or result.control)
-            if wrote:
-                self._append(result)
-        except CoordinatorError as exc:
-            if not future.done():
-                future.set_exception(exc)
-            return False
-        except Exception as exc:
-            self._fail(future, exc, "append")
-            return False
-        if wrote and self.partition.log.flush_policy_due(int(time.time() * 1000)):
-            self._pending_answers[future] = result.response
-            return True
-        if not future.done():
-            future.set_result(result.response)
-        return False
-
-    def _fail(self, future: asyncio.Future[Any], exc: Exception, operation: str) -> None:
-        """A storage error (a full disk, ...) answers NOT_COORDINATOR, as Kafka maps it
-        for its coordinators: clients look the coordinator up again and retry."""
-        if isinstance(exc, OSError) and faults.is_storage_error(exc):
-            faults.report(self.partition.log.directory, exc, f"coordinator {operation}")
-            exc = CoordinatorError(NOT_COORDINATOR, f"storage error: {exc.strerror}")
-        else:
-            log.exception("coordinator operation failed", partition=self.index)
-        if not future.done():
-            future.set_exception(exc)
-
-    def _answer(self, future: asyncio.Future[Any]) -> None:
-        response = self._pending_answers.pop(future, None)
-        if not future.done():
-            future.set_result(response)
-
-    def _append(self, result: Result[Any]) -> None:
-        now_ms = int(time.time() * 1000)
-        if result.control is not None:
-            producer_id, epoch, commit = result.control
-            batch = control_batch(producer_id, epoch, commit, now_ms)
-        elif result.producer is not None:
-            producer_id, epoch = result.producer
-            batch = build_batch(
-                result.records,
-                timestamp=now_ms,
-                attributes=ATTR_TRANSACTIONAL,
-                producer_id=producer_id,
-                producer_epoch=epoch,
-            )
-        else:
-            producer_id = -1
-            batch = build_batch(result.records, timestamp=now_ms)
-        data = bytearray(batch)
-        headers = list(iter_batches(data, check_crc=False))
-        info = self.partition.log.append(data, headers, leader_epoch=0, now_ms=now_ms)
-        self.partition.data_arrived()
-        if result.control is not None:
-            self.shard.replay_control(producer_id, result.control[2])
-            return
-        for i, (key, value) in enumerate(result.records):
-            if key is not None:
-                self.shard.replay(info.first_offset + i, key, value, producer_id)
 
     async def wait_loaded(self) -> None:
         await self._loaded_event.wait()
@@ -267,53 +203,217 @@ class ShardRuntime:
         if not self.loaded:
             raise CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        if self._busy or not self._queue.empty():
-            self._queue.put_nowait((operation, future))
-            return future
-        # Nothing runs on this shard now: run the operation at once instead of
-        # handing it to the worker task (same order, two fewer task switches).
-        self._busy = True
-        try:
-            if self._execute(operation, future):
-                flushing = asyncio.get_running_loop().create_task(self._flush_then_answer(future))
-                self._background.add(flushing)
-                flushing.add_done_callback(self._background.discard)
-                return future
-        finally:
-            if not self._background:
-                self._busy = False
+        self._execute(operation, future)
         return future
 
-    async def _flush_then_answer(self, future: asyncio.Future[Any]) -> None:
+    def _execute(self, operation: Operation, future: asyncio.Future[Any]) -> None:
+        """Run one operation now; its answer waits for the write of anything pending."""
+        if not self._answers:
+            self._next_offset = self._first_offset = self.partition.log.log_end_offset
+        # Scheduled before the operation runs, so the write comes before any callback
+        # (a waiter woken by this operation) that the operation schedules.
+        self._schedule_write()
         try:
-            await self._flush(self.partition)
-            self._answer(future)
+            result = operation(self.shard)
+            if result.records or result.control:
+                self._take(result)
+            elif not self._answers:  # wrote nothing, and nothing before it waits
+                future.set_result(result.response)
+                return
+        except CoordinatorError as exc:
+            self._answers.append((future, None, exc))
+            return
         except Exception as exc:
-            if not future.done():
-                future.set_exception(exc)
-        finally:
-            self._busy = False
+            if isinstance(exc, OSError):
+                exc = self._storage_error(exc, "operation")
+            else:
+                log.exception("coordinator operation failed", partition=self.index)
+            self._answers.append((future, None, exc))
+            return
+        self._answers.append((future, result.response, None))
 
-    # Timers: a firing timer submits its operation like any request.
+    def _take(self, result: Result[Any]) -> None:
+        """Replay `result`'s records with the offsets they will have and keep them."""
+        if result.control is None and result.producer is None:
+            for key, value in result.records:
+                if key is not None:
+                    self.shard.replay(self._next_offset, key, value, -1)
+                self._next_offset += 1
+            self._plain.extend(result.records)
+            return
+        self._seal_plain()
+        now_ms = int(time.time() * 1000)
+        if result.control is not None:
+            producer_id, epoch, commit = result.control
+            batch = control_batch(producer_id, epoch, commit, now_ms)
+            self.shard.replay_control(producer_id, commit)
+            self._next_offset += 1
+        else:
+            assert result.producer is not None
+            producer_id, epoch = result.producer
+            batch = build_batch(
+                result.records,
+                timestamp=now_ms,
+                attributes=ATTR_TRANSACTIONAL,
+                producer_id=producer_id,
+                producer_epoch=epoch,
+            )
+            for key, value in result.records:
+                if key is not None:
+                    self.shard.replay(self._next_offset, key, value, producer_id)
+                self._next_offset += 1
+        self._batches.append(batch)
+
+    def _seal_plain(self) -> None:
+        if self._plain:
+            self._batches.append(build_batch(self._plain, timestamp=int(time.time() * 1000)))
+            self._plain = []
+
+    def _schedule_write(self) -> None:
+        if not self._write_scheduled:
+            self._write_scheduled = True
+            asyncio.get_running_loop().call_soon(self._write)
+
+    def _write(self) -> None:
+        """Append what the operations since the last write produced, then answer them."""
+        self._write_scheduled = False
+        self._seal_plain()
+        batches, self._batches = self._batches, []
+        answers, self._answers = self._answers, []
+        if not batches:
+            self._answer(answers)
+            return
+        first = self._first_offset
+        try:
+            data = bytearray(b"".join(batches))
+            headers = list(iter_batches(data, check_crc=False))
+            info = self.partition.log.append(
+                data, headers, leader_epoch=0, now_ms=int(time.time() * 1000)
+            )
+            if info.first_offset != first:
+                raise RuntimeError(f"appended at {info.first_offset}, replayed at {first}")
+        except Exception as exc:
+            self._failed_write(answers, exc)
+            return
+        self.partition.data_arrived()
+        previous = self._flushing
+        if previous is None and not self.partition.log.flush_policy_due(
+            int(time.time() * 1000)
+        ):
+            self._answer(answers)
+            return
+        task = asyncio.get_running_loop().create_task(self._flush_then_answer(previous, answers))
+        self._flushing = task
+        self._background.add(task)
+        task.add_done_callback(self._flush_done)
+
+    def _flush_done(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if self._flushing is task:
+            self._flushing = None
+
+    async def _flush_then_answer(
+        self,
+        previous: asyncio.Task[None] | None,
+        answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]],
+    ) -> None:
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        try:
+            if self.partition.log.flush_policy_due(int(time.time() * 1000)):
+                await self._flush(self.partition)
+        except OSError as exc:
+            error = self._storage_error(exc, "flush")
+            answers = [(future, None, error) for future, _response, _error in answers]
+        self._answer(answers)
+
+    @staticmethod
+    def _answer(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+        for future, response, error in answers:
+            if future.done():
+                continue
+            if error is None:
+                future.set_result(response)
+            else:
+                future.set_exception(error)
+
+    def _failed_write(
+        self,
+        answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]],
+        exc: Exception,
+    ) -> None:
+        """The records are not in the log: nothing they said may stay in the state."""
+        error = self._storage_error(exc, "append")
+        self._answer([(future, None, error) for future, _response, _error in answers])
+        self._rebuild()
+
+    def _storage_error(self, exc: Exception, operation: str) -> Exception:
+        """A storage error (a full disk, ...) answers NOT_COORDINATOR, as Kafka maps it
+        for its coordinators: clients look the coordinator up again and retry."""
+        if isinstance(exc, OSError) and faults.is_storage_error(exc):
+            faults.report(self.partition.log.directory, exc, f"coordinator {operation}")
+            return CoordinatorError(NOT_COORDINATOR, f"storage error: {exc.strerror}")
+        log.error("coordinator write failed", partition=self.index, error=repr(exc))
+        return CoordinatorError(NOT_COORDINATOR, f"write failed: {exc}")
+
+    def _rebuild(self) -> None:
+        """A new shard from what the log holds (timers and waiters of the old one go)."""
+        for timer in self._timers.values():
+            timer.handle.cancel()
+        self._timers.clear()
+        if self._make_shard is None:
+            return
+        self.loaded = False
+        self.shard = self._make_shard(self)
+        try:
+            self._load()
+        except Exception:
+            log.exception("shard failed to reload", partition=self.index)
+
+    # Timers: a firing timer runs its operation like any request. Moving a timer later
+    # (a session kept alive by every heartbeat or commit) only records the new time; the
+    # timer that fires early sets itself again for what is left.
     def schedule(self, key: str, delay_ms: float, operation: Operation) -> None:
-        self.cancel(key)
         loop = asyncio.get_running_loop()
+        due = loop.time() + max(delay_ms, 0) / 1000
+        timer = self._timers.get(key)
+        if timer is not None and timer.handle.when() <= due:
+            timer.due = due
+            timer.operation = operation
+            return
+        if timer is not None:
+            timer.handle.cancel()
+        self._timers[key] = _Timer(loop.call_at(due, self._fire, key), due, operation)
 
-        def fire() -> None:
-            self._timers.pop(key, None)
-            future: asyncio.Future[Any] = loop.create_future()
-            future.add_done_callback(_consume_exception)
-            self._queue.put_nowait((operation, future))
-
-        self._timers[key] = loop.call_later(max(delay_ms, 0) / 1000, fire)
+    def _fire(self, key: str) -> None:
+        timer = self._timers.get(key)
+        if timer is None:
+            return
+        loop = asyncio.get_running_loop()
+        if timer.due > loop.time():
+            timer.handle = loop.call_at(timer.due, self._fire, key)
+            return
+        del self._timers[key]
+        if not self.loaded:
+            return
+        future: asyncio.Future[Any] = loop.create_future()
+        future.add_done_callback(_consume_exception)
+        self._execute(timer.operation, future)
 
     def cancel(self, key: str) -> None:
-        handle = self._timers.pop(key, None)
-        if handle is not None:
-            handle.cancel()
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.handle.cancel()
 
     def has_timer(self, key: str) -> bool:
         return key in self._timers
+
+
+@dataclass
+class _Timer:
+    handle: asyncio.TimerHandle
+    due: float  # loop time
+    operation: Operation
 
 
 def _consume_exception(future: asyncio.Future[Any]) -> None:
@@ -352,7 +452,7 @@ class CoordinatorRuntime:
         partitions = await self._create_topic(self.topic, self.partitions)
         self.partitions = len(partitions)
         for index, partition in enumerate(partitions):
-            runtime = ShardRuntime(index, partition, None, self._flush)
+            runtime = ShardRuntime(index, partition, None, self._flush, self._make_shard)
             runtime.shard = self._make_shard(runtime)
             self.shards[index] = runtime
             runtime.start()
