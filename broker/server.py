@@ -459,8 +459,7 @@ class Broker:
             chunks: Chunks = [reply]
             size = len(reply)
         else:
-            encoded = messages.encode_chunks(messages.build_response(api_key, version, reply))
-            chunks, size = encoded.chunks, encoded.size
+            chunks, size = messages.encode_response(api_key, version, reply)
         # ApiVersions answers with header v0 whatever its version.
         head = response_header(correlation_id, flexible and api_key != API_VERSIONS_KEY)
         prefix = SIZE_PREFIX.pack(len(head) + size) + head

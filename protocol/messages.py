@@ -25,7 +25,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
-from protocol import decoder
+from protocol import decoder, encoder
 from protocol.produce_request import decode_produce_request
 
 PRODUCE_KEY = 0
@@ -168,6 +168,19 @@ def build(cls: type, data: Mapping[str, Any]) -> Any:
 
 def build_response(api_key: int, version: int, data: Mapping[str, Any]) -> Any:
     return build(response_class(api_key, version), data)
+
+
+def encode_response(api_key: int, version: int, data: Mapping[str, Any]) -> tuple[list[Any], int]:
+    """The wire form of a response described by `data`: (chunks, total size)."""
+    return encoder.encode_dict(response_class(api_key, version), data)
+
+
+def convert_field(cls: type, name: str, value: Any) -> Any:
+    """`value` as `build` would store it in field `name` of `cls`."""
+    for field_name, converter, _zero in _field_plan(cls):
+        if field_name == name:
+            return converter(value)
+    raise KeyError(name)
 
 
 _HAS_DEFAULT = object()

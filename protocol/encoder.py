@@ -1,0 +1,331 @@
+"""Responses encoded straight from the handlers' plain dicts.
+
+Handlers describe a response as nested dicts (see protocol/messages.py). Turning
+those into kio objects and handing them to kio's writer costs more than the rest
+of a small request; this module compiles, once per response class, a writer
+that walks the dict and packs each field into a bytearray, with the same bytes
+kio would write (tests/unit/test_encoder.py compares the two on every response
+class). A field missing from the dict gets the class default, or Kafka's zero
+value, as `messages.build` gives it. Tagged fields, rare in responses, go
+through kio's own writers.
+
+Record data (and file regions, sent with sendfile) of 4 KiB or more is kept by
+reference as a chunk of its own, never copied.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import struct
+import types
+import typing
+import uuid
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+from kio.serial._implicit_defaults import get_tagged_field_default
+from kio.serial._serialize import entity_writer, get_field_writer
+
+LARGE = 4096
+
+_I8 = struct.Struct(">b").pack
+_I16 = struct.Struct(">h").pack
+_I32 = struct.Struct(">i").pack
+_I64 = struct.Struct(">q").pack
+_U8 = struct.Struct(">B").pack
+_U16 = struct.Struct(">H").pack
+_U32 = struct.Struct(">I").pack
+_U64 = struct.Struct(">Q").pack
+_F64 = struct.Struct(">d").pack
+_BOOL = struct.Struct(">?").pack
+_ZERO_UUID = bytes(16)
+_NULL_I16 = _I16(-1)
+_NULL_I32 = _I32(-1)
+
+
+class Out:
+    """Small fields gathered in one bytearray; large pieces kept as chunks."""
+
+    __slots__ = ("buf", "chunks")
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.chunks: list[Any] = []
+
+    def large(self, piece: Any) -> None:
+        if self.buf:
+            self.chunks.append(self.buf)
+            self.buf = bytearray()
+        self.chunks.append(piece)
+
+    def finish(self) -> tuple[list[Any], int]:
+        if self.buf:
+            self.chunks.append(self.buf)
+        return self.chunks, sum(len(chunk) for chunk in self.chunks)
+
+
+Write = Callable[[Out, Any], None]
+
+
+def uvarint(value: int) -> bytes:
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _millis(value: Any) -> int:
+    if isinstance(value, datetime.timedelta):
+        return round(value.total_seconds() * 1000)
+    return int(value)
+
+
+def _epoch_millis(value: Any) -> int:
+    if value is None:
+        return -1
+    if isinstance(value, datetime.datetime):
+        return round(value.timestamp() * 1000)
+    return int(value)
+
+
+def _fixed(pack: Callable[[Any], bytes]) -> Write:
+    def write(out: Out, value: Any) -> None:
+        out.buf += pack(value)
+
+    return write
+
+
+def _timedelta(pack: Callable[[Any], bytes]) -> Write:
+    def write(out: Out, value: Any) -> None:
+        out.buf += pack(_millis(value))
+
+    return write
+
+
+def _write_datetime(out: Out, value: Any) -> None:
+    out.buf += _I64(_epoch_millis(value))
+
+
+def _write_uuid(out: Out, value: Any) -> None:
+    if value is None:
+        out.buf += _ZERO_UUID
+    elif isinstance(value, uuid.UUID):
+        out.buf += value.bytes
+    else:
+        out.buf += uuid.UUID(value).bytes
+
+
+def _data(value: Any, length: int, out: Out) -> None:
+    if length >= LARGE or not isinstance(value, bytes | bytearray | memoryview):
+        out.large(value)
+    else:
+        out.buf += value
+
+
+def _compact_bytes(out: Out, value: Any) -> None:
+    if value is None:
+        out.buf.append(0)
+        return
+    if isinstance(value, str):
+        value = value.encode()
+    length = len(value)
+    out.buf += uvarint(length + 1)
+    _data(value, length, out)
+
+
+def _legacy_string(out: Out, value: Any) -> None:
+    if value is None:
+        out.buf += _NULL_I16
+        return
+    raw = value.encode()
+    out.buf += _I16(len(raw))
+    out.buf += raw
+
+
+def _legacy_bytes(out: Out, value: Any) -> None:
+    if value is None:
+        out.buf += _NULL_I32
+        return
+    length = len(value)
+    out.buf += _I32(length)
+    _data(value, length, out)
+
+
+def _scalar(kafka_type: str, flexible: bool) -> Write:
+    match kafka_type:
+        case "int8":
+            return _fixed(_I8)
+        case "int16" | "error_code":
+            return _fixed(_I16)
+        case "int32":
+            return _fixed(_I32)
+        case "int64":
+            return _fixed(_I64)
+        case "uint8":
+            return _fixed(_U8)
+        case "uint16":
+            return _fixed(_U16)
+        case "uint32":
+            return _fixed(_U32)
+        case "uint64":
+            return _fixed(_U64)
+        case "float64":
+            return _fixed(_F64)
+        case "bool":
+            return _fixed(_BOOL)
+        case "uuid":
+            return _write_uuid
+        case "timedelta_i32":
+            return _timedelta(_I32)
+        case "timedelta_i64":
+            return _timedelta(_I64)
+        case "datetime_i64":
+            return _write_datetime
+        case "string":
+            return _compact_bytes if flexible else _legacy_string
+        case "bytes" | "records":
+            return _compact_bytes if flexible else _legacy_bytes
+    raise LookupError(f"no writer for kafka type {kafka_type}")
+
+
+def _array(element: Write, flexible: bool) -> Write:
+    def write(out: Out, values: Any) -> None:
+        if values is None:
+            out.buf += b"\x00" if flexible else _NULL_I32
+            return
+        out.buf += uvarint(len(values) + 1) if flexible else _I32(len(values))
+        for value in values:
+            element(out, value)
+
+    return write
+
+
+def _nullable(element: Write) -> Write:
+    def write(out: Out, value: Any) -> None:
+        if value is None:
+            out.buf += b"\xff"
+            return
+        out.buf.append(1)
+        element(out, value)
+
+    return write
+
+
+def _entity_in(hint: Any) -> type | None:
+    """The kio class in `X`, `X | None`, `tuple[X, ...]` or `tuple[X, ...] | None`."""
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return hint
+    for arg in typing.get_args(hint):
+        found = _entity_in(arg) if typing.get_origin(arg) is tuple else arg
+        if isinstance(found, type) and dataclasses.is_dataclass(found):
+            return found
+    return None
+
+
+def _is_array(hint: Any) -> bool:
+    return typing.get_origin(hint) is tuple or any(
+        typing.get_origin(arg) is tuple for arg in typing.get_args(hint)
+    )
+
+
+def _field_writer(hint: Any, kafka_type: str | None, flexible: bool) -> Write:
+    entity = _entity_in(hint)
+    nullable = types.NoneType in typing.get_args(hint)
+    if entity is not None:
+        element = dict_writer(entity)
+        if _is_array(hint):
+            return _array(element, flexible)
+        return _nullable(element) if nullable else element
+    assert kafka_type is not None, hint
+    scalar = _scalar(kafka_type, flexible)
+    return _array(scalar, flexible) if _is_array(hint) else scalar
+
+
+def _zero(f: dataclasses.Field[Any], hint: Any, kafka_type: str | None) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    if types.NoneType in typing.get_args(hint):
+        return None
+    if _is_array(hint):
+        return ()
+    if _entity_in(hint) is not None:
+        return {}
+    return {"string": "", "bytes": b"", "records": b"", "uuid": None, "float64": 0.0}.get(
+        kafka_type or "", 0
+    )
+
+
+@cache
+def dict_writer(cls: type) -> Write:
+    """A writer of `cls`'s wire form from a dict (or from an instance of `cls`)."""
+    hints = typing.get_type_hints(cls)
+    flexible = bool(cls.__flexible__)  # type: ignore[attr-defined]
+    plain: list[tuple[str, Write, Any]] = []
+    tagged: list[tuple[int, dataclasses.Field[Any]]] = []
+    for f in dataclasses.fields(cls):
+        tag = f.metadata.get("tag")
+        if tag is not None:
+            tagged.append((tag, f))
+            continue
+        kafka_type = f.metadata.get("kafka_type")
+        writer = _field_writer(hints[f.name], kafka_type, flexible)
+        plain.append((f.name, writer, _zero(f, hints[f.name], kafka_type)))
+    tagged.sort(key=lambda item: item[0])
+    kio_writer: Callable[[Any, Any], None] = entity_writer(cls)
+
+    def write(out: Out, data: Any) -> None:
+        if not isinstance(data, Mapping):  # a kio object already
+            raw = io.BytesIO()
+            kio_writer(raw, data)
+            out.buf += raw.getvalue()
+            return
+        for name, writer, zero in plain:
+            writer(out, data.get(name, zero))
+        if not flexible:
+            return
+        present = [(tag, f) for tag, f in tagged if data.get(f.name) is not None]
+        if not present:
+            out.buf.append(0)
+            return
+        _write_tagged(out, cls, data, present)
+
+    return write
+
+
+def _write_tagged(
+    out: Out, cls: type, data: Mapping[str, Any], present: list[tuple[int, Any]]
+) -> None:
+    """Tagged fields whose values differ from their defaults, through kio's writers."""
+    from protocol.messages import convert_field
+
+    written = []
+    for tag, f in present:
+        value = convert_field(cls, f.name, data[f.name])
+        default = f.default if f.default is not dataclasses.MISSING else None
+        if value == default or (
+            f.default is dataclasses.MISSING and value == get_tagged_field_default(f)
+        ):
+            continue
+        raw = io.BytesIO()
+        get_field_writer(f, flexible=True, is_request_header=False, is_tag=True)(raw, value)
+        encoded = raw.getvalue()
+        written.append(uvarint(tag) + uvarint(len(encoded)) + encoded)
+    out.buf += uvarint(len(written))
+    for piece in written:
+        out.buf += piece
+
+
+def encode_dict(cls: type, data: Mapping[str, Any]) -> tuple[list[Any], int]:
+    """The chunks of `cls`'s wire form for `data`, and their total size."""
+    out = Out()
+    dict_writer(cls)(out, data)
+    return out.finish()
