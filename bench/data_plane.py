@@ -172,6 +172,7 @@ class CpuMeter:
     def __init__(self, broker_pid: int) -> None:
         self.broker_pid = broker_pid
         self.broker_pct = 0.0
+        self.broker_seconds = 0.0
         self.client_pct = 0.0
         self.other_pct = 0.0
 
@@ -185,17 +186,27 @@ class CpuMeter:
     def __exit__(self, *exc: object) -> None:
         wall = time.perf_counter() - self._wall
         with contextlib.suppress(OSError):
-            self.broker_pct = 100 * (process_cpu_seconds(self.broker_pid) - self._broker) / wall
+            self.broker_seconds = process_cpu_seconds(self.broker_pid) - self._broker
+            self.broker_pct = 100 * self.broker_seconds / wall
         self.client_pct = 100 * (own_cpu_seconds() - self._client) / wall
         machine_pct = 100 * (machine_busy_seconds() - self._machine) / wall
         self.other_pct = max(0.0, machine_pct - self.broker_pct - self.client_pct)
         OTHER_CPU.append(self.other_pct)
 
     def record(self, result: Any) -> None:
-        """Copy the percentages to the result's broker_cpu_pct, client_cpu_pct, other_cpu_pct."""
+        """Copy the percentages to the result's broker_cpu_pct, client_cpu_pct, other_cpu_pct
+        (and the broker's CPU seconds to broker_cpu_s, where the result has one)."""
         result.broker_cpu_pct = self.broker_pct
         result.client_cpu_pct = self.client_pct
         result.other_cpu_pct = self.other_pct
+        if hasattr(result, "broker_cpu_s"):
+            result.broker_cpu_s = self.broker_seconds
+
+
+def cpu_per_op_row(case: str, per_peer: dict[str, tuple[float, int]]) -> Row:
+    """A row of the broker's CPU time per operation, from (CPU seconds, operations)."""
+    values = {name: cpu / ops * 1e6 for name, (cpu, ops) in per_peer.items() if ops}
+    return value_row(case, "µs", "lower", values, "{:.0f} µs")
 
 
 def percentile(samples: list[float], q: float) -> float:

@@ -58,6 +58,7 @@ from bench.data_plane import (
     arg_parser,
     check_peer,
     client_config,
+    cpu_per_op_row,
     peer_row,
     peers_in_order,
     percentile,
@@ -281,6 +282,7 @@ class CommitResult:
     join_seconds: float | None = None
     client_errors: list[str] = field(default_factory=list)
     broker_cpu_pct: float = 0.0
+    broker_cpu_s: float = 0.0
     client_cpu_pct: float = 0.0
     other_cpu_pct: float = 0.0
 
@@ -396,6 +398,8 @@ def run_commit_cases(run: Run, peers: list[Peer]) -> None:
         }
         case = f"offset commit latency (same loop): {quantile}"
         run.rows.append(value_row(case, "ms", "lower", values, "{:.2f} ms"))
+    cpu = {name: (r.broker_cpu_s, r.commits) for name, r in results.items() if r.commits}
+    run.rows.append(cpu_per_op_row("broker CPU per offset commit (same loop)", cpu))
 
 
 # --------------------------------------------------------------------------- memory
@@ -410,6 +414,10 @@ class MemoryResult:
     seconds: float = 0.0
     rss_before_mib: float = 0.0
     rss_after_mib: float = 0.0
+    broker_cpu_pct: float = 0.0
+    broker_cpu_s: float = 0.0
+    client_cpu_pct: float = 0.0
+    other_cpu_pct: float = 0.0
 
     @property
     def kib_per_group(self) -> float:
@@ -452,8 +460,10 @@ def create_groups(peer: Peer, groups: int) -> MemoryResult:
     result.rss_before_mib = settled_rss(peer.pid)
     started = time.perf_counter()
     names = [f"{prefix}-{i}" for i in range(groups)]
-    for at in range(0, groups, 200):  # at most 200 admin requests in flight
-        commit_batch(names[at : at + 200])
+    with CpuMeter(peer.pid) as cpu:
+        for at in range(0, groups, 200):  # at most 200 admin requests in flight
+            commit_batch(names[at : at + 200])
+    cpu.record(result)
     result.seconds = time.perf_counter() - started
     result.rss_after_mib = settled_rss(peer.pid)
     peer.delete_topic(topic)
@@ -511,6 +521,8 @@ def run_memory_case(run: Run, peers: list[Peer]) -> None:
     }
     case = "  (same case) group creations/s through the admin client, 200 in flight"
     run.rows.append(value_row(case, "groups/s", "higher", rates, "{:.0f}/s"))
+    cpu = {name: (r.broker_cpu_s, r.committed) for name, r in results.items() if r.committed}
+    run.rows.append(cpu_per_op_row("  (same case) broker CPU per group creation", cpu))
 
 
 # --------------------------------------------------------------------------- main

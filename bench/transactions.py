@@ -44,6 +44,7 @@ from bench.data_plane import (
     arg_parser,
     check_peer,
     client_config,
+    cpu_per_op_row,
     payloads,
     peer_row,
     peers_in_order,
@@ -98,6 +99,7 @@ class TxnResult:
     first_error: str | None = None
     client_errors: list[str] = field(default_factory=list)
     broker_cpu_pct: float = 0.0
+    broker_cpu_s: float = 0.0
     client_cpu_pct: float = 0.0
     other_cpu_pct: float = 0.0
 
@@ -311,6 +313,8 @@ def add_txn_rows(
 
         case = f"  commit_transaction() latency {quantile} (same loop)"
         run.rows.append(peer_row(case, "ms", "lower", values.get, latency_text))
+    cpu = {n: (r.broker_cpu_s, r.transactions) for n, r in results.items() if r.transactions}
+    run.rows.append(cpu_per_op_row("  broker CPU per transaction (warm-up included)", cpu))
 
 
 def txn_text(result: TxnResult | None) -> str:
