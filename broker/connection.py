@@ -50,7 +50,44 @@ PIPELINE_WAIT_S = 0.001  # how long a Metadata answer waits for requests sent wi
 OPENING_KEYS = frozenset((METADATA_KEY, 17, 18, 36))  # + SaslHandshake, ApiVersions, SaslAuth.
 # stand-ins until a connection's first request starts its worker
 NO_FRAMES: deque[bytearray] = deque(maxlen=0)
-NOT_STARTED = asyncio.Event()
+
+
+class Signal:
+    """asyncio.Event for one waiter, bound to its loop when made: Event.wait looks the
+    running loop up each time, and in CPython 3.11 every such lookup is a getpid()
+    system call, paid twice per request here."""
+
+    __slots__ = ("_loop", "_set", "_waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        self._loop = loop
+        self._set = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        self._set = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def clear(self) -> None:
+        self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
+    async def wait(self) -> None:
+        if self._set:
+            return
+        assert self._loop is not None
+        waiter = self._waiter = self._loop.create_future()
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+
+
+NOT_STARTED = Signal(None)
 
 Chunks = list[Chunk]
 
@@ -212,10 +249,11 @@ class Connection(asyncio.BufferedProtocol):
 
     def _start_worker(self) -> None:
         self._frames = deque()
-        self._arrived = asyncio.Event()
-        self._writable = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        self._arrived = Signal(loop)
+        self._writable = Signal(loop)
         self._writable.set()
-        self._worker = asyncio.get_running_loop().create_task(self._serve())
+        self._worker = loop.create_task(self._serve())
 
     def eof_received(self) -> bool | None:
         # Answer what was already sent, then close (see _serve).

@@ -2,21 +2,62 @@
 
 from __future__ import annotations
 
-import functools
+import bisect
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
-
-requests = Counter("odradek_requests_total", "Requests handled", ["api"])
-latency = Histogram(
-    "odradek_request_latency_seconds",
-    "Time to handle a request",
-    ["api"],
-    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5),
+from prometheus_client import REGISTRY, Counter, Gauge, start_http_server
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
 )
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
+
+
+class RequestStats(Collector):
+    """Requests handled and their latency, per API: odradek_requests_total and the
+    odradek_request_latency_seconds histogram. Kept as plain numbers that the event
+    loop adds to (a prometheus_client child takes a lock per update, which every
+    request would pay) and read when scraped."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.sums: dict[str, float] = {}
+        self.buckets: dict[str, list[int]] = {}
+
+    def observe(self, api: str, seconds: float) -> None:
+        counts = self.buckets.get(api)
+        if counts is None:
+            counts = self.buckets[api] = [0] * (len(LATENCY_BUCKETS) + 1)
+            self.counts[api] = 0
+            self.sums[api] = 0.0
+        self.counts[api] += 1
+        self.sums[api] += seconds
+        counts[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
+
+    def collect(self) -> Iterator[Metric]:
+        total = CounterMetricFamily("odradek_requests", "Requests handled", labels=["api"])
+        latency = HistogramMetricFamily(
+            "odradek_request_latency_seconds", "Time to handle a request", labels=["api"]
+        )
+        for api, counts in list(self.buckets.items()):
+            total.add_metric([api], self.counts[api])
+            cumulative, so_far = [], 0
+            for bound, count in zip((*LATENCY_BUCKETS, float("inf")), counts, strict=True):
+                so_far += count
+                cumulative.append((floatToGoString(bound), so_far))
+            latency.add_metric([api], cumulative, sum_value=self.sums[api])
+        yield total
+        yield latency
+
+
+requests = RequestStats()
+REGISTRY.register(requests)
 bytes_in = Counter("odradek_bytes_in_total", "Record batch bytes appended")
 bytes_out = Counter("odradek_bytes_out_total", "Response bytes sent")
 connections = Gauge("odradek_connections", "Open client connections")
@@ -100,9 +141,3 @@ def read_state_with(collector: Collector) -> None:
 
 def serve(host: str, port: int) -> None:
     start_http_server(port, addr=host)
-
-
-@functools.cache
-def for_api(api: str) -> tuple[Any, Any]:
-    """The request counter and latency histogram of one API (label lookups are not free)."""
-    return requests.labels(api), latency.labels(api)

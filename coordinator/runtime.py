@@ -150,9 +150,11 @@ class ShardRuntime:
         self._write_scheduled = False
         self._flushing: asyncio.Task[None] | None = None  # answers waiting for an fsync
         self._background: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None  # (looking it up costs a getpid)
 
     def start(self) -> None:
-        self._worker = asyncio.get_running_loop().create_task(self._run())
+        self._loop = asyncio.get_running_loop()
+        self._worker = self._loop.create_task(self._run())
 
     async def stop(self) -> None:
         for timer in self._timers.values():
@@ -202,7 +204,8 @@ class ShardRuntime:
     def submit(self, operation: Operation) -> asyncio.Future[Any]:
         if not self.loaded:
             raise CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        assert self._loop is not None
+        future: asyncio.Future[Any] = self._loop.create_future()
         self._execute(operation, future)
         return future
 
@@ -272,7 +275,8 @@ class ShardRuntime:
     def _schedule_write(self) -> None:
         if not self._write_scheduled:
             self._write_scheduled = True
-            asyncio.get_running_loop().call_soon(self._write)
+            assert self._loop is not None
+            self._loop.call_soon(self._write)
 
     def _write(self) -> None:
         """Append what the operations since the last write produced, then answer them."""
@@ -444,6 +448,8 @@ class CoordinatorRuntime:
         return partition_for(key, self.partitions)
 
     async def ensure_started(self) -> None:
+        if self._starting is not None and self._starting.done() and self.shards:
+            return
         if self._starting is None:
             self._starting = asyncio.get_running_loop().create_task(self._start())
         await asyncio.shield(self._starting)
