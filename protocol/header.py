@@ -9,7 +9,7 @@ uses depends on whether its API version is flexible.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from protocol.decoder import DecodeError, read_uvarint
 
@@ -34,8 +34,7 @@ def frame_size(prefix: bytes, max_size: int, setting: str = "socket.request.max.
     return size
 
 
-@dataclass(frozen=True, slots=True)
-class RequestHeader:
+class RequestHeader(NamedTuple):
     api_key: int
     api_version: int
     correlation_id: int

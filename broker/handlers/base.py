@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from broker.server import Broker
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass costs a setattr call per field
 class RequestContext:
     broker: Broker
     header: RequestHeader
