@@ -23,7 +23,7 @@ import asyncio
 import functools
 import struct
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -39,7 +39,25 @@ from protocol.batch import (
 from storage import faults
 
 if TYPE_CHECKING:
-    from broker.topics import Partition
+    from storage.log import PartitionLog
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class Partition(Protocol):
+    """The partition of the internal topic a shard writes to, as the broker hosts it."""
+
+    @property
+    def log(self) -> PartitionLog: ...
+
+    @property
+    def topic(self) -> _Named: ...
+
+    def data_arrived(self) -> None:
+        """Wake the fetches waiting for records."""
 
 log = structlog.get_logger("coordinator")
 
@@ -129,7 +147,7 @@ class ShardRuntime:
         index: int,
         partition: Partition,
         shard: Any,
-        flush: Callable[[Partition], Awaitable[None]],
+        flush: Callable[[Any], Awaitable[None]],  # (the broker's Partition)
         make_shard: Callable[[ShardRuntime], Any] | None = None,
     ) -> None:
         self.index = index
@@ -433,8 +451,8 @@ class CoordinatorRuntime:
         topic: str,
         partitions: int,
         make_shard: Callable[[ShardRuntime], Any],
-        create_topic: Callable[[str, int], Awaitable[list[Partition]]],
-        flush: Callable[[Partition], Awaitable[None]],
+        create_topic: Callable[[str, int], Awaitable[Sequence[Partition]]],
+        flush: Callable[[Any], Awaitable[None]],  # (the broker's Partition)
     ) -> None:
         self.topic = topic
         self.partitions = partitions

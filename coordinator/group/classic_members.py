@@ -22,7 +22,6 @@ import dataclasses
 import uuid
 from typing import Any
 
-from coordinator.codec import RecordFormatError
 from coordinator.group import migration
 from coordinator.group.classic import ClassicGroup
 from coordinator.group.classic_protocol import ClassicProtocol
@@ -42,6 +41,7 @@ from coordinator.group.consumer_records import ClassicMetadata
 from coordinator.group.shard_state import MAX_GROUP_SIZE
 from coordinator.runtime import Record, Result
 from protocol import embedded_consumer as embedded
+from protocol.codec import RecordFormatError
 from protocol.errors import ErrorCode
 
 

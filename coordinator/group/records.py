@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from coordinator.codec import Reader, RecordFormatError, Writer
+from protocol.codec import Reader, RecordFormatError, Writer
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from coordinator.codec import RecordFormatError
 from coordinator.group import consumer_records as cr
 from coordinator.group.classic import PREPARING_REBALANCE, ClassicGroup, Member
 from coordinator.group.shard import GroupConfig, GroupShard
 from coordinator.runtime import Record
 from protocol import embedded_consumer as embedded
+from protocol.codec import RecordFormatError
 from protocol.errors import ErrorCode
 
 T = uuid.UUID(int=7)
