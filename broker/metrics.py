@@ -20,15 +20,17 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 
 
 class RequestStats(Collector):
-    """Requests handled and their latency, per API: odradek_requests_total and the
-    odradek_request_latency_seconds histogram. Kept as plain numbers that the event
-    loop adds to (a prometheus_client child takes a lock per update, which every
-    request would pay) and read when scraped."""
+    """Requests handled and their latency, per API (odradek_requests_total and the
+    odradek_request_latency_seconds histogram), and bytes in and out. Kept as plain
+    numbers that the event loop adds to (a prometheus_client child takes a lock per
+    update, which every request would pay) and read when scraped."""
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
         self.sums: dict[str, float] = {}
         self.buckets: dict[str, list[int]] = {}
+        self.bytes_in = 0  # record batch bytes appended
+        self.bytes_out = 0  # response bytes sent
 
     def observe(self, api: str, seconds: float) -> None:
         counts = self.buckets.get(api)
@@ -54,12 +56,14 @@ class RequestStats(Collector):
             latency.add_metric([api], cumulative, sum_value=self.sums[api])
         yield total
         yield latency
+        yield CounterMetricFamily(
+            "odradek_bytes_in", "Record batch bytes appended", value=self.bytes_in
+        )
+        yield CounterMetricFamily("odradek_bytes_out", "Response bytes sent", value=self.bytes_out)
 
 
 requests = RequestStats()
 REGISTRY.register(requests)
-bytes_in = Counter("odradek_bytes_in_total", "Record batch bytes appended")
-bytes_out = Counter("odradek_bytes_out_total", "Response bytes sent")
 connections = Gauge("odradek_connections", "Open client connections")
 partitions = Gauge("odradek_partitions", "Partitions hosted")
 log_size = Gauge("odradek_log_size_bytes", "Bytes in all partition logs")

@@ -372,7 +372,7 @@ class Broker:
             if header.producer_id >= 0:
                 producers.record(header._replace(base_offset=offset))
             offset += header.last_offset_delta + 1
-        metrics.bytes_in.inc(len(data))
+        metrics.requests.bytes_in += len(data)
         self.appended_bytes += len(data)
         partition.data_arrived()
         return info
@@ -465,7 +465,7 @@ class Broker:
         # ApiVersions answers with header v0 whatever its version.
         head = response_header(correlation_id, flexible and api_key != API_VERSIONS_KEY)
         prefix = SIZE_PREFIX.pack(len(head) + size) + head
-        metrics.bytes_out.inc(len(prefix) + size)
+        metrics.requests.bytes_out += len(prefix) + size
         return [prefix, *chunks]
 
     def _unsupported_api_versions(self, correlation_id: int) -> Chunks:
