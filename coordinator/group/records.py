@@ -14,25 +14,33 @@ A null value is a tombstone: the offset or the group is gone.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from protocol.codec import Reader, RecordFormatError, Writer
 
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_OFFSET_V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
+_OFFSET_KEY_V1 = _I16.pack(1)
+_GROUP_KEY_V2 = _I16.pack(2)
 
-@dataclass(frozen=True)
-class OffsetKey:
+
+# Named tuples, not frozen dataclasses: every offset commit makes and replays one of
+# each, and a frozen dataclass pays an attribute-set call per field.
+class OffsetKey(NamedTuple):
     group: str
     topic: str
     partition: int
 
 
-@dataclass(frozen=True)
-class GroupKey:
+class GroupKey(NamedTuple):
     group: str
 
 
-@dataclass(frozen=True)
-class OffsetValue:
+class OffsetValue(NamedTuple):
     offset: int
     leader_epoch: int = -1
     metadata: str = ""
@@ -63,23 +71,49 @@ class GroupValue:
 
 
 def encode_key(key: OffsetKey | GroupKey) -> bytes:
+    group = key.group.encode()
     if isinstance(key, OffsetKey):
-        return Writer().int16(1).string(key.group).string(key.topic).int32(key.partition).done()
-    return Writer().int16(2).string(key.group).done()
+        topic = key.topic.encode()
+        return b"".join(
+            (
+                _OFFSET_KEY_V1,
+                _I16.pack(len(group)),
+                group,
+                _I16.pack(len(topic)),
+                topic,
+                _I32.pack(key.partition),
+            )
+        )
+    return b"".join((_GROUP_KEY_V2, _I16.pack(len(group)), group))
+
+
+def _string_at(raw: bytes, pos: int) -> tuple[str | None, int]:
+    if pos + 2 > len(raw):
+        raise RecordFormatError("record ends early")
+    (length,) = _I16.unpack_from(raw, pos)
+    pos += 2
+    if length < 0:
+        return None, pos
+    if pos + length > len(raw):
+        raise RecordFormatError("length runs past the record")
+    return raw[pos : pos + length].decode(), pos + length
 
 
 def decode_key(raw: bytes) -> OffsetKey | GroupKey | None:
     """None for key versions this broker does not own (e.g. KIP-848 records)."""
-    reader = Reader(raw)
-    version = reader.int16()
+    if len(raw) < 2:
+        raise RecordFormatError("record ends early")
+    (version,) = _I16.unpack_from(raw, 0)
     if version in (0, 1):
-        group, topic = reader.string(), reader.string()
-        partition = reader.int32()
+        group, pos = _string_at(raw, 2)
+        topic, pos = _string_at(raw, pos)
+        if pos + 4 > len(raw):
+            raise RecordFormatError("record ends early")
         if group is None or topic is None:
             raise RecordFormatError("null group or topic in an offset key")
-        return OffsetKey(group, topic, partition)
+        return OffsetKey(group, topic, _I32.unpack_from(raw, pos)[0])
     if version == 2:
-        group = reader.string()
+        group, _pos = _string_at(raw, 2)
         if group is None:
             raise RecordFormatError("null group in a group key")
         return GroupKey(group)
@@ -87,18 +121,24 @@ def decode_key(raw: bytes) -> OffsetKey | GroupKey | None:
 
 
 def encode_offset(value: OffsetValue) -> bytes:
-    return (
-        Writer()
-        .int16(3)
-        .int64(value.offset)
-        .int32(value.leader_epoch)
-        .string(value.metadata)
-        .int64(value.commit_timestamp)
-        .done()
+    metadata = value.metadata.encode()
+    return b"".join(
+        (
+            _OFFSET_V3_HEAD.pack(3, value.offset, value.leader_epoch, len(metadata)),
+            metadata,
+            _I64.pack(value.commit_timestamp),
+        )
     )
 
 
 def decode_offset(raw: bytes) -> OffsetValue:
+    if len(raw) >= _OFFSET_V3_HEAD.size and raw[:2] == b"\x00\x03":  # what this broker writes
+        _version, offset, epoch, length = _OFFSET_V3_HEAD.unpack_from(raw, 0)
+        end = _OFFSET_V3_HEAD.size + max(length, 0)
+        if end + 8 != len(raw):
+            raise RecordFormatError("offset value v3 of the wrong length")
+        metadata = raw[_OFFSET_V3_HEAD.size : end].decode() if length > 0 else ""
+        return OffsetValue(offset, epoch, metadata, _I64.unpack_from(raw, end)[0])
     reader = Reader(raw)
     version = reader.int16()
     if version == 4:
