@@ -178,18 +178,19 @@ def build_batch(
     """
     body = bytearray()
     for delta, (key, value) in enumerate(records):
-        record = bytearray()
-        record += b"\x00"  # record attributes
-        record += varint(0)  # timestamp delta
-        record += varint(delta)
+        # attributes 0, timestamp delta 0, offset delta, key, value, no headers
+        record = bytearray(b"\x00\x00")
+        record += _SMALL_VARINTS[delta] if delta < 64 else varint(delta)
         for part in (key, value):
             if part is None:
-                record += varint(-1)
+                record += b"\x01"  # varint(-1)
             else:
-                record += varint(len(part))
+                length = len(part)
+                record += _SMALL_VARINTS[length] if length < 64 else varint(length)
                 record += part
-        record += varint(0)  # header count
-        body += varint(len(record))
+        record += b"\x00"
+        length = len(record)
+        body += _SMALL_VARINTS[length] if length < 64 else varint(length)
         body += record
     count = len(records)
     header = bytearray(
@@ -212,6 +213,9 @@ def build_batch(
     batch = header + body
     _UINT32.pack_into(batch, 17, crc32c.crc32c(memoryview(batch)[CRC_START:]))
     return bytes(batch)
+
+
+_SMALL_VARINTS = [bytes((n << 1,)) for n in range(64)]  # varint(n) for 0 <= n < 64
 
 
 def uvarint(value: int) -> bytes:

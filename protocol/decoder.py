@@ -97,7 +97,11 @@ def _length(buf: memoryview, pos: int, flexible: bool, wide: bool) -> tuple[int,
 
 def _string_reader(flexible: bool, nullable: bool) -> Reader:
     def read(buf: memoryview, pos: int) -> tuple[Any, int]:
-        length, pos = _length(buf, pos, flexible, wide=False)
+        if flexible and pos < len(buf) and buf[pos] < 0x80:  # a one-byte length
+            length = buf[pos] - 1
+            pos += 1
+        else:
+            length, pos = _length(buf, pos, flexible, wide=False)
         if length < 0:
             if not nullable:
                 raise DecodeError("null in a non-nullable string")
@@ -280,36 +284,97 @@ def _tagged_default(f: dataclasses.Field[Any]) -> Any:
     return None
 
 
+# Fixed-size fields that follow one another are read with one struct.
+_FIXED_FORMATS = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H"}
+_FIXED_FORMATS |= {"float64": "d", "timedelta_i32": "i", "timedelta_i64": "q"}
+_FIXED_FORMATS |= {"error_code": "h", "bool": "b", "datetime_i64": "q"}
+_CONVERT: dict[str, Callable[[Any], Any]] = {
+    "bool": lambda value: value != 0,
+    "error_code": _error_code,
+    "timedelta_i32": lambda ms: datetime.timedelta(milliseconds=ms),
+    "timedelta_i64": lambda ms: datetime.timedelta(milliseconds=ms),
+    "datetime_i64": _datetime,
+}
+
+
+def _fixed_format(hint: Any, kafka_type: str | None) -> str | None:
+    """The struct format of a plain fixed-size field, None for anything else."""
+    if kafka_type not in _FIXED_FORMATS or types.NoneType in typing.get_args(hint):
+        return None
+    if typing.get_origin(hint) is tuple or any(
+        typing.get_origin(a) is tuple for a in typing.get_args(hint)
+    ):
+        return None
+    return _FIXED_FORMATS[kafka_type]
+
+
+def _fixed_run(fmt: struct.Struct, at: list[int], converts: list[Any]) -> Callable[..., int]:
+    size = fmt.size
+    unpack = fmt.unpack_from
+    steps = list(zip(at, converts, strict=True))
+
+    def read(buf: memoryview, pos: int, values: list[Any]) -> int:
+        if pos + size > len(buf):
+            raise DecodeError("buffer ends inside a fixed-size field")
+        for (index, convert), value in zip(steps, unpack(buf, pos), strict=True):
+            values[index] = value if convert is None else convert(value)
+        return pos + size
+
+    return read
+
+
+def _field_steps(cls: type, hints: dict[str, Any], flexible: bool) -> list[Any]:
+    """What reads the plain fields in order: (index, reader) for a field of its own,
+    (None, run) for a run of fixed-size fields read at once."""
+    steps: list[Any] = []
+    run_format = ""
+    run_at: list[int] = []
+    run_converts: list[Any] = []
+
+    def close_run() -> None:
+        nonlocal run_format, run_at, run_converts
+        if run_at:
+            fmt = struct.Struct(">" + run_format)
+            steps.append((None, _fixed_run(fmt, run_at, run_converts)))
+        run_format, run_at, run_converts = "", [], []
+
+    for index, f in enumerate(dataclasses.fields(cls)):
+        if f.metadata.get("tag") is not None:
+            continue
+        kafka_type = f.metadata.get("kafka_type")
+        code = _fixed_format(hints[f.name], kafka_type)
+        if code is not None:
+            run_format += code
+            run_at.append(index)
+            run_converts.append(_CONVERT.get(kafka_type or ""))
+            continue
+        close_run()
+        steps.append((index, _field_reader(hints[f.name], kafka_type, flexible)))
+    close_run()
+    return steps
+
+
 @cache
 def entity_reader(cls: type) -> Reader:
     hints = typing.get_type_hints(cls)
     flexible = bool(cls.__flexible__)  # type: ignore[attr-defined]
     light = light_class(cls)
     make = tuple.__new__
-    plain: list[Reader] = []
-    plain_at: list[int] = []
     tagged: dict[int, tuple[int, Reader]] = {}
     defaults: list[Any] = []
     for index, f in enumerate(dataclasses.fields(cls)):
-        reader = _field_reader(hints[f.name], f.metadata.get("kafka_type"), flexible)
         tag = f.metadata.get("tag")
         defaults.append(_tagged_default(f) if tag is not None else None)
-        if tag is None:
-            plain.append(reader)
-            plain_at.append(index)
-        else:
-            tagged[tag] = (index, reader)
-    all_plain = not tagged
+        if tag is not None:
+            tagged[tag] = (index, _field_reader(hints[f.name], f.metadata.get("kafka_type"), True))
+    steps = _field_steps(cls, hints, flexible)
 
     def read(buf: memoryview, pos: int) -> tuple[Any, int]:
-        if all_plain:
-            values = []
-            for reader in plain:
-                value, pos = reader(buf, pos)
-                values.append(value)
-        else:
-            values = list(defaults)
-            for index, reader in zip(plain_at, plain, strict=True):
+        values = list(defaults)
+        for index, reader in steps:
+            if index is None:
+                pos = reader(buf, pos, values)
+            else:
                 values[index], pos = reader(buf, pos)
         if flexible:
             if pos < len(buf) and buf[pos] == 0:  # no tagged fields, the usual case
