@@ -244,8 +244,27 @@ def _field_writer(hint: Any, kafka_type: str | None, flexible: bool) -> Write:
             return _array(element, flexible)
         return _nullable(element) if nullable else element
     assert kafka_type is not None, hint
+    if _is_array(hint) and kafka_type in _PACKED_ARRAYS:
+        return _packed_array(_PACKED_ARRAYS[kafka_type], flexible)
     scalar = _scalar(kafka_type, flexible)
     return _array(scalar, flexible) if _is_array(hint) else scalar
+
+
+_PACKED_ARRAYS = {"int8": "b", "int16": "h", "int32": "i", "int64": "q"}
+
+
+def _packed_array(code: str, flexible: bool) -> Write:
+    """An array of plain integers (partition ids, replica ids), packed in one call."""
+
+    def write(out: Out, values: Any) -> None:
+        if values is None:
+            out.buf += b"\x00" if flexible else _NULL_I32
+            return
+        count = len(values)
+        out.buf += uvarint(count + 1) if flexible else _I32(count)
+        out.buf += struct.pack(f">{count}{code}", *values)
+
+    return write
 
 
 def _zero(f: dataclasses.Field[Any], hint: Any, kafka_type: str | None) -> Any:
