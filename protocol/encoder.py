@@ -218,36 +218,37 @@ def _nullable(element: Write) -> Write:
     return write
 
 
-def _entity_in(hint: Any) -> type | None:
+def entity_in(hint: Any) -> type | None:
     """The kio class in `X`, `X | None`, `tuple[X, ...]` or `tuple[X, ...] | None`."""
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return hint
     for arg in typing.get_args(hint):
-        found = _entity_in(arg) if typing.get_origin(arg) is tuple else arg
+        found = entity_in(arg) if typing.get_origin(arg) is tuple else arg
         if isinstance(found, type) and dataclasses.is_dataclass(found):
             return found
     return None
 
 
-def _is_array(hint: Any) -> bool:
+def is_array(hint: Any) -> bool:
+    """Is `hint` a tuple (an array), or a tuple or None?"""
     return typing.get_origin(hint) is tuple or any(
         typing.get_origin(arg) is tuple for arg in typing.get_args(hint)
     )
 
 
 def _field_writer(hint: Any, kafka_type: str | None, flexible: bool) -> Write:
-    entity = _entity_in(hint)
+    entity = entity_in(hint)
     nullable = types.NoneType in typing.get_args(hint)
     if entity is not None:
         element = dict_writer(entity)
-        if _is_array(hint):
+        if is_array(hint):
             return _array(element, flexible)
         return _nullable(element) if nullable else element
     assert kafka_type is not None, hint
-    if _is_array(hint) and kafka_type in _PACKED_ARRAYS:
+    if is_array(hint) and kafka_type in _PACKED_ARRAYS:
         return _packed_array(_PACKED_ARRAYS[kafka_type], flexible)
     scalar = _scalar(kafka_type, flexible)
-    return _array(scalar, flexible) if _is_array(hint) else scalar
+    return _array(scalar, flexible) if is_array(hint) else scalar
 
 
 _PACKED_ARRAYS = {"int8": "b", "int16": "h", "int32": "i", "int64": "q"}
@@ -274,9 +275,9 @@ def _zero(f: dataclasses.Field[Any], hint: Any, kafka_type: str | None) -> Any:
         return f.default_factory()
     if types.NoneType in typing.get_args(hint):
         return None
-    if _is_array(hint):
+    if is_array(hint):
         return ()
-    if _entity_in(hint) is not None:
+    if entity_in(hint) is not None:
         return {}
     return {"string": "", "bytes": b"", "records": b"", "uuid": None, "float64": 0.0}.get(
         kafka_type or "", 0

@@ -235,25 +235,8 @@ _SCALAR_CONVERTERS: dict[str, Converter] = {
 }
 
 
-def _entity_in(hint: Any) -> type | None:
-    """The kio class in `X`, `X | None`, `tuple[X, ...]` or `tuple[X, ...] | None`."""
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return hint
-    for arg in typing.get_args(hint):
-        found = _entity_in(arg) if typing.get_origin(arg) is tuple else arg
-        if isinstance(found, type) and dataclasses.is_dataclass(found):
-            return found
-    return None
-
-
-def _is_tuple(hint: Any) -> bool:
-    return typing.get_origin(hint) is tuple or any(
-        typing.get_origin(arg) is tuple for arg in typing.get_args(hint)
-    )
-
-
 def _converter(hint: Any, kafka_type: str | None) -> Converter:
-    entity = _entity_in(hint)
+    entity = encoder.entity_in(hint)
     if entity is not None:
 
         def one(value: Any) -> Any:
@@ -261,11 +244,11 @@ def _converter(hint: Any, kafka_type: str | None) -> Converter:
                 return value
             return build(entity, value)
 
-        if _is_tuple(hint):
+        if encoder.is_array(hint):
             return lambda values: None if values is None else tuple(one(v) for v in values)
         return one
     scalar = _SCALAR_CONVERTERS.get(kafka_type or "", _identity)
-    if _is_tuple(hint):
+    if encoder.is_array(hint):
         return lambda values: None if values is None else tuple(scalar(v) for v in values)
     return scalar
 
@@ -273,9 +256,9 @@ def _converter(hint: Any, kafka_type: str | None) -> Converter:
 def _zero(hint: Any, kafka_type: str | None) -> Any:
     if types.NoneType in typing.get_args(hint):
         return None
-    if _is_tuple(hint):
+    if encoder.is_array(hint):
         return ()
-    entity = _entity_in(hint)
+    entity = encoder.entity_in(hint)
     if entity is not None:
         return lambda: build(entity, {})
     return {

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from protocol import messages
-from protocol.encoder import encode_dict
+from protocol.encoder import encode_dict, entity_in
 
 
 def _classes(of: Any) -> list[tuple[int, int, type]]:
@@ -66,16 +66,6 @@ def _scalar(rng: random.Random, kafka_type: str) -> Any:
     raise AssertionError(kafka_type)
 
 
-def _entity_in(hint: Any) -> type | None:
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return hint
-    for arg in typing.get_args(hint):
-        found = _entity_in(arg) if typing.get_origin(arg) is tuple else arg
-        if isinstance(found, type) and dataclasses.is_dataclass(found):
-            return found
-    return None
-
-
 def _sample(rng: random.Random, cls: type, depth: int = 0) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     data: dict[str, Any] = {}
@@ -91,7 +81,7 @@ def _sample(rng: random.Random, cls: type, depth: int = 0) -> dict[str, Any]:
         is_array = typing.get_origin(hint) is tuple or any(
             typing.get_origin(a) is tuple for a in typing.get_args(hint)
         )
-        entity = _entity_in(hint)
+        entity = entity_in(hint)
         kafka_type = f.metadata.get("kafka_type")
         if entity is not None:
             def one(entity: type = entity) -> Any:
