@@ -45,7 +45,8 @@ MAX_WAITING_FRAMES = 64
 MAX_WAITING_BYTES = 16 * 1024 * 1024
 JOIN_BELOW = 64 * 1024
 MAX_HELD_CHUNKS = 64  # answers held for a pipelined request's (see _hold_for_next)
-PRODUCE_KEY, FETCH_KEY, METADATA_KEY = 0, 1, 3
+METADATA_KEY = 3
+QUICK_KEYS = frozenset((METADATA_KEY, 10, 18))  # + FindCoordinator, ApiVersions
 PIPELINE_WAIT_S = 0.001  # how long a Metadata answer waits for requests sent with it
 OPENING_KEYS = frozenset((METADATA_KEY, 17, 18, 36))  # + SaslHandshake, ApiVersions, SaslAuth.
 # stand-ins until a connection's first request starts its worker
@@ -353,11 +354,13 @@ class Connection(asyncio.BufferedProtocol):
         nothing but Metadata yet (after ApiVersions and SASL), a Metadata answer waits
         up to PIPELINE_WAIT_S for requests sent with it, and their answers go out
         together.
-        Answers are never held behind a Produce or a Fetch: a producer keeps its
-        records until they are acknowledged, and acks in bursts let its queue fill up."""
+        Answers are held only behind requests answered at once (Metadata,
+        FindCoordinator, ApiVersions), never behind one that may wait (Fetch,
+        ShareFetch, JoinGroup, SyncGroup) or a Produce, whose producer keeps its
+        records until they are acknowledged."""
         if not self._frames or len(held) > MAX_HELD_CHUNKS:
             return False
-        return int.from_bytes(self._frames[0][:2], "big") not in (PRODUCE_KEY, FETCH_KEY)
+        return int.from_bytes(self._frames[0][:2], "big") in QUICK_KEYS
 
     async def _next_frame_within(self, seconds: float) -> None:
         self._arrived.clear()

@@ -44,6 +44,7 @@ class ShareSession:
     epoch: int = 1  # what the next request must carry
     connection_id: str = ""  # the connection that opened it
     partitions: dict[TopicPartition, None] = field(default_factory=dict)  # in order
+    fetches: int = 0  # ShareFetch requests served (where the next one starts reading)
 
     def update(self, added: Iterable[TopicPartition], forgotten: Iterable[TopicPartition]) -> None:
         for tp in added:

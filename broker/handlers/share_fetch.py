@@ -180,12 +180,16 @@ async def _let_waiters_go_first(
 
 
 def _rotated(session: ShareSession) -> list[TopicPartition]:
-    """The session's partitions, starting one further along each time, so that a
-    record limit reached early does not leave the same partitions unread."""
+    """The session's partitions, starting one further along at each ShareFetch, so that
+    a record limit reached early does not leave the same partitions unread. (Counted
+    per fetch, not by session epoch: a member that acknowledges with ShareAcknowledge
+    between its fetches moves the epoch on by two, and with two partitions would
+    always start at the same one.)"""
     partitions = list(session.partitions)
     if not partitions:
         return partitions
-    start = session.epoch % len(partitions)
+    start = session.fetches % len(partitions)
+    session.fetches += 1
     return partitions[start:] + partitions[:start]
 
 
