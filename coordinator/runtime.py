@@ -127,6 +127,8 @@ def partition_for(key: str, partitions: int) -> int:
 
 
 Operation = Callable[[Any], "Result[Any]"]
+# an operation's future, and what it is to get once its records are written
+Answer = tuple[asyncio.Future[Any], Any, BaseException | None]
 
 
 class ShardRuntime:
@@ -148,7 +150,7 @@ class ShardRuntime:
         partition: Partition,
         shard: Any,
         flush: Callable[[Any], Awaitable[None]],  # (the broker's Partition)
-        make_shard: Callable[[ShardRuntime], Any] | None = None,
+        make_shard: Callable[[ShardRuntime], Any],
     ) -> None:
         self.index = index
         self.partition = partition
@@ -162,7 +164,7 @@ class ShardRuntime:
         # what the operations since the last write owe the log and their callers
         self._batches: list[bytes] = []
         self._plain: list[Record] = []  # records of non-transactional results, one batch
-        self._answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        self._answers: list[Answer] = []
         self._first_offset = 0  # where the pending records go
         self._next_offset = 0
         self._write_scheduled = False
@@ -255,35 +257,32 @@ class ShardRuntime:
 
     def _take(self, result: Result[Any]) -> None:
         """Replay `result`'s records with the offsets they will have and keep them."""
-        if result.control is None and result.producer is None:
-            for key, value in result.records:
-                if key is not None:
-                    self.shard.replay(self._next_offset, key, value, -1)
-                self._next_offset += 1
-            self._plain.extend(result.records)
-            return
-        self._seal_plain()
         now_ms = int(time.time() * 1000)
         if result.control is not None:
             producer_id, epoch, commit = result.control
-            batch = control_batch(producer_id, epoch, commit, now_ms)
             self.shard.replay_control(producer_id, commit)
             self._next_offset += 1
-        else:
-            assert result.producer is not None
-            producer_id, epoch = result.producer
-            batch = build_batch(
+            self._seal_plain()
+            self._batches.append(control_batch(producer_id, epoch, commit, now_ms))
+            return
+        producer_id = result.producer[0] if result.producer is not None else -1
+        for key, value in result.records:
+            if key is not None:
+                self.shard.replay(self._next_offset, key, value, producer_id)
+            self._next_offset += 1
+        if result.producer is None:
+            self._plain.extend(result.records)
+            return
+        self._seal_plain()
+        self._batches.append(
+            build_batch(
                 result.records,
                 timestamp=now_ms,
                 attributes=ATTR_TRANSACTIONAL,
                 producer_id=producer_id,
-                producer_epoch=epoch,
+                producer_epoch=result.producer[1],
             )
-            for key, value in result.records:
-                if key is not None:
-                    self.shard.replay(self._next_offset, key, value, producer_id)
-                self._next_offset += 1
-        self._batches.append(batch)
+        )
 
     def _seal_plain(self) -> None:
         if self._plain:
@@ -324,7 +323,8 @@ class ShardRuntime:
         ):
             self._answer(answers)
             return
-        task = asyncio.get_running_loop().create_task(self._flush_then_answer(previous, answers))
+        assert self._loop is not None
+        task = self._loop.create_task(self._flush_then_answer(previous, answers))
         self._flushing = task
         self._background.add(task)
         task.add_done_callback(self._flush_done)
@@ -337,7 +337,7 @@ class ShardRuntime:
     async def _flush_then_answer(
         self,
         previous: asyncio.Task[None] | None,
-        answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]],
+        answers: list[Answer],
     ) -> None:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
@@ -350,7 +350,7 @@ class ShardRuntime:
         self._answer(answers)
 
     @staticmethod
-    def _answer(answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    def _answer(answers: list[Answer]) -> None:
         for future, response, error in answers:
             if future.done():
                 continue
@@ -361,7 +361,7 @@ class ShardRuntime:
 
     def _failed_write(
         self,
-        answers: list[tuple[asyncio.Future[Any], Any, BaseException | None]],
+        answers: list[Answer],
         exc: Exception,
     ) -> None:
         """The records are not in the log: nothing they said may stay in the state."""
@@ -383,8 +383,6 @@ class ShardRuntime:
         for timer in self._timers.values():
             timer.handle.cancel()
         self._timers.clear()
-        if self._make_shard is None:
-            return
         self.loaded = False
         self.shard = self._make_shard(self)
         try:
@@ -396,7 +394,8 @@ class ShardRuntime:
     # (a session kept alive by every heartbeat or commit) only records the new time; the
     # timer that fires early sets itself again for what is left.
     def schedule(self, key: str, delay_ms: float, operation: Operation) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        assert loop is not None
         due = loop.time() + max(delay_ms, 0) / 1000
         timer = self._timers.get(key)
         if timer is not None and timer.handle.when() <= due:
@@ -411,7 +410,8 @@ class ShardRuntime:
         timer = self._timers.get(key)
         if timer is None:
             return
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        assert loop is not None
         if timer.due > loop.time():
             timer.handle = loop.call_at(timer.due, self._fire, key)
             return
