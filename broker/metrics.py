@@ -26,7 +26,6 @@ class RequestStats(Collector):
     update, which every request would pay) and read when scraped."""
 
     def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
         self.sums: dict[str, float] = {}
         self.buckets: dict[str, list[int]] = {}
         self.bytes_in = 0  # record batch bytes appended
@@ -36,9 +35,7 @@ class RequestStats(Collector):
         counts = self.buckets.get(api)
         if counts is None:
             counts = self.buckets[api] = [0] * (len(LATENCY_BUCKETS) + 1)
-            self.counts[api] = 0
             self.sums[api] = 0.0
-        self.counts[api] += 1
         self.sums[api] += seconds
         counts[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
 
@@ -48,7 +45,7 @@ class RequestStats(Collector):
             "odradek_request_latency_seconds", "Time to handle a request", labels=["api"]
         )
         for api, counts in list(self.buckets.items()):
-            total.add_metric([api], self.counts[api])
+            total.add_metric([api], sum(counts))
             cumulative, so_far = [], 0
             for bound, count in zip((*LATENCY_BUCKETS, float("inf")), counts, strict=True):
                 so_far += count

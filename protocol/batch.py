@@ -220,6 +220,8 @@ _SMALL_VARINTS = [bytes((n << 1,)) for n in range(64)]  # varint(n) for 0 <= n <
 
 def uvarint(value: int) -> bytes:
     """An unsigned varint (compact lengths and tag counts of flexible messages)."""
+    if value < 0x80:
+        return bytes((value,))
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)

@@ -29,6 +29,8 @@ from typing import Any
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial._serialize import entity_writer, get_field_writer
 
+from protocol.batch import uvarint
+
 LARGE = 4096
 
 _I8 = struct.Struct(">b").pack
@@ -68,17 +70,6 @@ class Out:
 
 
 Write = Callable[[Out, Any], None]
-
-
-def uvarint(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _millis(value: Any) -> int:
