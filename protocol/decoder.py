@@ -13,7 +13,6 @@ import collections
 import dataclasses
 import datetime
 import struct
-import types
 import typing
 import uuid
 from collections.abc import Callable
@@ -21,6 +20,8 @@ from functools import cache
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+
+from protocol.kio_types import declared_default, entity_in, is_array, is_nullable
 
 
 class DecodeError(ValueError):
@@ -224,34 +225,20 @@ def _array_reader(element: Reader, flexible: bool, nullable: bool) -> Reader:
     return read
 
 
-def _entity_of(hint: Any) -> type | None:
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return hint
-    for arg in typing.get_args(hint):
-        if isinstance(arg, type) and dataclasses.is_dataclass(arg):
-            return arg
-    return None
-
-
 def _field_reader(hint: Any, kafka_type: str | None, flexible: bool) -> Reader:
-    nullable = types.NoneType in typing.get_args(hint)
-    is_array = typing.get_origin(hint) is tuple or any(
-        typing.get_origin(a) is tuple for a in typing.get_args(hint)
-    )
-    entity = _entity_of(hint)
-    if entity is None and is_array:
-        inner = next(a for a in (hint, *typing.get_args(hint)) if typing.get_origin(a) is tuple)
-        entity = _entity_of(typing.get_args(inner)[0])
+    nullable = is_nullable(hint)
+    array = is_array(hint)
+    entity = entity_in(hint)
     if entity is not None:
         element = entity_reader(entity)
-        if is_array:
+        if array:
             return _array_reader(element, flexible, nullable)
         if nullable:
             return _nullable_struct(element)
         return element
     assert kafka_type is not None, hint
     scalar = _scalar_reader(kafka_type, flexible, nullable=False)
-    if is_array:
+    if array:
         return _array_reader(scalar, flexible, nullable)
     return _scalar_reader(kafka_type, flexible, nullable)
 
@@ -276,14 +263,6 @@ def light_class(cls: type) -> type:
     return collections.namedtuple(cls.__name__, names)  # type: ignore[misc]
 
 
-def _tagged_default(f: dataclasses.Field[Any]) -> Any:
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return None
-
-
 # Fixed-size fields that follow one another are read with one struct.
 _FIXED_FORMATS = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H"}
 _FIXED_FORMATS |= {"float64": "d", "timedelta_i32": "i", "timedelta_i64": "q"}
@@ -299,11 +278,7 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
 
 def _fixed_format(hint: Any, kafka_type: str | None) -> str | None:
     """The struct format of a plain fixed-size field, None for anything else."""
-    if kafka_type not in _FIXED_FORMATS or types.NoneType in typing.get_args(hint):
-        return None
-    if typing.get_origin(hint) is tuple or any(
-        typing.get_origin(a) is tuple for a in typing.get_args(hint)
-    ):
+    if kafka_type not in _FIXED_FORMATS or is_nullable(hint) or is_array(hint):
         return None
     return _FIXED_FORMATS[kafka_type]
 
@@ -364,7 +339,7 @@ def entity_reader(cls: type) -> Reader:
     defaults: list[Any] = []
     for index, f in enumerate(dataclasses.fields(cls)):
         tag = f.metadata.get("tag")
-        defaults.append(_tagged_default(f) if tag is not None else None)
+        defaults.append(declared_default(f, None) if tag is not None else None)
         if tag is not None:
             tagged[tag] = (index, _field_reader(hints[f.name], f.metadata.get("kafka_type"), True))
     steps = _field_steps(cls, hints, flexible)

@@ -19,7 +19,6 @@ import dataclasses
 import datetime
 import io
 import struct
-import types
 import typing
 import uuid
 from collections.abc import Callable, Mapping
@@ -30,6 +29,7 @@ from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial._serialize import entity_writer, get_field_writer
 
 from protocol.batch import uvarint
+from protocol.kio_types import declared_default, entity_in, is_array, is_nullable
 
 LARGE = 4096
 
@@ -209,27 +209,9 @@ def _nullable(element: Write) -> Write:
     return write
 
 
-def entity_in(hint: Any) -> type | None:
-    """The kio class in `X`, `X | None`, `tuple[X, ...]` or `tuple[X, ...] | None`."""
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return hint
-    for arg in typing.get_args(hint):
-        found = entity_in(arg) if typing.get_origin(arg) is tuple else arg
-        if isinstance(found, type) and dataclasses.is_dataclass(found):
-            return found
-    return None
-
-
-def is_array(hint: Any) -> bool:
-    """Is `hint` a tuple (an array), or a tuple or None?"""
-    return typing.get_origin(hint) is tuple or any(
-        typing.get_origin(arg) is tuple for arg in typing.get_args(hint)
-    )
-
-
 def _field_writer(hint: Any, kafka_type: str | None, flexible: bool) -> Write:
     entity = entity_in(hint)
-    nullable = types.NoneType in typing.get_args(hint)
+    nullable = is_nullable(hint)
     if entity is not None:
         element = dict_writer(entity)
         if is_array(hint):
@@ -260,19 +242,18 @@ def _packed_array(code: str, flexible: bool) -> Write:
 
 
 def _zero(f: dataclasses.Field[Any], hint: Any, kafka_type: str | None) -> Any:
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    if types.NoneType in typing.get_args(hint):
-        return None
-    if is_array(hint):
-        return ()
-    if entity_in(hint) is not None:
-        return {}
-    return {"string": "", "bytes": b"", "records": b"", "uuid": None, "float64": 0.0}.get(
-        kafka_type or "", 0
-    )
+    zero: Any
+    if is_nullable(hint):
+        zero = None
+    elif is_array(hint):
+        zero = ()
+    elif entity_in(hint) is not None:
+        zero = {}
+    else:
+        zero = {"string": "", "bytes": b"", "records": b"", "uuid": None, "float64": 0.0}.get(
+            kafka_type or "", 0
+        )
+    return declared_default(f, zero)
 
 
 @cache

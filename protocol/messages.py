@@ -26,6 +26,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from protocol import decoder, encoder
+from protocol.kio_types import entity_in, is_array, is_nullable
 from protocol.produce_request import decode_produce_request
 
 PRODUCE_KEY = 0
@@ -236,7 +237,7 @@ _SCALAR_CONVERTERS: dict[str, Converter] = {
 
 
 def _converter(hint: Any, kafka_type: str | None) -> Converter:
-    entity = encoder.entity_in(hint)
+    entity = entity_in(hint)
     if entity is not None:
 
         def one(value: Any) -> Any:
@@ -244,21 +245,21 @@ def _converter(hint: Any, kafka_type: str | None) -> Converter:
                 return value
             return build(entity, value)
 
-        if encoder.is_array(hint):
+        if is_array(hint):
             return lambda values: None if values is None else tuple(one(v) for v in values)
         return one
     scalar = _SCALAR_CONVERTERS.get(kafka_type or "", _identity)
-    if encoder.is_array(hint):
+    if is_array(hint):
         return lambda values: None if values is None else tuple(scalar(v) for v in values)
     return scalar
 
 
 def _zero(hint: Any, kafka_type: str | None) -> Any:
-    if types.NoneType in typing.get_args(hint):
+    if is_nullable(hint):
         return None
-    if encoder.is_array(hint):
+    if is_array(hint):
         return ()
-    entity = encoder.entity_in(hint)
+    entity = entity_in(hint)
     if entity is not None:
         return lambda: build(entity, {})
     return {

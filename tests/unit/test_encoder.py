@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from protocol import messages
-from protocol.encoder import encode_dict, entity_in
+from protocol.encoder import encode_dict
+from protocol.kio_types import entity_in
 
 
 def _classes(of: Any) -> list[tuple[int, int, type]]:
