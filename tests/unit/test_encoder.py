@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 import pytest
+from helpers.messages import plain
 
 from protocol import messages
 from protocol.encoder import encode_dict
@@ -139,17 +140,6 @@ def test_times_may_be_given_as_milliseconds_or_as_python_values() -> None:
     assert as_int == as_delta
 
 
-def _plain(value: Any) -> Any:
-    """Field values in order, nested: a kio object and a decoded request compare equal."""
-    if dataclasses.is_dataclass(value):
-        return tuple(_plain(getattr(value, f.name)) for f in dataclasses.fields(value))
-    if isinstance(value, tuple):
-        return tuple(_plain(item) for item in value)
-    if isinstance(value, memoryview):
-        return bytes(value)
-    return value
-
-
 @pytest.mark.parametrize(("api_key", "version", "cls"), REQUESTS, ids=lambda v: str(v))
 def test_decoder_reads_what_kio_writes(api_key: int, version: int, cls: type) -> None:
     rng = random.Random(api_key * 100 + version + 7)
@@ -160,4 +150,4 @@ def test_decoder_reads_what_kio_writes(api_key: int, version: int, cls: type) ->
             raw = _kio_bytes(cls, data)
         except Exception:
             continue  # a value kio itself refuses (a datetime left out, ...)
-        assert _plain(messages.decode_request(api_key, version, raw, 0)) == _plain(entity)
+        assert plain(messages.decode_request(api_key, version, raw, 0)) == plain(entity)
