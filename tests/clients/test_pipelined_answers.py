@@ -17,6 +17,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from helpers.broker import Broker
+from helpers.logs import client_logger
 from helpers.topics import create_topic
 
 pytestmark = pytest.mark.timeout(120)
@@ -24,22 +25,9 @@ pytestmark = pytest.mark.timeout(120)
 JOINS = 15
 
 
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
 def _join_once(bootstrap: str, topic: str, index: int) -> list[str]:
     """One new consumer subscribes and waits for its assignment; its cgrp log lines."""
-    handler = _Lines()
-    logger = logging.getLogger(f"pipelined-{uuid.uuid4().hex[:8]}")
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
-    logger.addHandler(handler)
+    logger, handler = client_logger(logging.DEBUG)
     assigned: list[TopicPartition] = []
     consumer = Consumer(
         {

@@ -33,6 +33,7 @@ from confluent_kafka.admin import (
 from helpers import java
 from helpers.broker import Broker, BrokerFactory, BrokerStartError
 from helpers.certs import make_certs
+from helpers.logs import LogLines
 from helpers.wire import WireClient
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaPythonTopicPartition
@@ -269,17 +270,8 @@ def test_librdkafka_reports_a_wrong_password(broker_factory: BrokerFactory) -> N
     assert "authentication failed" in broker.log_text()
 
 
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
-def collecting(logger_name: str) -> _Collect:
-    handler = _Collect()
+def collecting(logger_name: str) -> LogLines:
+    handler = LogLines()
     logging.getLogger(logger_name).addHandler(handler)
     return handler
 

@@ -25,6 +25,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from helpers import java
 from helpers.broker import REPO_ROOT, Broker, BrokerFactory, free_port
 from helpers.certs import Certs, Identity, make_certs
+from helpers.logs import client_logger
 from helpers.wire import WireClient
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaTimeoutError
@@ -104,23 +105,10 @@ def rdkafka_round_trip(config: Mapping[str, Any], topic: str, values: list[bytes
     return got
 
 
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
 def rdkafka_refused(config: Mapping[str, Any]) -> str:
     """Metadata through a client that should not get through; what it logged and the
     errors it reported."""
-    collect = _Collect()
-    logger = logging.getLogger(f"rdkafka-{id(collect)}")
-    logger.propagate = False
-    logger.setLevel(logging.INFO)
-    logger.addHandler(collect)
+    logger, collect = client_logger(logging.INFO)
     errors: list[str] = []
     client = Producer({**config, "logger": logger, "error_cb": lambda e: errors.append(str(e))})
     with pytest.raises(KafkaException):
