@@ -478,5 +478,5 @@ class Broker:
             "error_code": ErrorCode.unsupported_version,
             "api_keys": api_keys(self.apis.values()),
         }
-        body = messages.encode(messages.build_response(API_VERSIONS_KEY, 0, reply))
-        return [frame(response_header(correlation_id, False), body)]
+        chunks, _size = messages.encode_response(API_VERSIONS_KEY, 0, reply)
+        return [frame(response_header(correlation_id, False), b"".join(chunks))]

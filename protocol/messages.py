@@ -113,49 +113,6 @@ class FileRegion(typing.Protocol):
 Chunk = bytes | bytearray | memoryview | FileRegion
 
 
-class ChunkWriter:
-    """A write target that keeps large pieces (record batches) as they are.
-
-    Small writes are gathered into one bytearray; anything of LARGE bytes or
-    more, and any file region, is kept by reference, so a response is a list of
-    chunks and record data is never copied on its way out.
-    """
-
-    LARGE = 4096
-
-    def __init__(self) -> None:
-        self.chunks: list[Chunk] = []
-        self._small = io.BytesIO()
-        self.size = 0
-
-    def write(self, data: Chunk) -> int:
-        length = len(data)
-        self.size += length
-        if length < self.LARGE and isinstance(data, bytes | bytearray | memoryview):
-            self._small.write(data)
-            return length
-        self._flush_small()
-        self.chunks.append(data)
-        return length
-
-    def _flush_small(self) -> None:
-        if self._small.tell():
-            self.chunks.append(self._small.getvalue())
-            self._small = io.BytesIO()
-
-    def finish(self) -> list[Chunk]:
-        self._flush_small()
-        return self.chunks
-
-
-def encode_chunks(entity: Any) -> ChunkWriter:
-    out = ChunkWriter()
-    entity_type: type = type(entity)
-    _writer(entity_type)(out, entity)
-    out.finish()
-    return out
-
-
 def build(cls: type, data: Mapping[str, Any]) -> Any:
     """Make an instance of the kio class `cls` from a plain nested dict."""
     kwargs = {}
