@@ -5,6 +5,10 @@ reading, so a frame claiming 2^31 elements aborts the process. This decoder
 walks the same class definitions (field order, `kafka_type`, tags, flexible
 or not) but checks every length against the bytes that are left, so a lying
 length is a `DecodeError`, never an allocation.
+
+Every request runs through it, so each class's reader is compiled once into
+straight-line Python (`entity_reader`): fields read into locals, runs of
+fixed-size fields with one struct call, no per-field loop.
 """
 
 from __future__ import annotations
@@ -107,9 +111,11 @@ def _string_reader(flexible: bool, nullable: bool) -> Reader:
             if not nullable:
                 raise DecodeError("null in a non-nullable string")
             return None, pos
-        raw, pos = _take(buf, pos, length)
+        end = pos + length
+        if end > len(buf):
+            raise DecodeError(f"length {length} runs past the end of the request")
         try:
-            return raw.decode("utf-8"), pos
+            return str(buf[pos:end], "utf-8"), end
         except UnicodeDecodeError as exc:
             raise DecodeError("string is not UTF-8") from exc
 
@@ -209,7 +215,11 @@ def _scalar_reader(kafka_type: str, flexible: bool, nullable: bool) -> Reader:
 
 def _array_reader(element: Reader, flexible: bool, nullable: bool) -> Reader:
     def read(buf: memoryview, pos: int) -> tuple[Any, int]:
-        count, pos = _length(buf, pos, flexible, wide=True)
+        if flexible and pos < len(buf) and buf[pos] < 0x80:  # a one-byte length
+            count = buf[pos] - 1
+            pos += 1
+        else:
+            count, pos = _length(buf, pos, flexible, wide=True)
         if count < 0:
             if not nullable:
                 raise DecodeError("null in a non-nullable array")
@@ -283,35 +293,18 @@ def _fixed_format(hint: Any, kafka_type: str | None) -> str | None:
     return _FIXED_FORMATS[kafka_type]
 
 
-def _fixed_run(fmt: struct.Struct, at: list[int], converts: list[Any]) -> Callable[..., int]:
-    size = fmt.size
-    unpack = fmt.unpack_from
-    steps = list(zip(at, converts, strict=True))
-
-    def read(buf: memoryview, pos: int, values: list[Any]) -> int:
-        if pos + size > len(buf):
-            raise DecodeError("buffer ends inside a fixed-size field")
-        for (index, convert), value in zip(steps, unpack(buf, pos), strict=True):
-            values[index] = value if convert is None else convert(value)
-        return pos + size
-
-    return read
-
-
-def _field_steps(cls: type, hints: dict[str, Any], flexible: bool) -> list[Any]:
-    """What reads the plain fields in order: (index, reader) for a field of its own,
-    (None, run) for a run of fixed-size fields read at once."""
-    steps: list[Any] = []
-    run_format = ""
-    run_at: list[int] = []
-    run_converts: list[Any] = []
+def _field_plan(cls: type, hints: dict[str, Any], flexible: bool) -> list[Any]:
+    """The plain fields in order: ("one", index, reader) for a field read on its own,
+    ("run", indexes, struct, converts) for fixed-size fields that follow one another,
+    read with one struct."""
+    plan: list[Any] = []
+    run: list[tuple[int, str, Any]] = []
 
     def close_run() -> None:
-        nonlocal run_format, run_at, run_converts
-        if run_at:
-            fmt = struct.Struct(">" + run_format)
-            steps.append((None, _fixed_run(fmt, run_at, run_converts)))
-        run_format, run_at, run_converts = "", [], []
+        if run:
+            fmt = struct.Struct(">" + "".join(code for _, code, _ in run))
+            plan.append(("run", [i for i, _, _ in run], fmt, [c for _, _, c in run]))
+            run.clear()
 
     for index, f in enumerate(dataclasses.fields(cls)):
         if f.metadata.get("tag") is not None:
@@ -319,57 +312,90 @@ def _field_steps(cls: type, hints: dict[str, Any], flexible: bool) -> list[Any]:
         kafka_type = f.metadata.get("kafka_type")
         code = _fixed_format(hints[f.name], kafka_type)
         if code is not None:
-            run_format += code
-            run_at.append(index)
-            run_converts.append(_CONVERT.get(kafka_type or ""))
+            run.append((index, code, _CONVERT.get(kafka_type or "")))
             continue
         close_run()
-        steps.append((index, _field_reader(hints[f.name], kafka_type, flexible)))
+        plan.append(("one", index, _field_reader(hints[f.name], kafka_type, flexible)))
     close_run()
-    return steps
+    return plan
+
+
+def _read_tagged(
+    buf: memoryview, pos: int, tagged: dict[int, tuple[int, Reader]]
+) -> tuple[dict[int, Any], int]:
+    """The tagged-field section: {field index: value} for the tags the class knows;
+    others are skipped."""
+    found: dict[int, Any] = {}
+    count, pos = read_uvarint(buf, pos)
+    for _ in range(count):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        end = pos + size
+        if end > len(buf):
+            raise DecodeError("tagged field runs past the end of the request")
+        known = tagged.get(tag)
+        if known is not None:
+            index, reader = known
+            found[index], _ = reader(buf[:end], pos)
+        pos = end
+    return found, pos
 
 
 @cache
 def entity_reader(cls: type) -> Reader:
+    """A reader of `cls`, compiled once: straight-line code that reads the fields in
+    order into locals and builds the named tuple (no per-field loop or list; this
+    runs for every request)."""
     hints = typing.get_type_hints(cls)
     flexible = bool(cls.__flexible__)  # type: ignore[attr-defined]
-    light = light_class(cls)
-    make = tuple.__new__
+    fields = dataclasses.fields(cls)
     tagged: dict[int, tuple[int, Reader]] = {}
-    defaults: list[Any] = []
-    for index, f in enumerate(dataclasses.fields(cls)):
+    scope: dict[str, Any] = {
+        "DecodeError": DecodeError,
+        "make": tuple.__new__,
+        "light": light_class(cls),
+        "read_tagged": _read_tagged,
+        "tagged": tagged,
+    }
+    body = ["end = len(buf)"]
+    for index, f in enumerate(fields):
         tag = f.metadata.get("tag")
-        defaults.append(declared_default(f, None) if tag is not None else None)
         if tag is not None:
-            tagged[tag] = (index, _field_reader(hints[f.name], f.metadata.get("kafka_type"), True))
-    steps = _field_steps(cls, hints, flexible)
-
-    def read(buf: memoryview, pos: int) -> tuple[Any, int]:
-        values = list(defaults)
-        for index, reader in steps:
-            if index is None:
-                pos = reader(buf, pos, values)
-            else:
-                values[index], pos = reader(buf, pos)
-        if flexible:
-            if pos < len(buf) and buf[pos] == 0:  # no tagged fields, the usual case
-                pos += 1
-            else:
-                count, pos = read_uvarint(buf, pos)
-                for _ in range(count):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    end = pos + size
-                    if end > len(buf):
-                        raise DecodeError("tagged field runs past the end of the request")
-                    known = tagged.get(tag)
-                    if known is not None:
-                        index, reader = known
-                        values[index], _ = reader(buf[:end], pos)
-                    pos = end
-        return make(light, values), pos
-
-    return read
+            kafka_type = f.metadata.get("kafka_type")
+            tagged[tag] = (index, _field_reader(hints[f.name], kafka_type, True))
+            scope[f"default{index}"] = declared_default(f, None)
+            body.append(f"v{index} = default{index}")
+    for step_number, step in enumerate(_field_plan(cls, hints, flexible)):
+        if step[0] == "one":
+            _, index, reader = step
+            scope[f"read{index}"] = reader
+            body.append(f"v{index}, pos = read{index}(buf, pos)")
+            continue
+        _, indexes, fmt, converts = step
+        scope[f"run{step_number}"] = fmt.unpack_from
+        body += [
+            f"if pos + {fmt.size} > end:",
+            "    raise DecodeError('buffer ends inside a fixed-size field')",
+            f"{''.join(f'v{i}, ' for i in indexes)}= run{step_number}(buf, pos)",
+            f"pos += {fmt.size}",
+        ]
+        for index, convert in zip(indexes, converts, strict=True):
+            if convert is not None:
+                scope[f"convert{index}"] = convert
+                body.append(f"v{index} = convert{index}(v{index})")
+    if flexible:
+        body += [
+            "if pos < end and buf[pos] == 0:  # no tagged fields, the usual case",
+            "    pos += 1",
+            "else:",
+            "    found, pos = read_tagged(buf, pos, tagged)",
+        ]
+        body += [f"    v{index} = found.get({index}, v{index})" for index, _ in tagged.values()]
+    values = "".join(f"v{index}, " for index in range(len(fields)))
+    body.append(f"return make(light, ({values})), pos")
+    source = "def read(buf, pos):\n" + "".join(f"    {line}\n" for line in body)
+    exec(compile(source, f"<reader of {cls.__module__}.{cls.__name__}>", "exec"), scope)
+    return scope["read"]  # type: ignore[no-any-return]
 
 
 def decode(cls: type, buf: bytes | bytearray | memoryview, offset: int) -> Any:

@@ -131,6 +131,19 @@ def _compact_bytes(out: Out, value: Any) -> None:
     _data(value, length, out)
 
 
+def _compact_string(out: Out, value: Any) -> None:
+    if value is None:
+        out.buf.append(0)
+        return
+    raw = value.encode() if isinstance(value, str) else value
+    length = len(raw) + 1
+    if length < 0x80:
+        out.buf.append(length)
+    else:
+        out.buf += uvarint(length)
+    out.buf += raw
+
+
 def _legacy_string(out: Out, value: Any) -> None:
     if value is None:
         out.buf += _NULL_I16
@@ -180,7 +193,7 @@ def _scalar(kafka_type: str, flexible: bool) -> Write:
         case "datetime_i64":
             return _write_datetime
         case "string":
-            return _compact_bytes if flexible else _legacy_string
+            return _compact_string if flexible else _legacy_string
         case "bytes" | "records":
             return _compact_bytes if flexible else _legacy_bytes
     raise LookupError(f"no writer for kafka type {kafka_type}")
@@ -191,7 +204,13 @@ def _array(element: Write, flexible: bool) -> Write:
         if values is None:
             out.buf += b"\x00" if flexible else _NULL_I32
             return
-        out.buf += uvarint(len(values) + 1) if flexible else _I32(len(values))
+        count = len(values)
+        if not flexible:
+            out.buf += _I32(count)
+        elif count < 0x7F:
+            out.buf.append(count + 1)
+        else:
+            out.buf += uvarint(count + 1)
         for value in values:
             element(out, value)
 
@@ -256,41 +275,91 @@ def _zero(f: dataclasses.Field[Any], hint: Any, kafka_type: str | None) -> Any:
     return declared_default(f, zero)
 
 
+# Fixed-size fields that follow one another are packed with one struct: the format
+# code and what turns the dict's value into the number packed.
+_RUN_CODES: dict[str, tuple[str, str]] = {
+    "int8": ("b", ""), "int16": ("h", ""), "error_code": ("h", ""), "int32": ("i", ""),
+    "int64": ("q", ""), "uint8": ("B", ""), "uint16": ("H", ""), "uint32": ("I", ""),
+    "uint64": ("Q", ""), "float64": ("d", ""), "bool": ("?", ""),
+    "timedelta_i32": ("i", "millis"), "timedelta_i64": ("q", "millis"),
+    "datetime_i64": ("q", "epoch_millis"),
+}  # fmt: skip
+
+
+def _run_code(hint: Any, kafka_type: str | None) -> tuple[str, str] | None:
+    if kafka_type not in _RUN_CODES or is_array(hint) or is_nullable(hint):
+        return None
+    return _RUN_CODES[kafka_type]
+
+
 @cache
 def dict_writer(cls: type) -> Write:
-    """A writer of `cls`'s wire form from a dict (or from an instance of `cls`)."""
+    """A writer of `cls`'s wire form from a dict (or from an instance of `cls`),
+    compiled once: straight-line code that packs runs of fixed-size fields with one
+    struct each and calls a writer for every other field."""
     hints = typing.get_type_hints(cls)
     flexible = bool(cls.__flexible__)  # type: ignore[attr-defined]
-    plain: list[tuple[str, Write, Any]] = []
     tagged: list[tuple[int, dataclasses.Field[Any]]] = []
-    for f in dataclasses.fields(cls):
+    kio_writer: Callable[[Any, Any], None] = entity_writer(cls)
+    scope: dict[str, Any] = {
+        "Mapping": Mapping,
+        "kio_object": lambda out, data: _write_kio(out, kio_writer, data),
+        "millis": _millis,
+        "epoch_millis": _epoch_millis,
+        "write_tagged": _write_tagged,
+        "cls": cls,
+        "tagged": tagged,
+    }
+    body = [
+        "if not isinstance(data, Mapping):  # a kio object already",
+        "    return kio_object(out, data)",
+        "get = data.get",
+    ]
+    run: list[tuple[str, str]] = []  # (format code, value expression)
+
+    def close_run() -> None:
+        if run:
+            name = f"pack{len(body)}"
+            scope[name] = struct.Struct(">" + "".join(code for code, _ in run)).pack
+            body.append(f"out.buf += {name}({', '.join(value for _, value in run)})")
+            run.clear()
+
+    for index, f in enumerate(dataclasses.fields(cls)):
         tag = f.metadata.get("tag")
         if tag is not None:
             tagged.append((tag, f))
             continue
         kafka_type = f.metadata.get("kafka_type")
-        writer = _field_writer(hints[f.name], kafka_type, flexible)
-        plain.append((f.name, writer, _zero(f, hints[f.name], kafka_type)))
+        scope[f"zero{index}"] = _zero(f, hints[f.name], kafka_type)
+        value = f"get({f.name!r}, zero{index})"
+        code = _run_code(hints[f.name], kafka_type)
+        if code is not None:
+            run.append((code[0], f"{code[1]}({value})" if code[1] else value))
+            continue
+        close_run()
+        scope[f"write{index}"] = _field_writer(hints[f.name], kafka_type, flexible)
+        body.append(f"write{index}(out, {value})")
+    close_run()
     tagged.sort(key=lambda item: item[0])
-    kio_writer: Callable[[Any, Any], None] = entity_writer(cls)
+    if flexible and not tagged:
+        body.append("out.buf.append(0)")
+    elif flexible:
+        body += [
+            "present = [(tag, f) for tag, f in tagged if get(f.name) is not None]",
+            "if present:",
+            "    write_tagged(out, cls, data, present)",
+            "else:",
+            "    out.buf.append(0)",
+        ]
+    source = "def write(out, data):\n" + "".join(f"    {line}\n" for line in body)
+    exec(compile(source, f"<writer of {cls.__module__}.{cls.__name__}>", "exec"), scope)
+    return scope["write"]  # type: ignore[no-any-return]
 
-    def write(out: Out, data: Any) -> None:
-        if not isinstance(data, Mapping):  # a kio object already
-            raw = io.BytesIO()
-            kio_writer(raw, data)
-            out.buf += raw.getvalue()
-            return
-        for name, writer, zero in plain:
-            writer(out, data.get(name, zero))
-        if not flexible:
-            return
-        present = [(tag, f) for tag, f in tagged if data.get(f.name) is not None]
-        if not present:
-            out.buf.append(0)
-            return
-        _write_tagged(out, cls, data, present)
 
-    return write
+def _write_kio(out: Out, kio_writer: Callable[[Any, Any], None], data: Any) -> None:
+    raw = io.BytesIO()
+    kio_writer(raw, data)
+    out.buf += raw.getvalue()
 
 
 def _write_tagged(
