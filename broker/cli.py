@@ -75,6 +75,7 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     if args.metrics_port is not None:
         config.metrics_port = args.metrics_port
     config.resolved_listeners()  # fails here, before anything starts, if they do not fit
+    config.cluster()  # and so do KRaft settings that contradict each other
     return config
 
 

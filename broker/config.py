@@ -13,12 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from broker.cluster_config import ClusterConfig, ClusterConfigError, cluster_config
 from broker.kafka_settings import KAFKA_BROKER_SETTINGS, OTHER_DISTRIBUTION_PREFIXES
 from broker.listeners import (
     DEFAULT_LISTENERS,
     DEFAULT_PROTOCOL_MAP,
     Listener,
     ListenerError,
+    parse_endpoints,
     resolve,
 )
 from storage import LogConfig
@@ -39,6 +41,9 @@ _NAMES = {
     "advertised.listeners": "advertised_listeners",
     "listener.security.protocol.map": "listener_security_protocol_map",
     "controller.listener.names": "controller_listener_names",
+    "process.roles": "process_roles",
+    "controller.quorum.voters": "controller_quorum_voters",
+    "controller.quorum.bootstrap.servers": "controller_quorum_bootstrap_servers",
     "advertised.host.name": "advertised_host",
     "num.partitions": "num_partitions",
     "auto.create.topics.enable": "auto_create_topics",
@@ -138,6 +143,9 @@ class BrokerConfig:
     advertised_listeners: str | None = None
     listener_security_protocol_map: str = DEFAULT_PROTOCOL_MAP
     controller_listener_names: str = ""
+    process_roles: str = ""
+    controller_quorum_voters: str = ""
+    controller_quorum_bootstrap_servers: str = ""
     advertised_host: str | None = None
     num_partitions: int = 1
     auto_create_topics: bool = True
@@ -253,6 +261,21 @@ class BrokerConfig:
                 self.advertised_host,
             )
         except ListenerError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def cluster(self) -> ClusterConfig:
+        """The node's KRaft settings, checked against each other and the listeners."""
+        given = "node.id" in self.raw or "broker.id" in self.raw
+        try:
+            return cluster_config(
+                process_roles=self.process_roles,
+                node_id=self.node_id if given else None,
+                voters=self.controller_quorum_voters,
+                bootstrap_servers=self.controller_quorum_bootstrap_servers,
+                controller_listener_names=self.controller_listener_names,
+                listener_names=[e.name for e in parse_endpoints("listeners", self.listeners)],
+            )
+        except (ClusterConfigError, ListenerError) as exc:
             raise ConfigError(str(exc)) from None
 
     def retention_ms(self) -> int:

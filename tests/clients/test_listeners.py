@@ -109,8 +109,6 @@ def test_a_compose_environment_written_for_apache_kafka(tmp_path: Path) -> None:
         notes = [line for line in broker.log_text().splitlines() if "not used by Odradek" in line]
         assert len(notes) == 1
         for name in (
-            "process.roles",
-            "controller.quorum.voters",
             "offsets.topic.replication.factor",
             "transaction.state.log.min.isr",
         ):

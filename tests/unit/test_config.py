@@ -137,10 +137,9 @@ def test_kafka_settings_without_use_on_one_node_are_accepted_and_kept() -> None:
     assert config.num_partitions == 4
     assert set(config.unused) == {
         "offsets.topic.replication.factor",
-        "controller.quorum.voters",
-        "process.roles",
         "listener.name.internal.ssl.keystore.location",
     }
+    assert config.process_roles == "broker,controller"  # read: they place the node
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,168 @@
+"""`__cluster_metadata` records: what the controller knows of the cluster.
+
+Every record holds the whole current value of one thing, so the last record of a key
+is its state (the log can be compacted like `__consumer_offsets`) and replay is "last
+value wins". A null value removes the thing.
+
+Key: int16 record type, then the thing's name:
+- BROKER (0): node id. Value: broker epoch, incarnation id, fenced, rack, listeners.
+- TOPIC (1): topic name. Value: topic id, configs.
+- PARTITION (2): topic name, partition index. Value: replicas, ISR, leader, leader
+  epoch, partition epoch.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from protocol.codec import Reader, RecordFormatError, Writer
+
+BROKER = 0
+TOPIC = 1
+PARTITION = 2
+NO_LEADER = -1
+
+
+class BrokerKey(NamedTuple):
+    node_id: int
+
+
+class TopicKey(NamedTuple):
+    name: str
+
+
+class PartitionKey(NamedTuple):
+    topic: str
+    partition: int
+
+
+Key = BrokerKey | TopicKey | PartitionKey
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    listener: str
+    host: str
+    port: int
+    security_protocol: str
+
+
+@dataclass(frozen=True)
+class BrokerValue:
+    epoch: int
+    incarnation_id: uuid.UUID
+    fenced: bool
+    rack: str | None
+    endpoints: tuple[Endpoint, ...]
+
+
+@dataclass(frozen=True)
+class TopicValue:
+    topic_id: uuid.UUID
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PartitionValue:
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+
+
+def encode_key(key: Key) -> bytes:
+    if isinstance(key, BrokerKey):
+        return Writer().int16(BROKER).int32(key.node_id).done()
+    if isinstance(key, TopicKey):
+        return Writer().int16(TOPIC).string(key.name).done()
+    return Writer().int16(PARTITION).string(key.topic).int32(key.partition).done()
+
+
+def decode_key(raw: bytes) -> Key:
+    reader = Reader(raw)
+    kind = reader.int16()
+    if kind == BROKER:
+        return BrokerKey(reader.int32())
+    name = reader.string()
+    if name is None:
+        raise RecordFormatError("null topic name in a metadata key")
+    if kind == TOPIC:
+        return TopicKey(name)
+    if kind == PARTITION:
+        return PartitionKey(name, reader.int32())
+    raise RecordFormatError(f"unknown metadata record type {kind}")
+
+
+def _int_list(writer: Writer, values: tuple[int, ...]) -> None:
+    writer.int32(len(values))
+    for value in values:
+        writer.int32(value)
+
+
+def _read_int_list(reader: Reader) -> tuple[int, ...]:
+    count = reader.int32()
+    if count < 0 or count * 4 > reader.remaining():
+        raise RecordFormatError(f"list of {count} ids in {reader.remaining()} bytes")
+    return tuple(reader.int32() for _ in range(count))
+
+
+def encode_broker(value: BrokerValue) -> bytes:
+    writer = Writer().int64(value.epoch).uuid(value.incarnation_id)
+    writer.int8(1 if value.fenced else 0).string(value.rack).int32(len(value.endpoints))
+    for e in value.endpoints:
+        writer.string(e.listener).string(e.host).int32(e.port).string(e.security_protocol)
+    return writer.done()
+
+
+def decode_broker(raw: bytes) -> BrokerValue:
+    reader = Reader(raw)
+    epoch = reader.int64()
+    incarnation = reader.uuid()
+    fenced = reader.int8() != 0
+    rack = reader.string()
+    count = reader.int32()
+    if count < 0 or count > reader.remaining():
+        raise RecordFormatError(f"{count} endpoints in {reader.remaining()} bytes")
+    endpoints = []
+    for _ in range(count):
+        listener, host = reader.string() or "", reader.string() or ""
+        port = reader.int32()
+        endpoints.append(Endpoint(listener, host, port, reader.string() or ""))
+    return BrokerValue(epoch, incarnation, fenced, rack, tuple(endpoints))
+
+
+def encode_topic(value: TopicValue) -> bytes:
+    writer = Writer().uuid(value.topic_id).int32(len(value.configs))
+    for name, setting in sorted(value.configs.items()):
+        writer.string(name).string(setting)
+    return writer.done()
+
+
+def decode_topic(raw: bytes) -> TopicValue:
+    reader = Reader(raw)
+    topic_id = reader.uuid()
+    count = reader.int32()
+    if count < 0 or count > reader.remaining():
+        raise RecordFormatError(f"{count} configs in {reader.remaining()} bytes")
+    configs = {}
+    for _ in range(count):
+        name = reader.string() or ""
+        configs[name] = reader.string() or ""
+    return TopicValue(topic_id, configs)
+
+
+def encode_partition(value: PartitionValue) -> bytes:
+    writer = Writer()
+    _int_list(writer, value.replicas)
+    _int_list(writer, value.isr)
+    return writer.int32(value.leader).int32(value.leader_epoch).int32(value.partition_epoch).done()
+
+
+def decode_partition(raw: bytes) -> PartitionValue:
+    reader = Reader(raw)
+    replicas = _read_int_list(reader)
+    isr = _read_int_list(reader)
+    return PartitionValue(replicas, isr, reader.int32(), reader.int32(), reader.int32())

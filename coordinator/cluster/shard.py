@@ -1,0 +1,299 @@
+"""The cluster's metadata as a state machine: brokers, topics, partition leaders.
+
+The controller runs it over `__cluster_metadata` (operations return records and an
+answer; the runtime appends the records and replays them); every broker replays the
+same records into a shard of its own, which is its view of the cluster.
+
+- A broker registers (node id, incarnation, endpoints) and starts fenced; it is
+  unfenced by a heartbeat once it has replayed the metadata up to its own
+  registration. A second node registering a node id whose broker is alive is refused
+  (DUPLICATE_BROKER_REGISTRATION); the same node coming back (a new incarnation after
+  its session ended, or the same incarnation) takes its id again.
+- A broker that misses `broker.session.timeout.ms` of heartbeats is fenced: it leaves
+  the ISR of every partition (unless it is the last member) and the partitions it led
+  get the next live in-sync replica as leader, in replica order, with a new leader
+  epoch. No live in-sync replica: no leader (-1) until one comes back; an out-of-sync
+  replica is never elected.
+- Topics get their replicas round-robin over the unfenced brokers; the first replica
+  leads and every replica starts in the ISR.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from coordinator.cluster import records as rec
+from coordinator.runtime import Record, Result
+from protocol.errors import ErrorCode
+
+NO_LEADER = rec.NO_LEADER
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class ClusterSettings:
+    cluster_id: str = "odradek-cluster"
+    broker_session_timeout_ms: int = 9000
+
+
+@dataclass
+class Registration:
+    value: rec.BrokerValue
+    offset: int  # of the record that registered it: caught up once replayed this far
+
+
+@dataclass
+class TopicState:
+    topic_id: uuid.UUID
+    configs: dict[str, str]
+    partitions: dict[int, rec.PartitionValue] = field(default_factory=dict)
+
+
+class ClusterShard:
+    def __init__(self, runtime: Any, settings: ClusterSettings | None = None) -> None:
+        self.runtime = runtime
+        self.settings = settings or ClusterSettings()
+        self.brokers: dict[int, Registration] = {}
+        self.topics: dict[str, TopicState] = {}
+        self.last_offset = -1
+        self.last_broker_epoch = 0
+        self.heartbeats: dict[int, int] = {}  # node id -> last heartbeat (ms); not in records
+        self._placement = 0  # where the next topic's first replica starts
+
+    # -- replay --------------------------------------------------------------------
+
+    def replay(self, offset: int, key: bytes, value: bytes | None, producer_id: int) -> None:
+        self.last_offset = max(self.last_offset, offset)
+        decoded = rec.decode_key(key)
+        if isinstance(decoded, rec.BrokerKey):
+            if value is None:
+                self.brokers.pop(decoded.node_id, None)
+                return
+            broker = rec.decode_broker(value)
+            known = self.brokers.get(decoded.node_id)
+            registered_at = (
+                offset if known is None or known.value.epoch != broker.epoch else (known.offset)
+            )
+            self.brokers[decoded.node_id] = Registration(broker, registered_at)
+            self.last_broker_epoch = max(self.last_broker_epoch, broker.epoch)
+        elif isinstance(decoded, rec.TopicKey):
+            if value is None:
+                self.topics.pop(decoded.name, None)
+                return
+            topic = rec.decode_topic(value)
+            old = self.topics.get(decoded.name)
+            kept = old.partitions if old is not None and old.topic_id == topic.topic_id else {}
+            self.topics[decoded.name] = TopicState(topic.topic_id, topic.configs, kept)
+        else:
+            state = self.topics.get(decoded.topic)
+            if state is None:
+                return  # the topic's record came first; a partition of a deleted topic
+            if value is None:
+                state.partitions.pop(decoded.partition, None)
+            else:
+                state.partitions[decoded.partition] = rec.decode_partition(value)
+
+    def replay_control(self, producer_id: int, commit: bool) -> None:
+        pass  # nothing transactional is written here
+
+    def on_loaded(self) -> None:
+        # After a restart every registered broker gets a full session to heartbeat.
+        now = now_ms()
+        for node_id in self.brokers:
+            self.heartbeats[node_id] = now
+            self._arm_session(node_id)
+
+    # -- what the cluster looks like ------------------------------------------------
+
+    def live_brokers(self) -> list[int]:
+        return sorted(n for n, r in self.brokers.items() if not r.value.fenced)
+
+    def partition(self, topic: str, index: int) -> rec.PartitionValue | None:
+        state = self.topics.get(topic)
+        return None if state is None else state.partitions.get(index)
+
+    # -- brokers -------------------------------------------------------------------
+
+    def register_broker(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
+        """request: node_id, cluster_id, incarnation_id, endpoints, rack, now_ms."""
+        node_id = request["node_id"]
+        now = request.get("now_ms", now_ms())
+        if request["cluster_id"] != self.settings.cluster_id:
+            return _refused(ErrorCode.inconsistent_cluster_id)
+        known = self.brokers.get(node_id)
+        if (
+            known is not None
+            and known.value.incarnation_id != request["incarnation_id"]
+            and not known.value.fenced
+            and now - self.heartbeats.get(node_id, 0) < self.settings.broker_session_timeout_ms
+        ):
+            return _refused(ErrorCode.duplicate_broker_registration)
+        epoch = self.last_broker_epoch + 1
+        value = rec.BrokerValue(
+            epoch, request["incarnation_id"], True, request.get("rack"), request["endpoints"]
+        )
+        records = [_broker_record(node_id, value)]
+        if known is not None and not known.value.fenced:
+            records += self._leave(node_id)  # its old incarnation is gone: fence it first
+        self.heartbeats[node_id] = now
+        self._arm_session(node_id)
+        return Result(records, {"error_code": ErrorCode.none, "broker_epoch": epoch})
+
+    def broker_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
+        """request: node_id, broker_epoch, current_metadata_offset, want_fence,
+        want_shutdown, now_ms."""
+        node_id = request["node_id"]
+        known = self.brokers.get(node_id)
+        if known is None:
+            return _refused(ErrorCode.broker_id_not_registered)
+        if known.value.epoch != request["broker_epoch"]:
+            return _refused(ErrorCode.stale_broker_epoch)
+        self.heartbeats[node_id] = request.get("now_ms", now_ms())
+        self._arm_session(node_id)
+        caught_up = request["current_metadata_offset"] >= known.offset
+        records: list[Record] = []
+        fenced = known.value.fenced
+        if request.get("want_shutdown"):
+            if not fenced:
+                records = self._fence(node_id)
+            fenced = True
+        elif fenced and caught_up and not request.get("want_fence"):
+            records = self._unfence(node_id)
+            fenced = False
+        elif not fenced and request.get("want_fence"):
+            records = self._fence(node_id)
+            fenced = True
+        answer = {
+            "error_code": ErrorCode.none,
+            "is_caught_up": caught_up,
+            "is_fenced": fenced,
+            "should_shutdown": bool(request.get("want_shutdown")),
+        }
+        return Result(records, answer)
+
+    def fence_if_expired(self, node_id: int, now: int | None = None) -> Result[None]:
+        """The session timer: fence a broker whose heartbeats stopped."""
+        known = self.brokers.get(node_id)
+        if known is None or known.value.fenced:
+            return Result()
+        now = now_ms() if now is None else now
+        left = self.heartbeats.get(node_id, 0) + self.settings.broker_session_timeout_ms - now
+        if left > 0:
+            self._arm_session(node_id, left)
+            return Result()
+        return Result(self._fence(node_id))
+
+    def _arm_session(self, node_id: int, delay_ms: int | None = None) -> None:
+        if self.runtime is None:
+            return
+        delay = self.settings.broker_session_timeout_ms if delay_ms is None else delay_ms
+        self.runtime.schedule(
+            f"broker-session-{node_id}", delay, lambda s: s.fence_if_expired(node_id)
+        )
+
+    def _fence(self, node_id: int) -> list[Record]:
+        value = replace(self.brokers[node_id].value, fenced=True)
+        return [_broker_record(node_id, value), *self._leave(node_id)]
+
+    def _unfence(self, node_id: int) -> list[Record]:
+        value = replace(self.brokers[node_id].value, fenced=False)
+        records = [_broker_record(node_id, value)]
+        for topic, state in self.topics.items():
+            for index, p in state.partitions.items():
+                if p.leader == NO_LEADER and node_id in p.isr:
+                    changed = replace(
+                        p,
+                        leader=node_id,
+                        leader_epoch=p.leader_epoch + 1,
+                        partition_epoch=p.partition_epoch + 1,
+                    )
+                    records.append(_partition_record(topic, index, changed))
+        return records
+
+    def _leave(self, node_id: int) -> list[Record]:
+        """Partition changes for a broker that stops serving: out of every ISR it is not
+        the last member of, and a new leader where it led."""
+        live = set(self.live_brokers()) - {node_id}
+        records: list[Record] = []
+        for topic, state in self.topics.items():
+            for index, p in state.partitions.items():
+                if node_id not in p.isr and p.leader != node_id:
+                    continue
+                isr = tuple(r for r in p.isr if r != node_id) or p.isr
+                leader = p.leader
+                if leader == node_id:
+                    leader = next((r for r in p.replicas if r in isr and r in live), NO_LEADER)
+                if isr == p.isr and leader == p.leader:
+                    continue
+                changed = rec.PartitionValue(
+                    p.replicas,
+                    isr,
+                    leader,
+                    p.leader_epoch + (leader != p.leader),
+                    p.partition_epoch + 1,
+                )
+                records.append(_partition_record(topic, index, changed))
+        return records
+
+    # -- topics --------------------------------------------------------------------
+
+    def create_topic(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
+        """request: name, partitions, replication_factor, configs."""
+        name = request["name"]
+        if name in self.topics:
+            return _refused(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+        count, factor = request["partitions"], request["replication_factor"]
+        if count <= 0:
+            return _refused(
+                ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
+            )
+        live = self.live_brokers()
+        if factor <= 0 or factor > len(live):
+            return _refused(
+                ErrorCode.invalid_replication_factor,
+                f"Unable to replicate the partition {factor} time(s): The target replication "
+                f"factor of {factor} cannot be reached because only {len(live)} broker(s) "
+                "are registered.",
+            )
+        topic_id = uuid.uuid4()
+        start = self._placement % len(live)
+        self._placement += 1
+        records: list[Record] = [
+            (
+                rec.encode_key(rec.TopicKey(name)),
+                rec.encode_topic(rec.TopicValue(topic_id, dict(request.get("configs") or {}))),
+            )
+        ]
+        for index in range(count):
+            replicas = tuple(live[(start + index + i) % len(live)] for i in range(factor))
+            value = rec.PartitionValue(replicas, replicas, replicas[0], 0, 0)
+            records.append(_partition_record(name, index, value))
+        return Result(records, {"error_code": ErrorCode.none, "topic_id": topic_id})
+
+    def delete_topic(self, name: str) -> Result[dict[str, Any]]:
+        state = self.topics.get(name)
+        if state is None:
+            return _refused(ErrorCode.unknown_topic_or_partition)
+        records: list[Record] = [
+            (rec.encode_key(rec.PartitionKey(name, index)), None) for index in state.partitions
+        ]
+        records.append((rec.encode_key(rec.TopicKey(name)), None))
+        return Result(records, {"error_code": ErrorCode.none, "topic_id": state.topic_id})
+
+
+def _refused(code: int, message: str | None = None) -> Result[dict[str, Any]]:
+    return Result([], {"error_code": code, "error_message": message})
+
+
+def _broker_record(node_id: int, value: rec.BrokerValue) -> Record:
+    return rec.encode_key(rec.BrokerKey(node_id)), rec.encode_broker(value)
+
+
+def _partition_record(topic: str, index: int, value: rec.PartitionValue) -> Record:
+    return rec.encode_key(rec.PartitionKey(topic, index)), rec.encode_partition(value)

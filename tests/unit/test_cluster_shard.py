@@ -1,0 +1,220 @@
+"""The controller's metadata state machine: registration, fencing, leader election and
+topic placement, each step's records replayed as the runtime would, and a second shard
+that replays the whole log ends in the same state (what a broker's view is)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from coordinator.cluster import records as rec
+from coordinator.cluster.shard import NO_LEADER, ClusterSettings, ClusterShard
+from coordinator.runtime import Record, Result
+from protocol.codec import RecordFormatError
+from protocol.errors import ErrorCode
+
+SESSION_MS = 9000
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.shard = ClusterShard(None, ClusterSettings("c1", SESSION_MS))
+        self.log: list[Record] = []
+        self.incarnations: dict[int, uuid.UUID] = {}
+        self.epochs: dict[int, int] = {}
+
+    def apply(self, result: Result[Any]) -> Any:
+        for key, value in result.records:
+            assert key is not None
+            self.shard.replay(len(self.log), key, value, -1)
+            self.log.append((key, value))
+        return result.response
+
+    def register(self, node: int, now: int = 0, incarnation: uuid.UUID | None = None) -> Any:
+        incarnation = incarnation or self.incarnations.get(node) or uuid.uuid4()
+        endpoint = rec.Endpoint("PLAINTEXT", f"node{node}", 9092, "PLAINTEXT")
+        answer = self.apply(
+            self.shard.register_broker(
+                {
+                    "node_id": node,
+                    "cluster_id": "c1",
+                    "incarnation_id": incarnation,
+                    "endpoints": (endpoint,),
+                    "rack": None,
+                    "now_ms": now,
+                }
+            )
+        )
+        if answer["error_code"] == 0:
+            self.epochs[node] = answer["broker_epoch"]
+            self.incarnations[node] = incarnation
+        return answer
+
+    def beat(self, node: int, now: int = 0, **flags: Any) -> Any:
+        request = {
+            "node_id": node,
+            "broker_epoch": self.epochs[node],
+            "current_metadata_offset": len(self.log) - 1,
+            "now_ms": now,
+            **flags,
+        }
+        return self.apply(self.shard.broker_heartbeat(request))
+
+    def start(self, *nodes: int) -> None:
+        for node in nodes:
+            assert self.register(node)["error_code"] == 0
+            assert self.beat(node)["is_fenced"] is False
+
+    def create(self, name: str, partitions: int, factor: int) -> Any:
+        return self.apply(
+            self.shard.create_topic(
+                {"name": name, "partitions": partitions, "replication_factor": factor}
+            )
+        )
+
+    def replayed(self) -> ClusterShard:
+        fresh = ClusterShard(None, ClusterSettings("c1", SESSION_MS))
+        for offset, (key, value) in enumerate(self.log):
+            assert key is not None
+            fresh.replay(offset, key, value, -1)
+        return fresh
+
+
+def view(shard: ClusterShard) -> Any:
+    brokers = {n: (r.value.epoch, r.value.fenced) for n, r in shard.brokers.items()}
+    topics = {name: (t.topic_id, dict(t.partitions)) for name, t in shard.topics.items()}
+    return brokers, topics
+
+
+def test_a_new_broker_is_fenced_until_it_has_caught_up() -> None:
+    h = Harness()
+    assert h.register(1)["broker_epoch"] == 1
+    assert h.shard.live_brokers() == []
+    behind = h.apply(
+        h.shard.broker_heartbeat(
+            {"node_id": 1, "broker_epoch": 1, "current_metadata_offset": -1, "now_ms": 0}
+        )
+    )
+    assert (behind["is_caught_up"], behind["is_fenced"]) == (False, True)
+    assert h.beat(1)["is_fenced"] is False
+    assert h.shard.live_brokers() == [1]
+    assert view(h.replayed()) == view(h.shard)
+
+
+def test_topics_are_placed_round_robin_over_live_brokers() -> None:
+    h = Harness()
+    h.start(1, 2, 3)
+    assert h.create("orders", 3, 3)["error_code"] == 0
+    replicas = [h.shard.partition("orders", i).replicas for i in range(3)]  # type: ignore[union-attr]
+    assert replicas == [(1, 2, 3), (2, 3, 1), (3, 1, 2)]
+    leaders = [h.shard.partition("orders", i).leader for i in range(3)]  # type: ignore[union-attr]
+    assert leaders == [1, 2, 3]
+    assert h.create("orders", 1, 1)["error_code"] == ErrorCode.topic_already_exists
+    too_many = h.create("wide", 1, 4)
+    assert too_many["error_code"] == ErrorCode.invalid_replication_factor
+    assert "only 3 broker(s)" in too_many["error_message"]
+    assert h.create("none", 0, 1)["error_code"] == ErrorCode.invalid_partitions
+    assert view(h.replayed()) == view(h.shard)
+
+
+def test_a_silent_broker_is_fenced_and_its_partitions_move_to_in_sync_replicas() -> None:
+    h = Harness()
+    h.start(1, 2, 3)
+    h.create("t", 3, 2)  # (1,2) (2,3) (3,1)
+    h.beat(2, now=5000)
+    h.beat(3, now=5000)
+    assert h.apply(h.shard.fence_if_expired(1, now=5000)) is None
+    assert h.shard.live_brokers() == [1, 2, 3]  # not yet: 5 s of 9
+    h.apply(h.shard.fence_if_expired(1, now=SESSION_MS))
+    assert h.shard.live_brokers() == [2, 3]
+    p0, p1, p2 = (h.shard.partition("t", i) for i in range(3))
+    assert p0 is not None and p1 is not None and p2 is not None
+    assert (p0.leader, p0.isr, p0.leader_epoch) == (2, (2,), 1)
+    assert (p1.leader, p1.isr, p1.leader_epoch) == (2, (2, 3), 0)  # untouched
+    assert (p2.leader, p2.isr, p2.leader_epoch, p2.partition_epoch) == (3, (3,), 0, 1)
+    assert view(h.replayed()) == view(h.shard)
+
+
+def test_no_live_in_sync_replica_leaves_no_leader_until_one_returns() -> None:
+    h = Harness()
+    h.start(1, 2)
+    h.create("t", 1, 2)  # replicas (1, 2)
+    h.apply(h.shard.fence_if_expired(2, now=SESSION_MS))  # 2 leaves the ISR
+    p = h.shard.partition("t", 0)
+    assert p is not None and (p.leader, p.isr) == (1, (1,))
+    h.beat(1, now=SESSION_MS)
+    h.apply(h.shard.fence_if_expired(1, now=3 * SESSION_MS))  # the last ISR member
+    p = h.shard.partition("t", 0)
+    assert p is not None and (p.leader, p.isr, p.leader_epoch) == (NO_LEADER, (1,), 1)
+    # broker 2 comes back, but it is out of sync: never elected
+    assert h.register(2, now=3 * SESSION_MS)["error_code"] == 0
+    h.beat(2, now=3 * SESSION_MS)
+    p = h.shard.partition("t", 0)
+    assert p is not None and p.leader == NO_LEADER
+    h.register(1, now=3 * SESSION_MS)
+    h.beat(1, now=3 * SESSION_MS)
+    p = h.shard.partition("t", 0)
+    assert p is not None and (p.leader, p.isr, p.leader_epoch) == (1, (1,), 2)
+    assert view(h.replayed()) == view(h.shard)
+
+
+def test_a_node_id_held_by_a_live_broker_is_refused_and_freed_by_its_session_end() -> None:
+    h = Harness()
+    h.start(1)
+    other = uuid.uuid4()
+    refused = h.register(1, now=1000, incarnation=other)
+    assert refused["error_code"] == ErrorCode.duplicate_broker_registration
+    assert h.register(1, now=1000)["error_code"] == 0  # the same node again: fine
+    h.beat(1, now=1000)
+    assert h.register(1, now=1000 + SESSION_MS, incarnation=other)["error_code"] == 0
+
+
+def test_wrong_cluster_unknown_broker_and_stale_epoch() -> None:
+    h = Harness()
+    wrong = h.shard.register_broker(
+        {"node_id": 1, "cluster_id": "other", "incarnation_id": uuid.uuid4(), "endpoints": ()}
+    )
+    assert wrong.response is not None
+    assert wrong.response["error_code"] == ErrorCode.inconsistent_cluster_id
+    h.epochs[7] = 1
+    assert h.beat(7)["error_code"] == ErrorCode.broker_id_not_registered
+    h.start(1)
+    h.epochs[1] = 99
+    assert h.beat(1)["error_code"] == ErrorCode.stale_broker_epoch
+
+
+def test_controlled_shutdown_moves_leadership_first() -> None:
+    h = Harness()
+    h.start(1, 2)
+    h.create("t", 2, 2)
+    answer = h.beat(1, want_shutdown=True)
+    assert answer["should_shutdown"] and answer["is_fenced"]
+    assert {h.shard.partition("t", i).leader for i in range(2)} == {2}  # type: ignore[union-attr]
+
+
+def test_deleting_a_topic_removes_its_partitions() -> None:
+    h = Harness()
+    h.start(1)
+    topic_id = h.create("t", 2, 1)["topic_id"]
+    assert h.apply(h.shard.delete_topic("t"))["topic_id"] == topic_id
+    assert "t" not in h.shard.topics and "t" not in h.replayed().topics
+    assert h.apply(h.shard.delete_topic("t"))["error_code"] == ErrorCode.unknown_topic_or_partition
+
+
+def test_records_round_trip_and_bad_bytes_are_refused() -> None:
+    broker = rec.BrokerValue(
+        3, uuid.uuid4(), True, "r1", (rec.Endpoint("PLAINTEXT", "h", 9092, "PLAINTEXT"),)
+    )
+    assert rec.decode_broker(rec.encode_broker(broker)) == broker
+    topic = rec.TopicValue(uuid.uuid4(), {"retention.ms": "1000"})
+    assert rec.decode_topic(rec.encode_topic(topic)) == topic
+    partition = rec.PartitionValue((1, 2, 3), (1, 3), 1, 4, 7)
+    assert rec.decode_partition(rec.encode_partition(partition)) == partition
+    for key in (rec.BrokerKey(1), rec.TopicKey("t"), rec.PartitionKey("t", 2)):
+        assert rec.decode_key(rec.encode_key(key)) == key
+    with pytest.raises(RecordFormatError):
+        rec.decode_key(b"\x00\x09")
+    with pytest.raises(RecordFormatError):
+        rec.decode_partition(b"\x7f\xff\xff\xff")
