@@ -12,6 +12,7 @@ from pathlib import Path
 import structlog
 
 from broker import health, logs, memory, metrics
+from broker.cluster_member import ClusterJoinError
 from broker.config import BrokerConfig, ConfigError, read_properties, settings_from_environment
 from broker.listeners import ListenError, ignored_controller_listeners
 
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     memory.keep_freed_buffers()
     try:
         _run_loop(config)
-    except ListenError as exc:
+    except (ListenError, ClusterJoinError) as exc:
         sys.exit(f"odradek: {exc}")
 
 
@@ -135,7 +136,7 @@ def report_unused(config: BrokerConfig) -> None:
     if config.unused:
         log.info("Kafka settings accepted but not used by Odradek", settings=config.unused)
     controllers = ignored_controller_listeners(config.listeners, config.controller_listener_names)
-    if controllers:
+    if controllers and config.cluster().standalone:
         log.info("controller listeners not opened: one node has no quorum", names=controllers)
 
 

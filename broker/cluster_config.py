@@ -8,8 +8,9 @@
   `controller.listener.names` says which listener the controllers serve.
 - The rules are Kafka's own: a controller is one of the voters and opens a
   controller listener; a broker-only node is not a voter and opens none.
-- A node that is both broker and controller and the only voter is a cluster of one:
-  it runs exactly as a node of its own (the usual single-node compose file).
+- A node with both roles that is the only voter (the usual single-node compose file)
+  is a cluster that other brokers may join: it opens its controller listener and
+  registers with itself; alone, its clients see what they saw of a node of its own.
 """
 
 from __future__ import annotations
@@ -53,14 +54,8 @@ class ClusterConfig:
 
     @property
     def standalone(self) -> bool:
-        """One node serving everything: no roles, or both roles and the only voter."""
-        if not self.roles:
-            return True
-        return (
-            self.roles == frozenset(ROLES)
-            and [v.node_id for v in self.voters] == [self.node_id]
-            and not self.bootstrap_servers
-        )
+        """No process.roles: a node of its own, with no controller listener to serve."""
+        return not self.roles
 
     def controllers(self) -> list[tuple[str, int]]:
         """Where to reach the controllers: the voters, else the bootstrap servers."""

@@ -42,6 +42,9 @@ _NAMES = {
     "listener.security.protocol.map": "listener_security_protocol_map",
     "controller.listener.names": "controller_listener_names",
     "process.roles": "process_roles",
+    "broker.session.timeout.ms": "broker_session_timeout_ms",
+    "broker.heartbeat.interval.ms": "broker_heartbeat_interval_ms",
+    "initial.broker.registration.timeout.ms": "initial_broker_registration_timeout_ms",
     "controller.quorum.voters": "controller_quorum_voters",
     "controller.quorum.bootstrap.servers": "controller_quorum_bootstrap_servers",
     "advertised.host.name": "advertised_host",
@@ -146,6 +149,9 @@ class BrokerConfig:
     process_roles: str = ""
     controller_quorum_voters: str = ""
     controller_quorum_bootstrap_servers: str = ""
+    broker_session_timeout_ms: int = 9000
+    broker_heartbeat_interval_ms: int = 2000
+    initial_broker_registration_timeout_ms: int = 60000
     advertised_host: str | None = None
     num_partitions: int = 1
     auto_create_topics: bool = True
@@ -252,6 +258,7 @@ class BrokerConfig:
         return own if own is not None else self.raw.get(name)
 
     def resolved_listeners(self) -> list[Listener]:
+        cluster = self.cluster()
         try:
             return resolve(
                 self.listeners,
@@ -259,6 +266,7 @@ class BrokerConfig:
                 self.listener_security_protocol_map,
                 self.controller_listener_names,
                 self.advertised_host,
+                open_controllers=cluster.is_controller and not cluster.standalone,
             )
         except ListenerError as exc:
             raise ConfigError(str(exc)) from None

@@ -50,6 +50,7 @@ class Listener:
     port: int  # 0: any free port (advertised as the port actually bound)
     advertised_host: str
     advertised_port: int
+    controller: bool = False  # a controller listener (controller.listener.names)
 
 
 def parse_endpoints(setting: str, text: str) -> list[Endpoint]:
@@ -93,8 +94,11 @@ def resolve(
     protocol_map: str,
     controller_listener_names: str = "",
     advertised_host_name: str | None = None,
+    open_controllers: bool = False,
 ) -> list[Listener]:
-    """The listeners to open, in the order given; raises ListenerError naming the setting."""
+    """The listeners to open, in the order given; raises ListenerError naming the setting.
+    Controller listeners are left out unless `open_controllers` (a controller of a
+    cluster of several nodes: one node of its own has no quorum to serve)."""
     bound = parse_endpoints("listeners", listeners)
     protocols = parse_protocol_map(protocol_map)
     controllers = {n.strip().upper() for n in controller_listener_names.split(",") if n.strip()}
@@ -117,8 +121,8 @@ def resolve(
             advertised[endpoint.name] = endpoint
     result: list[Listener] = []
     for endpoint in bound:
-        if endpoint.name in controllers:
-            continue  # one node has no controller quorum to serve
+        if endpoint.name in controllers and not open_controllers:
+            continue
         protocol = protocols.get(endpoint.name)
         if protocol is None:
             raise ListenerError(
@@ -134,7 +138,17 @@ def resolve(
             host, port = shown.host or socket.getfqdn(), shown.port
         else:
             host, port = advertised_host_name or _reachable(endpoint.host), endpoint.port
-        result.append(Listener(endpoint.name, protocol, endpoint.host, endpoint.port, host, port))
+        result.append(
+            Listener(
+                endpoint.name,
+                protocol,
+                endpoint.host,
+                endpoint.port,
+                host,
+                port,
+                controller=endpoint.name in controllers,
+            )
+        )
     if not result:
         raise ListenerError("listeners: every listener is a controller listener")
     return result

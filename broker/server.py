@@ -15,13 +15,15 @@ from typing import Any
 import structlog
 
 from broker import memory, metrics
+from broker.cluster_member import ClusterMember
 from broker.config import BrokerConfig
 from broker.connection import Chunks
 from broker.connections import ConnectionTable, Limits
+from broker.controller import Controller
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
 from broker.group_configs import GroupConfigStore, GroupSettings
-from broker.handlers import API_TABLE, sasl_authenticate
+from broker.handlers import API_TABLE, CONTROLLER_API_TABLE, sasl_authenticate
 from broker.handlers.api_versions import api_keys
 from broker.handlers.base import Api, RequestContext
 from broker.listener_connections import ListenerConnections
@@ -92,6 +94,15 @@ class Broker:
         self._log_requests = bool(log.is_enabled_for(logging.DEBUG))
         self.topics = TopicRegistry(config.data_dir, config.log_config())
         self.apis: dict[int, Api] = dict(API_TABLE)
+        self.controller_apis: dict[int, Api] = dict(CONTROLLER_API_TABLE)
+        # One node of its own (the default) has neither: it is its own controller.
+        cluster = config.cluster()
+        self.controller = (
+            Controller(self, cluster) if cluster.is_controller and not cluster.standalone else None
+        )
+        self.member = (
+            ClusterMember(self, cluster) if cluster.is_broker and not cluster.standalone else None
+        )
         self.authorizer: Authorizer = build_authorizer(config)  # ACLs when configured
         self.scram_credentials = CredentialStore(config.data_dir)
         self.flusher = Flusher()
@@ -135,7 +146,20 @@ class Broker:
         self.scram_credentials.load()
         self.group_configs.load()
         self.topics.remove_orphans()
-        self.listeners = [await self._listen(listener) for listener in self.listeners]
+        # A broker of a cluster binds its listeners (their ports go into its registration)
+        # but serves clients only once the controller has admitted it, as Kafka does.
+        held = self.member is not None
+        self.listeners = [
+            await self._listen(listener, serve=not held or listener.controller)
+            for listener in self.listeners
+        ]
+        if self.controller is not None:
+            await self.controller.start()
+        if self.member is not None:
+            await self.member.start()  # raises ClusterJoinError, with the reason
+            for server in self._servers:
+                if not server.is_serving():
+                    await server.start_serving()
         self._tasks.append(asyncio.create_task(self._housekeeping()))
         self._tasks.append(asyncio.create_task(self._log_cleaner()))
         self._tasks.append(asyncio.create_task(self._sweep_connections()))
@@ -174,6 +198,8 @@ class Broker:
 
     async def stop(self) -> None:
         """Clean shutdown: stop accepting, drop connections, flush and checkpoint."""
+        if self.member is not None:
+            await self.member.stop()
         for server in self._servers:
             server.close()
         workers = [c.abort_requests() for c in list(self.connections.open)]
@@ -184,6 +210,8 @@ class Broker:
         await self.transactions.stop()
         await self.share.stop()
         await self.groups.stop()
+        if self.controller is not None:
+            await self.controller.stop()
         for server in self._servers:
             await server.wait_closed()
         self.topics.close()
@@ -339,13 +367,26 @@ class Broker:
         partition.data_arrived()
 
     async def _internal_topic(self, name: str, partitions: int) -> list[Partition]:
+        return await self.internal_topic(name, partitions, INTERNAL_TOPIC_CONFIGS)
+
+    async def internal_topic(
+        self, name: str, partitions: int, configs: dict[str, str]
+    ) -> list[Partition]:
+        """The partitions of an internal topic, created with `configs` if it is new."""
         topic = self.topics.get(name)
         if topic is None:
-            topic = await self.create_topic(name, partitions, INTERNAL_TOPIC_CONFIGS)
+            topic = await self.create_topic(name, partitions, configs)
         return list(topic.partitions)
 
     async def _flush_partition(self, partition: Partition) -> None:
+        await self.flush_partition(partition)
+
+    async def flush_partition(self, partition: Partition) -> None:
         await self.flush_if_due([partition], int(time.time() * 1000))
+
+    def apis_for(self, listener: Listener) -> dict[int, Api]:
+        """What a listener serves: a controller listener, only the controller's APIs."""
+        return self.controller_apis if listener.controller else self.apis
 
     def last_stable_offset(self, partition: Partition) -> int:
         """Below it every transaction is decided; the high watermark while none is open."""
@@ -391,7 +432,7 @@ class Broker:
 
     # -- connections -------------------------------------------------------------
 
-    async def _listen(self, listener: Listener) -> Listener:
+    async def _listen(self, listener: Listener, serve: bool = True) -> Listener:
         """Open the listener's socket; the listener with the port bound if it asked for any."""
         host = listener.host or None  # every interface
         try:
@@ -405,6 +446,7 @@ class Broker:
                 listener.port,
                 ssl=context,
                 backlog=self.config.socket_listen_backlog_size,
+                start_serving=serve,
             )
         except OSError as exc:
             where = f"{listener.host or '*'}:{listener.port}"
@@ -431,14 +473,15 @@ class Broker:
             # after SaslHandshake v0: a bare token, no header
             return sasl_authenticate.raw_token(session, request)
         api_key, version, correlation_id = peek_fixed(request)
-        api = self.apis.get(api_key)
+        apis = self.controller_apis if listener.controller else self.apis
+        api = apis.get(api_key)
         if api is None:
             raise FrameError(f"unknown API key {api_key}")
         if not session.authenticated and api_key not in BEFORE_AUTHENTICATION:
             raise FrameError(f"{api.name} request before SASL authentication")
         if not api.min_version <= version <= api.max_version:
             if api_key == API_VERSIONS_KEY and version > api.max_version:
-                return self._unsupported_api_versions(correlation_id)
+                return self._unsupported_api_versions(correlation_id, apis)
             raise FrameError(f"{api.name} v{version} is not supported")
         flexible = messages.is_flexible(api_key, version)
         header = parse_request_header(request, flexible)
@@ -473,10 +516,10 @@ class Broker:
         metrics.requests.bytes_out += len(prefix) + size
         return [prefix, *chunks]
 
-    def _unsupported_api_versions(self, correlation_id: int) -> Chunks:
+    def _unsupported_api_versions(self, correlation_id: int, apis: dict[int, Api]) -> Chunks:
         reply = {
             "error_code": ErrorCode.unsupported_version,
-            "api_keys": api_keys(self.apis.values()),
+            "api_keys": api_keys(apis.values()),
         }
         chunks, _size = messages.encode_response(API_VERSIONS_KEY, 0, reply)
         return [frame(response_header(correlation_id, False), b"".join(chunks))]

@@ -11,6 +11,8 @@ from broker.handlers import (
     alter_share_group_offsets,
     alter_user_scram_credentials,
     api_versions,
+    broker_heartbeat,
+    broker_registration,
     consumer_group_describe,
     consumer_group_heartbeat,
     create_acls,
@@ -28,6 +30,7 @@ from broker.handlers import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_quorum,
     describe_share_group_offsets,
     describe_transactions,
     describe_user_scram_credentials,
@@ -123,13 +126,31 @@ _MODULES: dict[int, ModuleType] = {
     92: delete_share_group_offsets,
 }
 
-API_TABLE: dict[int, Api] = {
-    key: Api(
-        key=key,
-        name=module.__name__.rsplit(".", 1)[1],
-        min_version=module.MIN_VERSION,
-        max_version=module.MAX_VERSION,
-        handle=module.handle,
-    )
-    for key, module in sorted(_MODULES.items())
+# What a controller listener serves: the brokers' registrations and heartbeats, the
+# metadata log (read with Fetch) and the quorum's description.
+_CONTROLLER_MODULES: dict[int, ModuleType] = {
+    1: fetch,
+    17: sasl_handshake,
+    18: api_versions,
+    36: sasl_authenticate,
+    55: describe_quorum,
+    62: broker_registration,
+    63: broker_heartbeat,
 }
+
+
+def _table(modules: dict[int, ModuleType]) -> dict[int, Api]:
+    return {
+        key: Api(
+            key=key,
+            name=module.__name__.rsplit(".", 1)[1],
+            min_version=module.MIN_VERSION,
+            max_version=module.MAX_VERSION,
+            handle=module.handle,
+        )
+        for key, module in sorted(modules.items())
+    }
+
+
+API_TABLE = _table(_MODULES)
+CONTROLLER_API_TABLE = _table(_CONTROLLER_MODULES)

@@ -25,11 +25,15 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import structlog
+
 from coordinator.cluster import records as rec
 from coordinator.runtime import Record, Result
 from protocol.errors import ErrorCode
 
 NO_LEADER = rec.NO_LEADER
+
+log = structlog.get_logger("controller")
 
 
 def now_ms() -> int:
@@ -143,6 +147,7 @@ class ClusterShard:
             records += self._leave(node_id)  # its old incarnation is gone: fence it first
         self.heartbeats[node_id] = now
         self._arm_session(node_id)
+        log.info("broker registered", node_id=node_id, broker_epoch=epoch)
         return Result(records, {"error_code": ErrorCode.none, "broker_epoch": epoch})
 
     def broker_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
@@ -187,6 +192,11 @@ class ClusterShard:
         if left > 0:
             self._arm_session(node_id, left)
             return Result()
+        log.warning(
+            "broker fenced: no heartbeat within broker.session.timeout.ms",
+            node_id=node_id,
+            timeout_ms=self.settings.broker_session_timeout_ms,
+        )
         return Result(self._fence(node_id))
 
     def _arm_session(self, node_id: int, delay_ms: int | None = None) -> None:
@@ -199,10 +209,13 @@ class ClusterShard:
 
     def _fence(self, node_id: int) -> list[Record]:
         value = replace(self.brokers[node_id].value, fenced=True)
-        return [_broker_record(node_id, value), *self._leave(node_id)]
+        moved = self._leave(node_id)
+        log.info("broker fenced", node_id=node_id, partitions_changed=len(moved))
+        return [_broker_record(node_id, value), *moved]
 
     def _unfence(self, node_id: int) -> list[Record]:
         value = replace(self.brokers[node_id].value, fenced=False)
+        log.info("broker unfenced", node_id=node_id)
         records = [_broker_record(node_id, value)]
         for topic, state in self.topics.items():
             for index, p in state.partitions.items():

@@ -38,9 +38,9 @@ def test_no_roles_is_a_node_of_its_own_whatever_else_is_set() -> None:
     assert config.node_id == 0
 
 
-def test_both_roles_and_the_only_voter_is_a_cluster_of_one() -> None:
+def test_both_roles_and_the_only_voter_is_a_cluster_others_may_join() -> None:
     config = kraft()
-    assert config.standalone
+    assert not config.standalone and config.is_broker and config.is_controller
     assert config.voters == (Voter(1, "127.0.0.1", 9093),)
     assert config.controllers() == [("127.0.0.1", 9093)]
 

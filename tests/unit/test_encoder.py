@@ -86,11 +86,14 @@ def _sample(rng: random.Random, cls: type, depth: int = 0) -> dict[str, Any]:
         entity = entity_in(hint)
         kafka_type = f.metadata.get("kafka_type")
         if entity is not None:
+
             def one(entity: type = entity) -> Any:
                 return _sample(rng, entity, depth + 1)
         else:
+
             def one(kafka_type: Any = kafka_type) -> Any:
                 return _scalar(rng, kafka_type)
+
         if is_array:
             data[f.name] = [one() for _ in range(rng.randint(0, 3 if depth < 2 else 1))]
         else:
@@ -121,9 +124,7 @@ def test_large_records_stay_a_chunk_of_their_own() -> None:
     cls = messages.response_class(1, 12)
     records = b"r" * 10_000
     data = {
-        "responses": [
-            {"topic": "t", "partitions": [{"partition_index": 0, "records": records}]}
-        ]
+        "responses": [{"topic": "t", "partitions": [{"partition_index": 0, "records": records}]}]
     }
     chunks, size = encode_dict(cls, data)
     assert any(chunk is records for chunk in chunks)

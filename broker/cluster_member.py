@@ -1,0 +1,322 @@
+"""The broker role in a cluster of several nodes: joining through the controller and
+following the cluster's metadata.
+
+At start-up (bounded by `initial.broker.registration.timeout.ms`):
+1. reach a controller (the voters, or `controller.quorum.bootstrap.servers`);
+2. ask it for its quorum (DescribeQuorum): when `controller.quorum.voters` is set, the
+   controller must be one of them, under the same node id and address;
+3. register (BrokerRegistration) with a new incarnation id and the advertised
+   listeners; a refusal (the node id is another live node's, another cluster's
+   controller) stops the node with the reason;
+4. follow `__cluster_metadata` (Fetch, as any partition) into a view of its own, and
+   heartbeat every `broker.heartbeat.interval.ms` with the offset replayed so far,
+   until the controller unfences it.
+
+Afterwards the heartbeats keep its session. While the controller is unreachable the
+broker keeps serving what it has and keeps trying; once its session has ended the
+controller has fenced it, and its next heartbeat answers STALE_BROKER_EPOCH or
+BROKER_ID_NOT_REGISTERED: it registers again, and is unfenced once caught up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from broker.cluster_config import ClusterConfig
+from broker.controller import METADATA_TOPIC
+from broker.controller_client import ControllerClient, ControllerUnreachable
+from coordinator.cluster.shard import ClusterSettings, ClusterShard
+from protocol.batch import iter_batches, iter_records
+from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+log = structlog.get_logger("broker")
+
+DESCRIBE_QUORUM, BROKER_REGISTRATION, BROKER_HEARTBEAT, FETCH = 55, 62, 63, 1
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+RETRY_S = 0.2
+FETCH_WAIT_MS = 500
+
+
+class ClusterJoinError(RuntimeError):
+    """The node cannot take its place in the cluster; the message says why."""
+
+
+class ClusterMember:
+    def __init__(self, broker: Broker, cluster: ClusterConfig) -> None:
+        self.broker = broker
+        self.cluster = cluster
+        self.node_id = cluster.node_id
+        self.incarnation_id = uuid.uuid4()
+        self.broker_epoch = -1
+        self.fenced = True
+        # this node's view of the cluster: the metadata log replayed
+        self.view = ClusterShard(None, ClusterSettings(cluster_id=broker.config.cluster_id))
+        # heartbeats and the metadata long poll each have connections of their own
+        self._clients: list[ControllerClient] = []
+        self._fetch_clients: list[ControllerClient] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._unfenced = asyncio.Event()
+        self._advanced = asyncio.Event()  # the view replayed more of the metadata log
+
+    # -- start ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        config = self.broker.config
+        deadline = time.monotonic() + config.initial_broker_registration_timeout_ms / 1000
+        timeout_s = max(config.broker_heartbeat_interval_ms / 1000, 1.0)
+        controllers = self.cluster.controllers()
+        self._clients = [ControllerClient(host, port, timeout_s) for host, port in controllers]
+        fetch_timeout_s = timeout_s + FETCH_WAIT_MS / 1000
+        self._fetch_clients = [
+            ControllerClient(host, port, fetch_timeout_s) for host, port in controllers
+        ]
+        client = await self._reach_controller(deadline)
+        await self._check_quorum(client)
+        await self._register(client, fatal=True)
+        self._tasks = [
+            asyncio.create_task(self._follow_metadata(), name="metadata-fetch"),
+            asyncio.create_task(self._heartbeats(), name="broker-heartbeat"),
+        ]
+        try:
+            await asyncio.wait_for(self._unfenced.wait(), max(deadline - time.monotonic(), 0.1))
+        except TimeoutError:
+            await self.stop()
+            raise ClusterJoinError(
+                f"node.id={self.node_id}: registered with the controller but not admitted "
+                f"within initial.broker.registration.timeout.ms "
+                f"({config.initial_broker_registration_timeout_ms} ms)"
+            ) from None
+        log.info(
+            "joined the cluster",
+            node_id=self.node_id,
+            broker_epoch=self.broker_epoch,
+            controller=client.address,
+            metadata_offset=self.view.last_offset,
+        )
+
+    async def _reach_controller(self, deadline: float) -> ControllerClient:
+        last = ""
+        while True:
+            for client in self._clients:
+                try:
+                    await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
+                    return client
+                except ControllerUnreachable as exc:
+                    last = str(exc)
+            if time.monotonic() >= deadline:
+                wanted = ", ".join(c.address for c in self._clients)
+                raise ClusterJoinError(
+                    f"no controller reachable at {wanted} within "
+                    f"initial.broker.registration.timeout.ms "
+                    f"({self.broker.config.initial_broker_registration_timeout_ms} ms); "
+                    f"last error: {last}"
+                )
+            await asyncio.sleep(RETRY_S)
+
+    async def _check_quorum(self, client: ControllerClient) -> None:
+        answer = await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
+        if answer.error_code != ErrorCode.none:
+            raise ClusterJoinError(
+                f"the node at {client.address} is not a controller ({answer.error_code.name})"
+            )
+        partition = answer.topics[0].partitions[0]
+        theirs = sorted(voter.replica_id for voter in partition.current_voters)
+        if not self.cluster.voters:
+            return  # found through controller.quorum.bootstrap.servers: theirs is the truth
+        ours = sorted(voter.node_id for voter in self.cluster.voters)
+        addresses = {
+            node.node_id: {(listener.host, listener.port) for listener in node.listeners}
+            for node in answer.nodes
+        }
+        mismatch = ours != theirs or any(
+            addresses.get(v.node_id)
+            and (v.host, v.port) not in addresses[v.node_id]
+            and client.address != f"{v.host}:{v.port}"
+            for v in self.cluster.voters
+        )
+        if mismatch:
+            voters = ", ".join(str(v) for v in self.cluster.voters)
+            raise ClusterJoinError(
+                f"controller.quorum.voters ({voters}) disagrees with the controller at "
+                f"{client.address}, whose voters are {theirs}"
+            )
+
+    # -- registration and heartbeats -----------------------------------------------
+
+    async def _register(self, client: ControllerClient, *, fatal: bool) -> bool:
+        request = {
+            "broker_id": self.node_id,
+            "cluster_id": self.broker.config.cluster_id,
+            "incarnation_id": self.incarnation_id,
+            "listeners": [
+                {
+                    "name": listener.name,
+                    "host": listener.advertised_host,
+                    "port": listener.advertised_port,
+                    "security_protocol": SECURITY_PROTOCOL_IDS[listener.security_protocol],
+                }
+                for listener in self.broker.listeners
+                if not listener.controller
+            ],
+            "features": [],
+            "rack": None,
+            "previous_broker_epoch": self.broker_epoch,
+        }
+        answer = await client.call(BROKER_REGISTRATION, 3, request)
+        if answer.error_code == ErrorCode.none:
+            self.broker_epoch = answer.broker_epoch
+            self.fenced = True
+            return True
+        reason = _REFUSALS.get(answer.error_code, answer.error_code.name)
+        if fatal:
+            raise ClusterJoinError(f"node.id={self.node_id}: {reason}")
+        log.error("registration refused", node_id=self.node_id, reason=reason)
+        return False
+
+    async def _heartbeats(self) -> None:
+        interval = self.broker.config.broker_heartbeat_interval_ms / 1000
+        while True:
+            try:
+                await self._heartbeat()
+            except ControllerUnreachable as exc:
+                log.warning("controller unreachable", error=str(exc))
+            except Exception:
+                log.exception("heartbeat failed")
+            if self.fenced:  # ask again as soon as more metadata is replayed
+                self._advanced.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._advanced.wait(), interval)
+            else:
+                await asyncio.sleep(interval)
+
+    async def _heartbeat(self, want_shutdown: bool = False) -> Any:
+        client = await self._any_client()
+        answer = await client.call(
+            BROKER_HEARTBEAT,
+            1,
+            {
+                "broker_id": self.node_id,
+                "broker_epoch": self.broker_epoch,
+                "current_metadata_offset": self.view.last_offset,
+                "want_fence": False,
+                "want_shut_down": want_shutdown,
+            },
+        )
+        if answer.error_code in (ErrorCode.stale_broker_epoch, ErrorCode.broker_id_not_registered):
+            log.warning("registering again", node_id=self.node_id, reason=answer.error_code.name)
+            await self._register(client, fatal=False)
+            return answer
+        if answer.error_code != ErrorCode.none:
+            log.warning("heartbeat refused", node_id=self.node_id, reason=answer.error_code.name)
+            return answer
+        was_fenced, self.fenced = self.fenced, answer.is_fenced
+        if not self.fenced:
+            self._unfenced.set()
+        if was_fenced != self.fenced:
+            log.info("fenced" if self.fenced else "unfenced", node_id=self.node_id)
+        return answer
+
+    async def _any_client(self, clients: list[ControllerClient] | None = None) -> ControllerClient:
+        """The client that is connected, else the first that answers now."""
+        clients = self._clients if clients is None else clients
+        for client in clients:
+            if client.connected:
+                return client
+        for client in clients:
+            try:
+                await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
+                return client
+            except ControllerUnreachable:
+                continue
+        raise ControllerUnreachable("no controller reachable")
+
+    # -- metadata ------------------------------------------------------------------
+
+    async def _follow_metadata(self) -> None:
+        while True:
+            try:
+                client = await self._any_client(self._fetch_clients)
+                await self._fetch_once(client)
+            except ControllerUnreachable:
+                await asyncio.sleep(RETRY_S)
+            except Exception:
+                log.exception("metadata fetch failed")
+                await asyncio.sleep(RETRY_S)
+
+    async def _fetch_once(self, client: ControllerClient) -> None:
+        offset = self.view.last_offset + 1
+        request = {
+            "replica_id": self.node_id,
+            "max_wait": FETCH_WAIT_MS,
+            "min_bytes": 1,
+            "max_bytes": 8 * 1024 * 1024,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,  # a full fetch each time, no fetch session
+            "topics": [
+                {
+                    "topic": METADATA_TOPIC,
+                    "partitions": [
+                        {
+                            "partition": 0,
+                            "current_leader_epoch": -1,
+                            "fetch_offset": offset,
+                            "last_fetched_epoch": -1,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": 8 * 1024 * 1024,
+                        }
+                    ],
+                }
+            ],
+        }
+        answer = await client.call(FETCH, 12, request)
+        partition = answer.responses[0].partitions[0]
+        if partition.error_code != ErrorCode.none:
+            raise ControllerUnreachable(f"metadata fetch: {partition.error_code.name}")
+        records = bytes(partition.records or b"")
+        for header in iter_batches(records):
+            if header.is_control:
+                continue
+            for delta, key, value in iter_records(
+                records[header.position : header.position + header.size]
+            ):
+                position = header.base_offset + delta
+                if key is not None and position >= offset:
+                    self.view.replay(position, key, value, -1)
+                    self._advanced.set()
+
+    # -- stop ----------------------------------------------------------------------
+
+    async def stop(self) -> None:
+        """Tell the controller this broker goes (its partitions move at once), then stop."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        if self.broker_epoch >= 0:
+            with contextlib.suppress(ControllerUnreachable, OSError):
+                await self._heartbeat(want_shutdown=True)
+        for client in [*self._clients, *self._fetch_clients]:
+            client.close()
+
+
+_REFUSALS = {
+    ErrorCode.duplicate_broker_registration: "another live node is registered with this "
+    "node id; give each node a node.id of its own",
+    ErrorCode.inconsistent_cluster_id: "the controller belongs to another cluster "
+    "(cluster.id differs)",
+    ErrorCode.not_controller: "the node asked is not a controller",
+}
+
+
+def _quorum_request() -> dict[str, Any]:
+    return {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]}

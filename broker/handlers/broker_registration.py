@@ -1,0 +1,45 @@
+"""BrokerRegistration (62), v0-v3: served on the controller listener.
+
+- A broker registers with its node id, cluster id, incarnation id (new at every
+  start) and advertised listeners, and gets its broker epoch. It starts fenced.
+- INCONSISTENT_CLUSTER_ID when its cluster.id is not the controller's;
+  DUPLICATE_BROKER_REGISTRATION when another live node holds the id (a node that
+  restarts takes its id back once its session has ended, or at once with the same
+  incarnation).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.controller_common import answered_by_controller
+from coordinator.cluster.records import Endpoint
+
+MIN_VERSION, MAX_VERSION = 0, 3
+
+SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    details = {
+        "node_id": request.broker_id,
+        "cluster_id": request.cluster_id,
+        "incarnation_id": request.incarnation_id,
+        "rack": request.rack,
+        "endpoints": tuple(
+            Endpoint(
+                listener.name,
+                listener.host,
+                listener.port,
+                SECURITY_PROTOCOLS.get(listener.security_protocol, "PLAINTEXT"),
+            )
+            for listener in request.listeners
+        ),
+    }
+    answer = await answered_by_controller(ctx, lambda shard: shard.register_broker(details))
+    return {
+        "throttle_time": 0,
+        "error_code": answer["error_code"],
+        "broker_epoch": answer.get("broker_epoch", -1),
+    }

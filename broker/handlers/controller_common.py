@@ -1,0 +1,24 @@
+"""What the controller listener's handlers share: running an operation on the cluster
+metadata shard, and NOT_CONTROLLER where this node is no controller."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from broker.handlers.base import RequestContext
+from coordinator.runtime import CoordinatorError
+from protocol.errors import ErrorCode
+
+
+async def answered_by_controller(
+    ctx: RequestContext, operation: Callable[[Any], Any]
+) -> dict[str, Any]:
+    controller = ctx.broker.controller
+    if controller is None:
+        return {"error_code": ErrorCode.not_controller}
+    try:
+        answer: dict[str, Any] = await controller.run(operation)
+    except CoordinatorError as exc:
+        return {"error_code": exc.code}
+    return answer
