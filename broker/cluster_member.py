@@ -81,7 +81,7 @@ class ClusterMember:
         ]
         client = await self._reach_controller(deadline)
         await self._check_quorum(client)
-        await self._register(client, fatal=True)
+        await self._first_registration(client)
         self._tasks = [
             asyncio.create_task(self._follow_metadata(), name="metadata-fetch"),
             asyncio.create_task(self._heartbeats(), name="broker-heartbeat"),
@@ -152,7 +152,26 @@ class ClusterMember:
 
     # -- registration and heartbeats -----------------------------------------------
 
-    async def _register(self, client: ControllerClient, *, fatal: bool) -> bool:
+    async def _first_registration(self, client: ControllerClient) -> None:
+        """Register; while the id is held, wait: a crashed predecessor's session runs
+        out within broker.session.timeout.ms, a live twin's never does."""
+        config = self.broker.config
+        patience = (
+            config.broker_session_timeout_ms + 2 * config.broker_heartbeat_interval_ms
+        ) / 1000
+        refused_since: float | None = None
+        while True:
+            code = await self._register(client)
+            if code == ErrorCode.none:
+                return
+            if code != ErrorCode.duplicate_broker_registration:
+                raise ClusterJoinError(f"node.id={self.node_id}: {_refusal(code)}")
+            refused_since = refused_since or time.monotonic()
+            if time.monotonic() - refused_since > patience:
+                raise ClusterJoinError(f"node.id={self.node_id}: {_refusal(code)}")
+            await asyncio.sleep(RETRY_S)
+
+    async def _register(self, client: ControllerClient) -> ErrorCode:
         request = {
             "broker_id": self.node_id,
             "cluster_id": self.broker.config.cluster_id,
@@ -172,15 +191,13 @@ class ClusterMember:
             "previous_broker_epoch": self.broker_epoch,
         }
         answer = await client.call(BROKER_REGISTRATION, 3, request)
-        if answer.error_code == ErrorCode.none:
+        code: ErrorCode = answer.error_code
+        if code == ErrorCode.none:
             self.broker_epoch = answer.broker_epoch
             self.fenced = True
-            return True
-        reason = _REFUSALS.get(answer.error_code, answer.error_code.name)
-        if fatal:
-            raise ClusterJoinError(f"node.id={self.node_id}: {reason}")
-        log.error("registration refused", node_id=self.node_id, reason=reason)
-        return False
+        else:
+            log.warning("registration refused", node_id=self.node_id, reason=_refusal(code))
+        return code
 
     async def _heartbeats(self) -> None:
         interval = self.broker.config.broker_heartbeat_interval_ms / 1000
@@ -213,7 +230,7 @@ class ClusterMember:
         )
         if answer.error_code in (ErrorCode.stale_broker_epoch, ErrorCode.broker_id_not_registered):
             log.warning("registering again", node_id=self.node_id, reason=answer.error_code.name)
-            await self._register(client, fatal=False)
+            await self._register(client)
             return answer
         if answer.error_code != ErrorCode.none:
             log.warning("heartbeat refused", node_id=self.node_id, reason=answer.error_code.name)
@@ -316,6 +333,10 @@ _REFUSALS = {
     "(cluster.id differs)",
     ErrorCode.not_controller: "the node asked is not a controller",
 }
+
+
+def _refusal(code: ErrorCode) -> str:
+    return _REFUSALS.get(code, code.name)
 
 
 def _quorum_request() -> dict[str, Any]:

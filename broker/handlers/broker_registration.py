@@ -3,9 +3,9 @@
 - A broker registers with its node id, cluster id, incarnation id (new at every
   start) and advertised listeners, and gets its broker epoch. It starts fenced.
 - INCONSISTENT_CLUSTER_ID when its cluster.id is not the controller's;
-  DUPLICATE_BROKER_REGISTRATION when another live node holds the id (a node that
-  restarts takes its id back once its session has ended, or at once with the same
-  incarnation).
+  DUPLICATE_BROKER_REGISTRATION when another live node holds the id: a node that
+  restarts after a crash takes its id back once the old session has ended (at once
+  after a clean stop, and at once for the broker in the controller's own process).
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SS
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
+    member = ctx.broker.member
     details = {
+        "local": member is not None and request.incarnation_id == member.incarnation_id,
         "node_id": request.broker_id,
         "cluster_id": request.cluster_id,
         "incarnation_id": request.incarnation_id,

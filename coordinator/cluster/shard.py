@@ -125,7 +125,9 @@ class ClusterShard:
     # -- brokers -------------------------------------------------------------------
 
     def register_broker(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
-        """request: node_id, cluster_id, incarnation_id, endpoints, rack, now_ms."""
+        """request: node_id, cluster_id, incarnation_id, endpoints, rack, now_ms, and
+        `local` when the broker runs in the controller's own process (its old
+        incarnation cannot be alive)."""
         node_id = request["node_id"]
         now = request.get("now_ms", now_ms())
         if request["cluster_id"] != self.settings.cluster_id:
@@ -133,6 +135,7 @@ class ClusterShard:
         known = self.brokers.get(node_id)
         if (
             known is not None
+            and not request.get("local")
             and known.value.incarnation_id != request["incarnation_id"]
             and not known.value.fenced
             and now - self.heartbeats.get(node_id, 0) < self.settings.broker_session_timeout_ms

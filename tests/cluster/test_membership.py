@@ -175,3 +175,41 @@ def test_a_voter_set_that_disagrees_or_another_cluster_stops_a_broker(cluster: C
     cluster.nodes[6] = stranger
     log = exits_with(stranger)
     assert "the controller belongs to another cluster" in log, log
+
+
+def test_brokers_keep_serving_while_the_controller_is_down(cluster: Cluster) -> None:
+    for node_id in (1, 2):
+        cluster.start(node_id)
+    controller, broker = cluster.nodes[1], cluster.nodes[2]
+    controller.kill()
+    wait_for_log(broker, "controller unreachable")
+    from tests.helpers.wire import WireClient
+
+    with WireClient(broker.bootstrap) as client:  # still answers its clients
+        reply = client.call(3, 9, {"topics": None, "allow_auto_topic_creation": False})
+    assert [b.node_id for b in reply.brokers] == [2]
+    controller.start()
+    wait_for_log(controller, "joined the cluster", count=2)
+    # the broker's session and epoch were kept: its heartbeats are answered again,
+    # and the controller did not fence it
+    before = broker.log_text().count("controller unreachable")
+    time.sleep(SESSION_MS / 1000 + 0.5)
+    assert broker.log_text().count("controller unreachable") == before
+    assert "registering again" not in broker.log_text()
+    restarted = controller.log_text().split("==== start #2")[1]
+    assert '"node_id": 2, "event": "broker fenced"' not in restarted
+    assert broker.is_running()
+
+
+def test_a_broker_restarted_at_once_after_a_crash_waits_out_its_old_session(
+    cluster: Cluster,
+) -> None:
+    cluster.start(1)
+    broker = cluster.start(2)
+    broker.kill()
+    started = time.monotonic()
+    broker.start()
+    wait_for_log(broker, "joined the cluster", count=2)
+    took = time.monotonic() - started
+    assert "another live node is registered" in broker.log_text()  # refused while it ran
+    assert took < SESSION_MS / 1000 + 3
