@@ -59,6 +59,7 @@ class Partition(Protocol):
     def data_arrived(self) -> None:
         """Wake the fetches waiting for records."""
 
+
 log = structlog.get_logger("coordinator")
 
 T = TypeVar("T")
@@ -318,9 +319,7 @@ class ShardRuntime:
             return
         self.partition.data_arrived()
         previous = self._flushing
-        if previous is None and not self.partition.log.flush_policy_due(
-            int(time.time() * 1000)
-        ):
+        if previous is None and not self.partition.log.flush_policy_due(int(time.time() * 1000)):
             self._answer(answers)
             return
         assert self._loop is not None

@@ -44,6 +44,7 @@ def now_ms() -> int:
 class ClusterSettings:
     cluster_id: str = "odradek-cluster"
     broker_session_timeout_ms: int = 9000
+    unclean_leader_election: bool = False  # unclean.leader.election.enable, per topic too
 
 
 @dataclass
@@ -245,6 +246,11 @@ class ClusterShard:
                 leader = p.leader
                 if leader == node_id:
                     leader = next((r for r in p.replicas if r in isr and r in live), NO_LEADER)
+                if leader == NO_LEADER and self._unclean(topic):
+                    # the topic accepts losing what only the ISR had: any live replica
+                    leader = next((r for r in p.replicas if r in live), NO_LEADER)
+                    if leader != NO_LEADER:
+                        isr = (leader,)
                 if isr == p.isr and leader == p.leader:
                     continue
                 changed = rec.PartitionValue(
@@ -291,6 +297,101 @@ class ClusterShard:
             value = rec.PartitionValue(replicas, replicas, replicas[0], 0, 0)
             records.append(_partition_record(name, index, value))
         return Result(records, {"error_code": ErrorCode.none, "topic_id": topic_id})
+
+    def create_partitions(self, name: str, count: int) -> Result[dict[str, Any]]:
+        """Grow a topic to `count` partitions, the new ones placed as at creation."""
+        state = self.topics.get(name)
+        if state is None:
+            return _refused(ErrorCode.unknown_topic_or_partition)
+        have = len(state.partitions)
+        if count <= have:
+            return _refused(
+                ErrorCode.invalid_partitions,
+                f"Topic currently has {have} partitions, which is higher than the requested "
+                f"{count}.",
+            )
+        factor = len(next(iter(state.partitions.values())).replicas) if have else 1
+        live = self.live_brokers()
+        if factor > len(live):
+            return _refused(ErrorCode.invalid_replication_factor)
+        start = self._placement % len(live)
+        self._placement += 1
+        records = []
+        for index in range(have, count):
+            replicas = tuple(live[(start + index + i) % len(live)] for i in range(factor))
+            value = rec.PartitionValue(replicas, replicas, replicas[0], 0, 0)
+            records.append(_partition_record(name, index, value))
+        return Result(records, {"error_code": ErrorCode.none})
+
+    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> Result[dict[str, Any]]:
+        """Replace a topic's configs (the whole set, as IncrementalAlterConfigs leaves it)."""
+        state = self.topics.get(name)
+        if state is None:
+            return _refused(ErrorCode.unknown_topic_or_partition)
+        value = rec.TopicValue(state.topic_id, dict(configs))
+        return Result(
+            [(rec.encode_key(rec.TopicKey(name)), rec.encode_topic(value))],
+            {"error_code": ErrorCode.none},
+        )
+
+    def alter_partition(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
+        """A leader's ISR change (AlterPartition). request: node_id, broker_epoch, topic,
+        partition, leader_epoch, partition_epoch, isr. Kafka's checks, in its order."""
+        node_id = request["node_id"]
+        known = self.brokers.get(node_id)
+        if known is None or known.value.epoch != request["broker_epoch"]:
+            return _refused(ErrorCode.stale_broker_epoch)
+        current = self.partition(request["topic"], request["partition"])
+        if current is None:
+            return _refused(ErrorCode.unknown_topic_or_partition)
+        if current.leader != node_id:
+            return _refused(ErrorCode.not_leader_or_follower)
+        if request["leader_epoch"] != current.leader_epoch:
+            return _refused(ErrorCode.fenced_leader_epoch)
+        if request["partition_epoch"] != current.partition_epoch:
+            return _refused(ErrorCode.invalid_update_version)
+        isr = tuple(request["isr"])
+        if node_id not in isr or not set(isr) <= set(current.replicas) or len(set(isr)) != len(isr):
+            return _refused(ErrorCode.invalid_request)
+        live = set(self.live_brokers())
+        if any(r not in current.isr and r not in live for r in isr):
+            return _refused(ErrorCode.ineligible_replica)
+        changed = replace(current, isr=isr, partition_epoch=current.partition_epoch + 1)
+        answer = {
+            "error_code": ErrorCode.none,
+            "leader": changed.leader,
+            "leader_epoch": changed.leader_epoch,
+            "isr": changed.isr,
+            "partition_epoch": changed.partition_epoch,
+        }
+        record = _partition_record(request["topic"], request["partition"], changed)
+        return Result([record], answer)
+
+    def elect_preferred_leader(self, topic: str, index: int) -> Result[dict[str, Any]]:
+        """ElectLeaders (preferred): the first replica leads again, if it is in sync and
+        live."""
+        current = self.partition(topic, index)
+        if current is None:
+            return _refused(ErrorCode.unknown_topic_or_partition)
+        preferred = current.replicas[0]
+        if current.leader == preferred:
+            return _refused(ErrorCode.election_not_needed)
+        if preferred not in current.isr or preferred not in self.live_brokers():
+            return _refused(ErrorCode.preferred_leader_not_available)
+        changed = replace(
+            current,
+            leader=preferred,
+            leader_epoch=current.leader_epoch + 1,
+            partition_epoch=current.partition_epoch + 1,
+        )
+        return Result([_partition_record(topic, index, changed)], {"error_code": ErrorCode.none})
+
+    def _unclean(self, topic: str) -> bool:
+        state = self.topics.get(topic)
+        setting = None if state is None else state.configs.get("unclean.leader.election.enable")
+        if setting is None:
+            return self.settings.unclean_leader_election
+        return setting.strip().lower() == "true"
 
     def delete_topic(self, name: str) -> Result[dict[str, Any]]:
         state = self.topics.get(name)

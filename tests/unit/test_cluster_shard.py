@@ -218,3 +218,85 @@ def test_records_round_trip_and_bad_bytes_are_refused() -> None:
         rec.decode_key(b"\x00\x09")
     with pytest.raises(RecordFormatError):
         rec.decode_partition(b"\x7f\xff\xff\xff")
+
+
+def alter(h: Harness, node: int, isr: tuple[int, ...], **changes: Any) -> Any:
+    p = h.shard.partition("t", 0)
+    assert p is not None
+    request = {
+        "node_id": node,
+        "broker_epoch": h.epochs[node],
+        "topic": "t",
+        "partition": 0,
+        "leader_epoch": p.leader_epoch,
+        "partition_epoch": p.partition_epoch,
+        "isr": isr,
+        **changes,
+    }
+    return h.apply(h.shard.alter_partition(request))
+
+
+def test_the_leader_shrinks_and_expands_the_isr_with_kafkas_checks() -> None:
+    h = Harness()
+    h.start(1, 2, 3)
+    h.create("t", 1, 3)  # replicas (1, 2, 3), leader 1
+    shrunk = alter(h, 1, (1, 2))
+    assert (shrunk["error_code"], shrunk["isr"], shrunk["partition_epoch"]) == (0, (1, 2), 1)
+    assert alter(h, 2, (1, 2))["error_code"] == ErrorCode.not_leader_or_follower
+    assert alter(h, 1, (1,), partition_epoch=0)["error_code"] == ErrorCode.invalid_update_version
+    assert alter(h, 1, (1,), leader_epoch=7)["error_code"] == ErrorCode.fenced_leader_epoch
+    assert alter(h, 1, (2, 3))["error_code"] == ErrorCode.invalid_request  # without the leader
+    assert alter(h, 1, (1, 4))["error_code"] == ErrorCode.invalid_request  # not a replica
+    assert alter(h, 1, (1,), broker_epoch=99)["error_code"] == ErrorCode.stale_broker_epoch
+    h.apply(h.shard.fence_if_expired(3, now=SESSION_MS))
+    assert alter(h, 1, (1, 2, 3))["error_code"] == ErrorCode.ineligible_replica  # fenced
+    h.beat(1, now=SESSION_MS)
+    h.beat(2, now=SESSION_MS)
+    h.register(3, now=SESSION_MS)
+    h.beat(3, now=SESSION_MS)
+    assert alter(h, 1, (1, 2, 3))["isr"] == (1, 2, 3)
+    assert view(h.replayed()) == view(h.shard)
+
+
+def test_unclean_election_only_where_the_topic_allows_it() -> None:
+    for allowed, leader in ((False, NO_LEADER), (True, 2)):
+        h = Harness()
+        h.start(1, 2)
+        h.create("t", 1, 2)
+        alter(h, 1, (1,))  # 2 falls behind
+        if allowed:
+            h.apply(h.shard.alter_topic_configs("t", {"unclean.leader.election.enable": "true"}))
+        h.beat(2, now=SESSION_MS)
+        h.apply(h.shard.fence_if_expired(1, now=SESSION_MS))
+        p = h.shard.partition("t", 0)
+        assert p is not None and p.leader == leader
+        if allowed:
+            assert p.isr == (2,)
+
+
+def test_preferred_leader_election_and_more_partitions() -> None:
+    h = Harness()
+    h.start(1, 2)
+    h.create("t", 1, 2)  # replicas (1, 2)
+    assert h.apply(h.shard.elect_preferred_leader("t", 0))["error_code"] == (
+        ErrorCode.election_not_needed
+    )
+    h.beat(2, now=SESSION_MS)
+    h.apply(h.shard.fence_if_expired(1, now=SESSION_MS))  # 2 leads
+    h.register(1, now=SESSION_MS)
+    h.beat(1, now=SESSION_MS)
+    assert h.apply(h.shard.elect_preferred_leader("t", 0))["error_code"] == (
+        ErrorCode.preferred_leader_not_available  # 1 left the ISR when fenced
+    )
+    p = h.shard.partition("t", 0)
+    assert p is not None
+    h.epochs[2] = h.shard.brokers[2].value.epoch
+    alter(h, 2, (2, 1))
+    assert h.apply(h.shard.elect_preferred_leader("t", 0))["error_code"] == 0
+    p = h.shard.partition("t", 0)
+    assert p is not None and p.leader == 1
+    assert h.apply(h.shard.create_partitions("t", 1))["error_code"] == ErrorCode.invalid_partitions
+    assert h.apply(h.shard.create_partitions("t", 3))["error_code"] == 0
+    assert sorted(h.shard.topics["t"].partitions) == [0, 1, 2]
+    assert all(len(p.replicas) == 2 for p in h.shard.topics["t"].partitions.values())
+    assert view(h.replayed()) == view(h.shard)
