@@ -41,16 +41,18 @@ class Cluster:
             **more,
         }
 
-    def node(self, node_id: int, **more: str) -> Broker:
+    def node(self, node_id: int, controller_only: bool = False, **more: str) -> Broker:
         port = free_port()
         listeners = f"PLAINTEXT://127.0.0.1:{port}"
         roles = "broker"
         if node_id == 1:
             roles = "broker,controller"
             listeners += f",CONTROLLER://127.0.0.1:{self.controller_port}"
+        if controller_only:
+            roles, port = "controller", self.controller_port
+            listeners = f"CONTROLLER://127.0.0.1:{port}"
         settings = self.settings(node_id, roles, listeners=listeners, **more)
-        broker = Broker(self.base / f"node{node_id}-{port}", port=port, overrides=settings)
-        return broker
+        return Broker(self.base / f"node{node_id}-{port}", port=port, overrides=settings)
 
     def start(self, node_id: int, **more: str) -> Broker:
         broker = self.nodes[node_id] = self.node(node_id, **more)
@@ -213,3 +215,14 @@ def test_a_broker_restarted_at_once_after_a_crash_waits_out_its_old_session(
     took = time.monotonic() - started
     assert "another live node is registered" in broker.log_text()  # refused while it ran
     assert took < SESSION_MS / 1000 + 3
+
+
+def test_a_controller_only_node_serves_no_clients_and_admits_brokers(cluster: Cluster) -> None:
+    controller = cluster.nodes[1] = cluster.node(1, controller_only=True)
+    controller.start()
+    cluster.start(2)
+    cluster.start(3)
+    partition = cluster.describe_quorum().topics[0].partitions[0]
+    assert partition.leader_id == 1 and {o.replica_id for o in partition.observers} == {2, 3}
+    assert "joined the cluster" not in controller.log_text()  # no broker role
+    assert '"listeners": ["CONTROLLER://' in controller.log_text()
