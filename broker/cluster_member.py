@@ -79,8 +79,8 @@ class ClusterMember:
         self._fetch_clients = [
             ControllerClient(host, port, fetch_timeout_s) for host, port in controllers
         ]
-        client = await self._reach_controller(deadline)
-        await self._check_quorum(client)
+        client, quorum = await self._reach_controller(deadline)
+        self._check_quorum(client, quorum)
         await self._first_registration(client)
         self._tasks = [
             asyncio.create_task(self._follow_metadata(), name="metadata-fetch"),
@@ -103,13 +103,13 @@ class ClusterMember:
             metadata_offset=self.view.last_offset,
         )
 
-    async def _reach_controller(self, deadline: float) -> ControllerClient:
+    async def _reach_controller(self, deadline: float) -> tuple[ControllerClient, Any]:
+        """The first controller that answers, with its DescribeQuorum answer."""
         last = ""
         while True:
             for client in self._clients:
                 try:
-                    await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
-                    return client
+                    return client, await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
                 except ControllerUnreachable as exc:
                     last = str(exc)
             if time.monotonic() >= deadline:
@@ -122,28 +122,17 @@ class ClusterMember:
                 )
             await asyncio.sleep(RETRY_S)
 
-    async def _check_quorum(self, client: ControllerClient) -> None:
-        answer = await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
+    def _check_quorum(self, client: ControllerClient, answer: Any) -> None:
+        """With controller.quorum.voters set, the controller's voters must be the same
+        node ids (their addresses may be advertised otherwise than configured)."""
         if answer.error_code != ErrorCode.none:
             raise ClusterJoinError(
                 f"the node at {client.address} is not a controller ({answer.error_code.name})"
             )
         partition = answer.topics[0].partitions[0]
         theirs = sorted(voter.replica_id for voter in partition.current_voters)
-        if not self.cluster.voters:
-            return  # found through controller.quorum.bootstrap.servers: theirs is the truth
         ours = sorted(voter.node_id for voter in self.cluster.voters)
-        addresses = {
-            node.node_id: {(listener.host, listener.port) for listener in node.listeners}
-            for node in answer.nodes
-        }
-        mismatch = ours != theirs or any(
-            addresses.get(v.node_id)
-            and (v.host, v.port) not in addresses[v.node_id]
-            and client.address != f"{v.host}:{v.port}"
-            for v in self.cluster.voters
-        )
-        if mismatch:
+        if self.cluster.voters and ours != theirs:
             voters = ", ".join(str(v) for v in self.cluster.voters)
             raise ClusterJoinError(
                 f"controller.quorum.voters ({voters}) disagrees with the controller at "
