@@ -155,7 +155,13 @@ class ClusterMember:
                 return
             if code != ErrorCode.duplicate_broker_registration:
                 raise ClusterJoinError(f"node.id={self.node_id}: {_refusal(code)}")
-            refused_since = refused_since or time.monotonic()
+            if refused_since is None:
+                refused_since = time.monotonic()
+                log.warning(
+                    "node id still registered: waiting for the old session to end",
+                    node_id=self.node_id,
+                    wait_s=patience,
+                )
             if time.monotonic() - refused_since > patience:
                 raise ClusterJoinError(f"node.id={self.node_id}: {_refusal(code)}")
             await asyncio.sleep(RETRY_S)
@@ -184,8 +190,6 @@ class ClusterMember:
         if code == ErrorCode.none:
             self.broker_epoch = answer.broker_epoch
             self.fenced = True
-        else:
-            log.warning("registration refused", node_id=self.node_id, reason=_refusal(code))
         return code
 
     async def _heartbeats(self) -> None:
@@ -219,7 +223,9 @@ class ClusterMember:
         )
         if answer.error_code in (ErrorCode.stale_broker_epoch, ErrorCode.broker_id_not_registered):
             log.warning("registering again", node_id=self.node_id, reason=answer.error_code.name)
-            await self._register(client)
+            code = await self._register(client)
+            if code != ErrorCode.none:
+                log.warning("registration refused", node_id=self.node_id, reason=_refusal(code))
             return answer
         if answer.error_code != ErrorCode.none:
             log.warning("heartbeat refused", node_id=self.node_id, reason=answer.error_code.name)
