@@ -13,7 +13,7 @@ import dataclasses
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from coordinator.group import consumer_records as cr
@@ -63,6 +63,7 @@ class ConsumerProtocol(ShardState):
         apply_record(group, key, value)
         if key.kind == cr.GROUP_EPOCH and value is None:
             del self.consumer_groups[key.group]
+            self.subscribed_names.pop(key.group, None)
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------
 
@@ -142,7 +143,7 @@ class ConsumerProtocol(ShardState):
         if _progress(group.members[updated.member_id]) != _progress(updated):
             _emit(group, records, current_record(group_id, updated))
         bump = stored is None or _subscription_changed(stored, updated)
-        topics = self._subscribed_topics(group)
+        topics = self._subscribed_topics(group, changed=bump)
         if topics != group.topics:
             key = cr.ConsumerKey(cr.PARTITION_METADATA, group_id)
             _emit(group, records, (cr.encode_key(key), cr.encode_partition_metadata(topics)))
@@ -308,12 +309,32 @@ class ConsumerProtocol(ShardState):
         key = cr.ConsumerKey(cr.TARGET_EPOCH, group.group_id)
         _emit(group, records, (cr.encode_key(key), cr.encode_epoch(group.group_epoch)))
 
-    def _subscribed_topics(self, group: ConsumerGroup) -> list[cr.TopicMetadata]:
+    def _subscribed_topics(
+        self, group: ConsumerGroup, changed: bool = True
+    ) -> list[cr.TopicMetadata]:
+        """The existing topics the members subscribe to. `changed`: a subscription
+        changed in this heartbeat (else the names found at this group epoch are kept,
+        unless a member subscribes by pattern: its matches follow the topics there are)."""
         existing = self.topics_view()
-        names: set[str] = set()
-        for member in group.members.values():
-            names.update(n for n in self._member_topics(member, existing) if n in existing)
-        return [cr.TopicMetadata(existing[n][0], n, existing[n][1]) for n in sorted(names)]
+        key = (group.group_epoch, len(group.members))
+        cached = self.subscribed_names.get(group.group_id)
+        if not changed and cached is not None and cached[0] == key:
+            names: Iterable[str] = cached[1]
+        else:
+            by_pattern = any(m.subscribed_topic_regex for m in group.members.values())
+            found: set[str] = set()
+            for member in group.members.values():
+                found.update(self._member_topics(member, existing))
+            names = found
+            if by_pattern:
+                self.subscribed_names.pop(group.group_id, None)
+            else:
+                self.subscribed_names[group.group_id] = (key, frozenset(found))
+        return [
+            cr.TopicMetadata(existing[n][0], n, existing[n][1])
+            for n in sorted(names)
+            if n in existing
+        ]
 
     def _member_topics(
         self, member: ConsumerMember, existing: Mapping[str, Any] | None = None

@@ -96,6 +96,10 @@ class ShardState:
         self.pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}
         # revocation timer key -> the member epoch whose revocation it times
         self.revocations_armed: dict[str, int] = {}
+        # consumer group -> ((group epoch, member count), the topic names its members
+        # subscribe to by name), so a heartbeat that changes no subscription does not
+        # walk every member
+        self.subscribed_names: dict[str, tuple[tuple[int, int], frozenset[str]]] = {}
 
     # -- helpers -----------------------------------------------------------------
 

@@ -219,3 +219,29 @@ def test_offsets_of_subscribed_topics_cannot_be_deleted_and_an_empty_group_can_g
     h.apply(deleted.records)
     assert "g" not in h.shard.consumer_groups
     assert "g" not in h.replayed().consumer_groups
+
+
+def test_a_topic_created_after_the_subscription_joins_the_assignment() -> None:
+    """Heartbeats that change no subscription reuse the names found at the group epoch;
+    a subscribed topic that appears (or grows) still moves the group to a new epoch."""
+    later = uuid.UUID(int=6)
+    h = Harness()
+    topics: dict[str, tuple[uuid.UUID, int]] = {"orders": (T, 4)}
+    h.shard.topics_view = lambda: topics
+    first = h.beat(
+        member_id="a",
+        rebalance_timeout_ms=30000,
+        subscribed_topic_names=("orders", "later"),
+        owned={},
+    )
+    epoch = first["member_epoch"]
+    assert first["assignment"] == parts(0, 1, 2, 3)
+    steady = h.beat(member_id="a", member_epoch=epoch, owned=first["assignment"])
+    assert steady["member_epoch"] == epoch  # nothing changed
+    topics["later"] = (later, 2)
+    grown = h.beat(member_id="a", member_epoch=epoch, owned=first["assignment"])
+    assert grown["member_epoch"] > epoch
+    assert grown["assignment"] == {T: frozenset({0, 1, 2, 3}), later: frozenset({0, 1})}
+    topics["later"] = (later, 3)
+    more = h.beat(member_id="a", member_epoch=grown["member_epoch"], owned=grown["assignment"])
+    assert more["assignment"][later] == frozenset({0, 1, 2})
