@@ -616,18 +616,19 @@ def _subset(owned: Mapping[uuid.UUID, frozenset[int]] | None, assigned: cr.Topic
 def _held_by_another(group: ConsumerGroup, member_id: str) -> Callable[[uuid.UUID, int], bool]:
     """Whether another member owns (or still has to revoke) a partition. The set is made
     on the first question: most heartbeats of a settled group ask none."""
-    held: set[tuple[uuid.UUID, int]] | None = None
+    held: dict[uuid.UUID, set[int]] | None = None
 
     def is_held(topic: uuid.UUID, partition: int) -> bool:
         nonlocal held
         if held is None:
-            held = set()
+            held = {}
             for other in group.members.values():
                 if other.member_id == member_id:
                     continue
                 for owned in (other.assigned, other.pending_revocation):
-                    held.update((t, p) for t, parts in owned.items() for p in parts)
-        return (topic, partition) in held
+                    for t, parts in owned.items():
+                        held.setdefault(t, set()).update(parts)
+        return partition in held.get(topic, ())
 
     return is_held
 
