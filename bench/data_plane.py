@@ -140,12 +140,18 @@ def rss_mib(pid: int) -> dict[str, float]:
     return values
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (all its threads), from /proc/PID/stat."""
+def process_cpu_times(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process (all its threads), from /proc/PID/stat."""
     with open(f"/proc/{pid}/stat") as stat:
         after_name = stat.read().rsplit(")", 1)[1].split()
     # after "(comm)" the list starts at field 3 (state): utime is field 14, stime 15
-    return (int(after_name[11]) + int(after_name[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(after_name[11]) / tick, int(after_name[12]) / tick
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads)."""
+    return sum(process_cpu_times(pid))
 
 
 def own_cpu_seconds() -> float:

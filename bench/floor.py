@@ -24,7 +24,6 @@ proportion: whatever Odradek spends above them is its own code.
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import struct
 import subprocess
@@ -43,6 +42,7 @@ from bench.data_plane import (
     Run,
     arg_parser,
     free_port,
+    process_cpu_times,
     remove_workdir,
     report,
     run_steps,
@@ -213,14 +213,6 @@ class LoadResult:
         return seconds / self.requests * 1e6 if self.requests else 0.0
 
 
-def cpu_times(pid: int) -> tuple[float, float]:
-    """(user, system) CPU seconds of a process, from /proc/PID/stat."""
-    with open(f"/proc/{pid}/stat") as stat:
-        after_name = stat.read().rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    return int(after_name[11]) / tick, int(after_name[12]) / tick
-
-
 def heartbeat_load(peer: Peer, connections: int, seconds: float) -> LoadResult:
     host, port = peer.bootstrap.rsplit(":", 1)
     sockets = [socket.create_connection((host, int(port))) for _ in range(connections)]
@@ -250,14 +242,14 @@ def heartbeat_load(peer: Peer, connections: int, seconds: float) -> LoadResult:
     threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(connections)]
     for thread in threads:
         thread.start()
-    user, system = cpu_times(peer.pid)
+    user, system = process_cpu_times(peer.pid)
     began = time.perf_counter()
     deadline = began + seconds
     barrier.wait()
     for thread in threads:
         thread.join(seconds + 30)
     result = LoadResult(seconds=time.perf_counter() - began)
-    user_after, system_after = cpu_times(peer.pid)
+    user_after, system_after = process_cpu_times(peer.pid)
     result.user_s, result.system_s = user_after - user, system_after - system
     result.requests = sum(counts)
     result.error_codes = {}
@@ -341,4 +333,3 @@ if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--serve":
         sys.exit(serve_main(int(sys.argv[2]), sys.argv[3]))
     sys.exit(main())
-
