@@ -21,6 +21,7 @@ from broker.listeners import (
     Listener,
     ListenerError,
     parse_endpoints,
+    parse_protocol_map,
     resolve,
 )
 from storage import LogConfig
@@ -275,7 +276,7 @@ class BrokerConfig:
         """The node's KRaft settings, checked against each other and the listeners."""
         given = "node.id" in self.raw or "broker.id" in self.raw
         try:
-            return cluster_config(
+            cluster = cluster_config(
                 process_roles=self.process_roles,
                 node_id=self.node_id if given else None,
                 voters=self.controller_quorum_voters,
@@ -285,6 +286,23 @@ class BrokerConfig:
             )
         except (ClusterConfigError, ListenerError) as exc:
             raise ConfigError(str(exc)) from None
+        if not cluster.standalone:
+            self._plaintext_controllers(cluster)
+        return cluster
+
+    def _plaintext_controllers(self, cluster: ClusterConfig) -> None:
+        """Brokers reach the controller in PLAINTEXT only, so far."""
+        try:
+            protocols = parse_protocol_map(self.listener_security_protocol_map)
+        except ListenerError as exc:
+            raise ConfigError(str(exc)) from None
+        for name in cluster.controller_listener_names:
+            protocol = protocols.get(name, "PLAINTEXT")
+            if protocol != "PLAINTEXT":
+                raise ConfigError(
+                    f"listener.security.protocol.map: controller listener {name} uses "
+                    f"{protocol}; brokers reach the controller in PLAINTEXT only so far"
+                )
 
     def retention_ms(self) -> int:
         if self.log_retention_ms is not None:

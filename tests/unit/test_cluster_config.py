@@ -108,3 +108,21 @@ def test_broker_config_reads_the_kraft_settings_and_needs_a_node_id() -> None:
     cluster = config.cluster()
     assert cluster.node_id == 4 and not cluster.standalone
     assert BrokerConfig().cluster().standalone  # the defaults: a node of its own
+
+
+def test_a_controller_listener_other_than_plaintext_is_refused_for_now() -> None:
+    config = BrokerConfig()
+    config.apply(
+        {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:9093",
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.voters": "1@127.0.0.1:9093",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL",
+        }
+    )
+    with pytest.raises(ConfigError, match="controller listener CONTROLLER uses SSL"):
+        config.cluster()
+    config.apply({"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"})
+    assert config.cluster().is_controller
