@@ -31,6 +31,7 @@ import structlog
 from broker.cluster_config import ClusterConfig
 from broker.controller import METADATA_TOPIC
 from broker.controller_client import ControllerClient, ControllerUnreachable
+from broker.listeners import SECURITY_PROTOCOLS
 from coordinator.cluster.shard import ClusterSettings, ClusterShard
 from protocol.batch import iter_batches, iter_records
 from protocol.errors import ErrorCode
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("broker")
 
 DESCRIBE_QUORUM, BROKER_REGISTRATION, BROKER_HEARTBEAT, FETCH = 55, 62, 63, 1
-SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 RETRY_S = 0.2
 FETCH_WAIT_MS = 500
 
@@ -176,7 +176,7 @@ class ClusterMember:
                     "name": listener.name,
                     "host": listener.advertised_host,
                     "port": listener.advertised_port,
-                    "security_protocol": SECURITY_PROTOCOL_IDS[listener.security_protocol],
+                    "security_protocol": SECURITY_PROTOCOLS.index(listener.security_protocol),
                 }
                 for listener in self.broker.listeners
                 if not listener.controller

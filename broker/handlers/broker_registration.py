@@ -14,11 +14,14 @@ from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.controller_common import answered_by_controller
+from broker.listeners import SECURITY_PROTOCOLS
 from coordinator.cluster.records import Endpoint
 
 MIN_VERSION, MAX_VERSION = 0, 3
 
-SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+
+def _protocol(number: int) -> str:
+    return SECURITY_PROTOCOLS[number] if 0 <= number < len(SECURITY_PROTOCOLS) else "PLAINTEXT"
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
@@ -34,7 +37,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 listener.name,
                 listener.host,
                 listener.port,
-                SECURITY_PROTOCOLS.get(listener.security_protocol, "PLAINTEXT"),
+                _protocol(listener.security_protocol),
             )
             for listener in request.listeners
         ),
