@@ -199,20 +199,26 @@ def _scalar(kafka_type: str, flexible: bool) -> Write:
     raise LookupError(f"no writer for kafka type {kafka_type}")
 
 
+def _array_length(out: Out, values: Any, flexible: bool) -> bool:
+    """An array's length prefix (null when `values` is None); False: nothing follows."""
+    if values is None:
+        out.buf += b"\x00" if flexible else _NULL_I32
+        return False
+    count = len(values)
+    if not flexible:
+        out.buf += _I32(count)
+    elif count < 0x7F:
+        out.buf.append(count + 1)
+    else:
+        out.buf += uvarint(count + 1)
+    return True
+
+
 def _array(element: Write, flexible: bool) -> Write:
     def write(out: Out, values: Any) -> None:
-        if values is None:
-            out.buf += b"\x00" if flexible else _NULL_I32
-            return
-        count = len(values)
-        if not flexible:
-            out.buf += _I32(count)
-        elif count < 0x7F:
-            out.buf.append(count + 1)
-        else:
-            out.buf += uvarint(count + 1)
-        for value in values:
-            element(out, value)
+        if _array_length(out, values, flexible):
+            for value in values:
+                element(out, value)
 
     return write
 
@@ -250,12 +256,8 @@ def _packed_array(code: str, flexible: bool) -> Write:
     """An array of plain integers (partition ids, replica ids), packed in one call."""
 
     def write(out: Out, values: Any) -> None:
-        if values is None:
-            out.buf += b"\x00" if flexible else _NULL_I32
-            return
-        count = len(values)
-        out.buf += uvarint(count + 1) if flexible else _I32(count)
-        out.buf += struct.pack(f">{count}{code}", *values)
+        if _array_length(out, values, flexible):
+            out.buf += struct.pack(f">{len(values)}{code}", *values)
 
     return write
 
