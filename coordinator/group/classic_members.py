@@ -30,12 +30,12 @@ from coordinator.group.consumer import (
     UNREVOKED_PARTITIONS,
     ConsumerGroup,
     ConsumerMember,
+    working_copy,
 )
 from coordinator.group.consumer_protocol import (
     ConsumerProtocol,
     HeartbeatError,
     _emit,
-    _working_copy,
 )
 from coordinator.group.consumer_records import ClassicMetadata
 from coordinator.group.shard_state import MAX_GROUP_SIZE
@@ -90,7 +90,7 @@ class ClassicMembers(ClassicProtocol, ConsumerProtocol):
         live = self.consumer_groups.get(group_id)
         if live is None or not live.members:
             return super().leave_group(group_id, leaving)
-        group = _working_copy(live)
+        group = working_copy(live)
         records: list[Record] = []
         answers = []
         for member_id, instance_id in leaving:
@@ -130,7 +130,7 @@ class ClassicMembers(ClassicProtocol, ConsumerProtocol):
             return error(ErrorCode.inconsistent_group_protocol)
         if not member_id and instance_id is None and request["require_known_member_id"]:
             return error(ErrorCode.member_id_required, member_id=str(uuid.uuid4()))
-        group = _working_copy(live)
+        group = working_copy(live)
         records: list[Record] = []
         try:
             member = self._classic_joiner(group, member_id, instance_id, records)

@@ -1,5 +1,5 @@
-"""A consumer-protocol group (KIP-848) and the reconciliation of one member towards its
-target assignment, as pure state.
+"""A consumer-protocol group (KIP-848), how each of its records changes it, and the
+reconciliation of one member towards its target assignment, as pure state.
 
 The group epoch counts changes of membership, subscriptions and subscribed topics;
 the target assignment is computed for a group epoch; each member's epoch reaches the
@@ -229,3 +229,72 @@ def current_record(group_id: str, member: ConsumerMember) -> Record:
 def target_record(group_id: str, member_id: str, target: cr.TopicPartitions) -> Record:
     key = cr.ConsumerKey(cr.TARGET_MEMBER, group_id, member_id)
     return cr.encode_key(key), cr.encode_target(target)
+
+
+# -- records applied to a group -----------------------------------------------------
+
+
+def apply_record(group: ConsumerGroup, key: cr.ConsumerKey, value: bytes | None) -> None:
+    """One record's change to ``group``: the same for a heartbeat's working copy, a
+    live replay and loading."""
+    kind, member_id = key.kind, key.member
+    if kind == cr.GROUP_EPOCH:
+        group.group_epoch = cr.decode_epoch(value) if value is not None else 0
+    elif kind == cr.PARTITION_METADATA:
+        group.topics = cr.decode_partition_metadata(value) if value is not None else []
+    elif kind == cr.TARGET_EPOCH:
+        group.assignment_epoch = cr.decode_epoch(value) if value is not None else 0
+    elif kind == cr.TARGET_MEMBER:
+        if value is None:
+            group.target.pop(member_id, None)
+        else:
+            group.target[member_id] = cr.decode_target(value)
+    elif kind == cr.MEMBER_METADATA:
+        if value is None:
+            group.members.pop(member_id, None)
+            return
+        meta = cr.decode_member(value)
+        # members are replaced, never changed in place: a heartbeat's working copy
+        # shares them with the live group
+        group.members[member_id] = dataclasses.replace(
+            group.members.get(member_id) or ConsumerMember(member_id),
+            instance_id=meta.instance_id,
+            rack_id=meta.rack_id,
+            client_id=meta.client_id,
+            client_host=meta.client_host,
+            subscribed_topic_names=meta.subscribed_topic_names,
+            subscribed_topic_regex=meta.subscribed_topic_regex,
+            rebalance_timeout_ms=meta.rebalance_timeout_ms,
+            server_assignor=meta.server_assignor,
+            classic=meta.classic,
+        )
+    elif kind == cr.CURRENT_ASSIGNMENT:
+        known = group.members.get(member_id)
+        if value is None:
+            if known is not None:
+                group.members[member_id] = dataclasses.replace(
+                    known, member_epoch=0, assigned={}, pending_revocation={}
+                )
+            return
+        current = cr.decode_current(value)
+        group.members[member_id] = dataclasses.replace(
+            known or ConsumerMember(member_id),
+            member_epoch=current.member_epoch,
+            previous_member_epoch=current.previous_member_epoch,
+            state=current.state,
+            assigned=current.assigned,
+            pending_revocation=current.pending_revocation,
+        )
+
+
+def working_copy(group: ConsumerGroup) -> ConsumerGroup:
+    """A copy a heartbeat may change freely: records replace members and map entries,
+    never change them in place, so copying the maps is enough."""
+    return ConsumerGroup(
+        group.group_id,
+        group.group_epoch,
+        group.assignment_epoch,
+        dict(group.members),
+        dict(group.target),
+        list(group.topics),
+    )

@@ -26,11 +26,13 @@ from coordinator.group.consumer import (
     UNREVOKED_PARTITIONS,
     ConsumerGroup,
     ConsumerMember,
+    apply_record,
     current_record,
     member_metadata,
     member_record,
     reconcile,
     target_record,
+    working_copy,
 )
 from coordinator.group.shard_state import ShardState
 from coordinator.runtime import Record, Result
@@ -99,7 +101,7 @@ class ConsumerProtocol(ShardState):
                 )
             elif classic is not None:  # an empty classic group becomes a consumer group
                 records.append(self._classic_tombstone(group_id))
-        group = _working_copy(live) if live is not None else ConsumerGroup(group_id)
+        group = working_copy(live) if live is not None else ConsumerGroup(group_id)
         if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group, request, records)
         member = self._member_for(group, request, records)
@@ -406,7 +408,7 @@ class ConsumerProtocol(ShardState):
             member.member_epoch != epoch or member.state != UNREVOKED_PARTITIONS
         ):
             return Result()
-        group = _working_copy(live)
+        group = working_copy(live)
         records: list[Record] = []
         self._cancel_consumer_timers(group_id, member_id)
         if not self._maybe_downgrade(group, member_id, records):
@@ -456,75 +458,6 @@ class ConsumerProtocol(ShardState):
 
     def _classic_tombstone(self, group_id: str) -> Record:
         return rec.encode_key(rec.GroupKey(group_id)), None
-
-
-# -- records applied to a group -----------------------------------------------------
-
-
-def apply_record(group: ConsumerGroup, key: cr.ConsumerKey, value: bytes | None) -> None:
-    """One record's change to ``group``: the same for a heartbeat's working copy, a
-    live replay and loading."""
-    kind, member_id = key.kind, key.member
-    if kind == cr.GROUP_EPOCH:
-        group.group_epoch = cr.decode_epoch(value) if value is not None else 0
-    elif kind == cr.PARTITION_METADATA:
-        group.topics = cr.decode_partition_metadata(value) if value is not None else []
-    elif kind == cr.TARGET_EPOCH:
-        group.assignment_epoch = cr.decode_epoch(value) if value is not None else 0
-    elif kind == cr.TARGET_MEMBER:
-        if value is None:
-            group.target.pop(member_id, None)
-        else:
-            group.target[member_id] = cr.decode_target(value)
-    elif kind == cr.MEMBER_METADATA:
-        if value is None:
-            group.members.pop(member_id, None)
-            return
-        meta = cr.decode_member(value)
-        # members are replaced, never changed in place: a heartbeat's working copy
-        # shares them with the live group
-        group.members[member_id] = dataclasses.replace(
-            group.members.get(member_id) or ConsumerMember(member_id),
-            instance_id=meta.instance_id,
-            rack_id=meta.rack_id,
-            client_id=meta.client_id,
-            client_host=meta.client_host,
-            subscribed_topic_names=meta.subscribed_topic_names,
-            subscribed_topic_regex=meta.subscribed_topic_regex,
-            rebalance_timeout_ms=meta.rebalance_timeout_ms,
-            server_assignor=meta.server_assignor,
-            classic=meta.classic,
-        )
-    elif kind == cr.CURRENT_ASSIGNMENT:
-        known = group.members.get(member_id)
-        if value is None:
-            if known is not None:
-                group.members[member_id] = dataclasses.replace(
-                    known, member_epoch=0, assigned={}, pending_revocation={}
-                )
-            return
-        current = cr.decode_current(value)
-        group.members[member_id] = dataclasses.replace(
-            known or ConsumerMember(member_id),
-            member_epoch=current.member_epoch,
-            previous_member_epoch=current.previous_member_epoch,
-            state=current.state,
-            assigned=current.assigned,
-            pending_revocation=current.pending_revocation,
-        )
-
-
-def _working_copy(group: ConsumerGroup) -> ConsumerGroup:
-    """A copy a heartbeat may change freely: records replace members and map entries,
-    never change them in place, so copying the maps is enough."""
-    return ConsumerGroup(
-        group.group_id,
-        group.group_epoch,
-        group.assignment_epoch,
-        dict(group.members),
-        dict(group.target),
-        list(group.topics),
-    )
 
 
 def _emit(group: ConsumerGroup, records: list[Record], record: Record) -> None:
