@@ -27,18 +27,22 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench.data_plane import (
+from bench.clients import (
+    consume,
+    produce,
+)
+from bench.peers import (
     Peer,
+    rss_mib,
+)
+from bench.report import (
     Run,
     Step,
     arg_parser,
     check_peer,
-    consume,
     peer_row,
-    produce,
     remove_workdir,
     report,
-    rss_mib,
     run_steps,
     start_peers,
     start_run,

@@ -34,21 +34,23 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.data_plane import (
+from bench.peers import (
     REPO,
     MockPeer,
     OdradekPeer,
     Peer,
-    Run,
-    arg_parser,
     free_port,
     process_cpu_times,
+    wait_until_accepting,
+)
+from bench.report import (
+    Run,
+    arg_parser,
     remove_workdir,
     report,
     run_steps,
     start_run,
     value_row,
-    wait_until_accepting,
 )
 
 HEARTBEAT_KEY = 12

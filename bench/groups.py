@@ -4,7 +4,7 @@ Run from the repository root:
 
     .venv/bin/python -m bench.groups [--quick]
 
-Both peers run in child processes (see bench/data_plane.py); every client is
+Both peers run in child processes (see bench/peers.py); every client is
 confluent-kafka (librdkafka) in this process.
 
 - Odradek runs with `group.initial.rebalance.delay.ms=0`; the mock's initial
@@ -47,24 +47,26 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
-from bench.data_plane import (
+from bench.peers import (
     CpuMeter,
     ErrorSink,
     MockPeer,
     OdradekPeer,
     Peer,
+    client_config,
+    percentile,
+    rss_mib,
+)
+from bench.report import (
     Run,
     Step,
     arg_parser,
     check_peer,
-    client_config,
     cpu_per_op_row,
     peer_row,
     peers_in_order,
-    percentile,
     remove_workdir,
     report,
-    rss_mib,
     run_steps,
     start_run,
     topic_name,

@@ -35,11 +35,13 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from bench.data_plane import (
+from bench.peers import (
     REPO,
+    payloads,
+)
+from bench.report import (
     Row,
     arg_parser,
-    payloads,
     remove_workdir,
     report,
     start_run,

@@ -47,18 +47,20 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from bench.data_plane import (
+from bench.peers import (
     ErrorSink,
     OdradekPeer,
     Peer,
+    client_config,
+    machine_busy_seconds,
+    process_cpu_seconds,
+)
+from bench.report import (
     Row,
     Run,
     Step,
     arg_parser,
     check_peer,
-    client_config,
-    machine_busy_seconds,
-    process_cpu_seconds,
     remove_workdir,
     report,
     run_steps,

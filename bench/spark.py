@@ -5,7 +5,7 @@ Run from the repository root:
 
     .venv/bin/python -m bench.spark [--quick]
 
-Odradek runs as `python -m broker` in a child process (bench/data_plane.py starts it);
+Odradek runs as `python -m broker` in a child process (bench/peers.py starts it);
 Spark is a local[2] session from `odradek_spark.local_session()` in this process
 (started, then warmed up with a read and a write job of each format, before anything
 is timed).
@@ -36,7 +36,8 @@ record values, KB = 1000 bytes. The ratio is Spark / direct; the target is >= 0.
 children but the broker: Spark's JVM and Python workers), % of one core.
 
 Results: a Markdown table on stdout and JSON in bench/results/spark.json.
-As in bench/data_plane.py, the CPU used by other processes is reported (noise).
+As in the other benchmarks (CpuMeter, bench/peers.py), the CPU used by other processes
+is reported (noise).
 """
 
 from __future__ import annotations
@@ -53,30 +54,36 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from bench.data_plane import (
-    CLIENT_LOG,
+from bench.clients import (
     MB,
+    produce,
+)
+from bench.data_plane import (
+    size_text,
+)
+from bench.peers import (
+    CLIENT_LOG,
     OTHER_CPU,
     REPO,
-    RESULTS_DIR,
     ErrorSink,
     OdradekPeer,
     Peer,
+    machine_busy_seconds,
+    payloads,
+    process_cpu_seconds,
+)
+from bench.report import (
+    RESULTS_DIR,
     Run,
     Step,
     arg_parser,
     check_peer,
     command_line,
     environment,
-    machine_busy_seconds,
     noise_note,
-    payloads,
     print_problems,
-    process_cpu_seconds,
-    produce,
     remove_workdir,
     run_steps,
-    size_text,
     start_run,
     topic_name,
 )

@@ -4,7 +4,7 @@ Run from the repository root:
 
     .venv/bin/python -m bench.transactions [--quick]
 
-Both peers run in child processes (bench/data_plane.py hosts them); every client is
+Both peers run in child processes (bench/peers.py hosts them); every client is
 confluent-kafka (librdkafka) in this process, one transactional producer at a time.
 
 - transactions/s, 1 partition: begin, 10 records of 100 B, commit_transaction(),
@@ -34,22 +34,26 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from bench.data_plane import (
+from bench.clients import (
+    Rates,
+    read_pass,
+)
+from bench.peers import (
     CpuMeter,
     ErrorSink,
     Peer,
-    Rates,
+    client_config,
+    payloads,
+    percentile,
+)
+from bench.report import (
     Run,
     Step,
     arg_parser,
     check_peer,
-    client_config,
     cpu_per_op_row,
-    payloads,
     peer_row,
     peers_in_order,
-    percentile,
-    read_pass,
     remove_workdir,
     report,
     run_steps,
