@@ -194,7 +194,7 @@ def _plan(log: PartitionLog, state: CompactionState, now_ms: int) -> _Plan | Non
             newest = now_ms - config.min_compaction_lag_ms
             interval = config.index_interval_bytes
             for i in range(clean, count):
-                if _largest_timestamp(segments[i], interval) > newest:
+                if segments[i].largest_timestamp(interval) > newest:
                     count = i
                     break
         chosen = segments[:count]
@@ -221,13 +221,6 @@ def _dirty_ratio(segments: list[Segment], clean: int) -> float:
     if not dirty:
         return -1.0
     return dirty / (dirty + sum(segment.size for segment in segments[:clean]))
-
-
-def _largest_timestamp(segment: Segment, interval: int) -> int:
-    largest = segment.index(interval).max_timestamp
-    if largest >= 0:
-        return largest
-    return int(os.stat(segment.path).st_mtime * 1000)
 
 
 # -- transactions -------------------------------------------------------------------------

@@ -629,7 +629,7 @@ class PartitionLog:
                     break  # (compaction may leave an older segment empty)
                 expired = (
                     config.retention_ms >= 0
-                    and now_ms - _largest_timestamp(segment, interval) > config.retention_ms
+                    and now_ms - segment.largest_timestamp(interval) > config.retention_ms
                 )
                 oversized = (
                     config.retention_bytes >= 0
@@ -810,14 +810,6 @@ class PartitionLog:
 
 def _base(segment: Segment) -> int:
     return segment.base_offset
-
-
-def _largest_timestamp(segment: Segment, interval: int) -> int:
-    """The segment's largest record timestamp, else its file's modification time."""
-    largest = segment.index(interval).max_timestamp
-    if largest >= 0:
-        return largest
-    return int(os.stat(segment.path).st_mtime * 1000)
 
 
 def _batches(

@@ -258,6 +258,14 @@ class Segment:
             self._index = index
         return self._index
 
+    def largest_timestamp(self, interval: int) -> int:
+        """The largest record timestamp, else the file's modification time (what
+        retention and the cleaner's min.compaction.lag.ms go by)."""
+        largest = self.index(interval).max_timestamp
+        if largest >= 0:
+            return largest
+        return int(os.stat(self.path).st_mtime * 1000)
+
     def _load_index(self) -> SegmentIndex | None:
         try:
             index_data = self.index_path.read_bytes()
