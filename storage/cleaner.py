@@ -35,8 +35,8 @@ Crash safety: the new file is written as `<base>.log.cleaned` and fsynced; a
 single segment is then renamed over the old `.log`. A group is first renamed to
 `<base>.<end>.swap` (the commit point), then the other segments of the group are
 deleted and the swap file renamed over the first. PartitionLog.open calls
-recover_cleaner_files(): `.cleaned` files are deleted (old segments intact),
-`.swap` files are completed. Indexes are rewritten, or rebuilt if missing.
+recover_cleaner_files() (storage/cleaner_files.py): `.cleaned` files are deleted
+(old segments intact), `.swap` files are completed. Indexes are rewritten, or rebuilt if missing.
 Files are never changed in place, so a LogSlice open on an old file stays good.
 
 Threads: compact() may run in a worker thread. It holds the log's lock only to
@@ -47,34 +47,36 @@ or close meanwhile make it give up (the next pass starts over).
 from __future__ import annotations
 
 import bisect
-import contextlib
 import hashlib
 import os
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from protocol.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, TruncatedBatch, read_header
+from protocol.batch import BatchHeader
 from storage.batch_rewrite import decode_records, delete_horizon, rebuild_batch
 from storage.checkpoint import (
     VERSION,
     fsync_dir,
     fsync_path,
     read_lines,
-    write_all,
     write_atomic,
+)
+from storage.cleaner_files import (
+    CLEANED_SUFFIX,
+    Output,
+    index_of,
+    read_batches,
+    swap_name,
+    unlink,
 )
 from storage.config import INT32_MAX, LogConfig
 from storage.index import SegmentIndex
 from storage.segment import (
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    TIME_INDEX_SUFFIX,
     Segment,
     SharedFd,
-    parse_segment_name,
     pread_exact,
     scan_headers,
 )
@@ -83,12 +85,9 @@ if TYPE_CHECKING:
     from storage.log import PartitionLog
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"  # first dirty offset, next delete horizon
-CLEANED_SUFFIX = ".log.cleaned"
-SWAP_SUFFIX = ".swap"
 MAX_MAP_ENTRIES = 1_000_000  # keys mapped per pass (soft: whole segments)
 
 CONTROL_ABORT = 0
-_CHUNK = 1 << 20
 _SCAN_CHUNK = 16 * 1024
 
 
@@ -334,7 +333,7 @@ class _Pass:
         plan = self.plan
         offsets = self.offsets
         for i in range(plan.clean_count, count):
-            for _position, header, batch in _read_batches(plan.files[i].fd, plan.segments[i].size):
+            for _position, header, batch in read_batches(plan.files[i].fd, plan.segments[i].size):
                 if header.is_control or (
                     header.is_transactional
                     and self.txns.is_aborted(header.producer_id, header.base_offset)
@@ -434,18 +433,18 @@ class _Pass:
         plan = self.plan
         first = plan.segments[group[0]]
         path = self.log.directory / f"{first.base_offset:020d}{CLEANED_SUFFIX}"
-        out = _Output(path) if len(group) > 1 else None
+        out = Output(path) if len(group) > 1 else None
         try:
             for i in group:
                 segment, fd = plan.segments[i], plan.files[i].fd
                 self.stats.segments_read += 1
                 self.stats.bytes_read += segment.size
-                for position, header, batch in _read_batches(fd, segment.size):
+                for position, header, batch in read_batches(fd, segment.size):
                     new = self._filter(header, batch)
                     if out is None:
                         if new is batch:
                             continue
-                        out = _Output(path)
+                        out = Output(path)
                         out.copy(fd, 0, position)  # the batches before, unchanged
                     if new is not None:
                         out.write(new)
@@ -463,7 +462,7 @@ class _Pass:
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
         self.stats.bytes_written += out.size
         end = plan.ends[group[-1]]
-        index = _index_of(path, first.base_offset, out.size, end, plan.config.index_interval_bytes)
+        index = index_of(path, first.base_offset, out.size, end, plan.config.index_interval_bytes)
         return _Cleaned(path, out.size, index)
 
     def _swap(self, group: list[int], cleaned: _Cleaned) -> bool:
@@ -479,21 +478,21 @@ class _Pass:
             segments = log._segments
             at = _find(segments, olds)
             if log._closed or at is None:
-                _unlink(cleaned.path)
+                unlink(cleaned.path)
                 return False
             for old in olds:  # readers iterating over these keep reading the old files
                 old.file  # noqa: B018 - opens it
                 old.index(interval)
             if len(olds) > 1:
-                swap = directory / _swap_name(base, end)
+                swap = directory / swap_name(base, end)
                 os.replace(cleaned.path, swap)
                 fsync_dir(directory)  # from here on, open() completes the swap
                 for old in olds[1:]:
-                    _unlink(old.path, old.index_path, old.time_index_path)
-                _unlink(olds[0].index_path, olds[0].time_index_path)
+                    unlink(old.path, old.index_path, old.time_index_path)
+                unlink(olds[0].index_path, olds[0].time_index_path)
                 os.replace(swap, olds[0].path)
             else:
-                _unlink(olds[0].index_path, olds[0].time_index_path)
+                unlink(olds[0].index_path, olds[0].time_index_path)
                 os.replace(cleaned.path, olds[0].path)
             new = Segment(directory, base, cleaned.size, end)
             new.adopt_index(cleaned.index)
@@ -539,143 +538,3 @@ def _find(segments: list[Segment], group: list[Segment]) -> int | None:
 
 def _map_key(key: bytes) -> bytes:
     return key if len(key) < 16 else hashlib.blake2b(key, digest_size=16).digest()
-
-
-# -- files --------------------------------------------------------------------------------
-
-
-class _Output:
-    """A new segment file, written through a buffer."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        self.size = 0
-        self._buffer = bytearray()
-
-    def write(self, data: bytes) -> None:
-        self._buffer += data
-        self.size += len(data)
-        if len(self._buffer) >= _CHUNK:
-            self._flush()
-
-    def copy(self, fd: int, start: int, end: int) -> None:
-        while start < end:
-            chunk = pread_exact(fd, min(_CHUNK, end - start), start)
-            self.write(chunk)
-            start += len(chunk)
-
-    def _flush(self) -> None:
-        write_all(self.fd, self._buffer)
-        self._buffer.clear()
-
-    def finish(self) -> None:
-        self._flush()
-        os.fsync(self.fd)
-        os.close(self.fd)
-        self.fd = -1
-
-    def discard(self) -> None:
-        if self.fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = -1
-        _unlink(self.path)
-
-
-def _read_batches(fd: int, end: int) -> Iterator[tuple[int, BatchHeader, bytes]]:
-    """(file position, header at position 0, batch) for each batch in [0, end)."""
-    position = 0
-    while position < end:
-        chunk = pread_exact(fd, min(_CHUNK, end - position), position)
-        at = 0
-        while at < len(chunk):
-            try:
-                header = read_header(chunk, at)
-            except TruncatedBatch:
-                break
-            batch = chunk[at : at + header.size]
-            yield position + at, read_header(batch), batch
-            at += header.size
-        if at == 0:  # one batch larger than the chunk
-            length = int.from_bytes(chunk[8:12], "big", signed=True) + LOG_OVERHEAD
-            if not HEADER_SIZE <= length <= end - position:
-                raise TruncatedBatch(f"no whole batch at byte {position} of a segment")
-            batch = pread_exact(fd, length, position)
-            yield position, read_header(batch), batch
-            at = length
-        position += at
-
-
-def _index_of(path: Path, base: int, size: int, end: int, interval: int) -> SegmentIndex:
-    index = SegmentIndex(base)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        for header in scan_headers(fd, 0, size):
-            index.add_batch(
-                header.base_offset,
-                header.last_offset,
-                header.position,
-                header.size,
-                header.max_timestamp,
-                interval,
-            )
-    finally:
-        os.close(fd)
-    if size:  # the segment still ends where the next starts
-        index.last_offset = end - 1
-    index.seal()
-    return index
-
-
-def _swap_name(base: int, end: int) -> str:
-    return f"{base:020d}.{end:020d}{SWAP_SUFFIX}"
-
-
-def _parse_swap_name(name: str) -> tuple[int, int] | None:
-    if not name.endswith(SWAP_SUFFIX):
-        return None
-    base, dot, end = name[: -len(SWAP_SUFFIX)].partition(".")
-    if dot and len(base) == len(end) == 20 and base.isdigit() and end.isdigit():
-        return int(base), int(end)
-    return None
-
-
-def _unlink(*paths: Path) -> None:
-    for path in paths:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-
-
-def recover_cleaner_files(directory: Path) -> None:
-    """Undo or finish a compaction that a crash interrupted: drop `.cleaned` files
-    (the old segments are whole), complete `.swap` files (the new one is)."""
-    names = os.listdir(directory)
-    changed = False
-    for name in names:
-        if name.endswith(CLEANED_SUFFIX):
-            _unlink(directory / name)
-            changed = True
-    bases = sorted(base for name in names if (base := parse_segment_name(name)) is not None)
-    for name in sorted(names):
-        span = _parse_swap_name(name)
-        if span is None:
-            continue
-        base, end = span
-        for other in bases:
-            if base < other < end:
-                _unlink(*_segment_files(directory, other))
-        _unlink(*_segment_files(directory, base)[1:])
-        os.replace(directory / name, directory / f"{base:020d}{LOG_SUFFIX}")
-        changed = True
-    if changed:
-        fsync_dir(directory)
-
-
-def _segment_files(directory: Path, base: int) -> tuple[Path, Path, Path]:
-    stem = f"{base:020d}"
-    return (
-        directory / (stem + LOG_SUFFIX),
-        directory / (stem + INDEX_SUFFIX),
-        directory / (stem + TIME_INDEX_SUFFIX),
-    )

@@ -47,7 +47,8 @@ from storage.checkpoint import (
     write_atomic,
     write_offset,
 )
-from storage.cleaner import CompactionState, CompactionStats, compact_log, recover_cleaner_files
+from storage.cleaner import CompactionState, CompactionStats, compact_log
+from storage.cleaner_files import recover_cleaner_files
 from storage.config import INT32_MAX, LogConfig
 from storage.epochs import LeaderEpochCache
 from storage.index import NO_TIMESTAMP

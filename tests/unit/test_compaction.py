@@ -26,7 +26,8 @@ from storage import LogConfig, LogSlice, PartitionLog
 from storage import cleaner as cleaner_module
 from storage.batch_rewrite import ATTR_DELETE_HORIZON, compress, decode_records, encode_records
 from storage.batch_rewrite import Record as StoredRecord
-from storage.cleaner import CLEANED_SUFFIX, SWAP_SUFFIX, CompactionStats
+from storage.cleaner import CompactionStats
+from storage.cleaner_files import CLEANED_SUFFIX, SWAP_SUFFIX
 
 NOW = 1_700_000_000_000
 HOUR = 3_600_000
@@ -575,7 +576,7 @@ def test_a_crash_at_any_step_leaves_the_old_or_the_new_segments(
 
         return wrapped
 
-    monkeypatch.setattr(cleaner_module, "_unlink", step(cleaner_module._unlink))
+    monkeypatch.setattr(cleaner_module, "unlink", step(cleaner_module.unlink))
     monkeypatch.setattr(cleaner_module, "fsync_dir", step(cleaner_module.fsync_dir))
     try:
         log.compact(NOW)
