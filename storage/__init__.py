@@ -2,7 +2,8 @@
 
 from storage.cleaner import CompactionStats
 from storage.config import LogConfig
-from storage.log import AppendInfo, LogSlice, OffsetOutOfRange, PartitionLog
+from storage.log import AppendInfo, OffsetOutOfRange, PartitionLog
+from storage.log_slice import LogSlice
 
 __all__ = [
     "AppendInfo",

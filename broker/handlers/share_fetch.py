@@ -51,7 +51,7 @@ from coordinator.share.records import ShareKey
 from protocol.batch import BatchHeader
 from protocol.errors import ErrorCode
 from storage import OffsetOutOfRange
-from storage.log import LogSlice
+from storage.log_slice import LogSlice
 
 MIN_VERSION, MAX_VERSION = 1, 2
 DEFAULT_MAX_RECORDS = 500
