@@ -5,8 +5,9 @@
   --mock-host`), created through librdkafka's C API so that topics can be made with
   an exact partition count (the mock has no CreateTopics handler); it takes commands
   as JSON lines on stdin.
-- Helpers: free ports, a process's CPU time and memory from /proc (CpuMeter), the
-  client settings every case uses, and librdkafka's log lines kept for the report.
+- Helpers: free ports, a process's CPU time and memory from /proc (CpuMeter; JobMeter
+  adds up a process tree, for Spark's JVM and workers), the client settings every
+  case uses, and librdkafka's log lines kept for the report.
 """
 
 from __future__ import annotations
@@ -134,6 +135,76 @@ class CpuMeter:
         result.other_cpu_pct = self.other_pct
         if hasattr(result, "broker_cpu_s"):
             result.broker_cpu_s = self.broker_seconds
+
+
+def _process_table() -> dict[int, tuple[int, float]]:
+    """pid -> (parent pid, CPU seconds of the process and of its reaped children)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    table: dict[int, tuple[int, float]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        # after "(comm)": ppid is field 4, utime, stime, cutime, cstime fields 14..17
+        cpu = sum(int(v) for v in fields[11:15]) / tick
+        table[int(name)] = (int(fields[1]), cpu)
+    return table
+
+
+def tree_cpu_seconds(root: int, exclude: int) -> float:
+    """CPU seconds of ``root`` and its descendants, leaving out ``exclude``'s subtree.
+
+    A descendant that exits is counted in its parent's reaped-children time, so the
+    difference of two readings holds the work of processes that came and went."""
+    table = _process_table()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _cpu) in table.items():
+        children.setdefault(parent, []).append(pid)
+    total = 0.0
+    pending = [root]
+    while pending:
+        pid = pending.pop()
+        if pid == exclude or pid not in table:
+            continue
+        total += table[pid][1]
+        pending.extend(children.get(pid, ()))
+    return total
+
+
+class JobMeter:
+    """Wall time and CPU use over a `with` block, CPU as % of one core: the broker, the
+    client side (this process and its children but the broker, so Spark's JVM and
+    Python workers) and everything else on the machine."""
+
+    def __init__(self, broker_pid: int) -> None:
+        self.broker_pid = broker_pid
+        self.seconds = 0.0
+        self.broker_pct = 0.0
+        self.client_pct = 0.0
+        self.other_pct = 0.0
+
+    def _client(self) -> float:
+        return tree_cpu_seconds(os.getpid(), self.broker_pid)
+
+    def __enter__(self) -> JobMeter:
+        self._broker = process_cpu_seconds(self.broker_pid)
+        self._client_start = self._client()
+        self._machine = machine_busy_seconds()
+        self._wall = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = wall = time.perf_counter() - self._wall
+        with contextlib.suppress(OSError):
+            self.broker_pct = 100 * (process_cpu_seconds(self.broker_pid) - self._broker) / wall
+        self.client_pct = 100 * (self._client() - self._client_start) / wall
+        machine_pct = 100 * (machine_busy_seconds() - self._machine) / wall
+        self.other_pct = max(0.0, machine_pct - self.broker_pct - self.client_pct)
+        OTHER_CPU.append(self.other_pct)
 
 
 def percentile(samples: list[float], q: float) -> float:

@@ -47,12 +47,10 @@ import json
 import os
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException
 
 from bench.clients import (
     MB,
@@ -66,11 +64,9 @@ from bench.peers import (
     OTHER_CPU,
     REPO,
     ErrorSink,
+    JobMeter,
     OdradekPeer,
     Peer,
-    machine_busy_seconds,
-    payloads,
-    process_cpu_seconds,
 )
 from bench.report import (
     RESULTS_DIR,
@@ -87,8 +83,8 @@ from bench.report import (
     start_run,
     topic_name,
 )
-from odradek_spark.reader import CONSUME_CHUNK, consumer_config
-from odradek_spark.sink import producer_config
+from bench.spark_direct import committed_records, direct_read, direct_write
+from bench.spark_floor import floor_data_source, floor_read_job, floor_write_job
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -96,10 +92,8 @@ if TYPE_CHECKING:
 PARTITIONS = 2
 WARMUP_RECORDS = 20_000
 WARMUP_SIZE = 100
-CLIENT_TIMEOUT = 120.0
 # room to cache the sink cases' input frame (a GB of values) in memory
 DRIVER_MEMORY = "4g"
-FLOOR_FORMAT = "odradek-bench-floor"
 
 
 @dataclass(frozen=True)
@@ -114,79 +108,6 @@ class Settings:
         if quick:
             return cls(quick, ((1000, 20_000), (100, 50_000)), 1)
         return cls(quick, ((1000, 1_000_000), (100, 3_000_000)), 3)
-
-
-# --------------------------------------------------------------------------- CPU
-
-
-def _process_table() -> dict[int, tuple[int, float]]:
-    """pid -> (parent pid, CPU seconds of the process and of its reaped children)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    table: dict[int, tuple[int, float]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone meanwhile
-        # after "(comm)": ppid is field 4, utime, stime, cutime, cstime fields 14..17
-        cpu = sum(int(v) for v in fields[11:15]) / tick
-        table[int(name)] = (int(fields[1]), cpu)
-    return table
-
-
-def tree_cpu_seconds(root: int, exclude: int) -> float:
-    """CPU seconds of ``root`` and its descendants, leaving out ``exclude``'s subtree.
-
-    A descendant that exits is counted in its parent's reaped-children time, so the
-    difference of two readings holds the work of processes that came and went."""
-    table = _process_table()
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _cpu) in table.items():
-        children.setdefault(parent, []).append(pid)
-    total = 0.0
-    pending = [root]
-    while pending:
-        pid = pending.pop()
-        if pid == exclude or pid not in table:
-            continue
-        total += table[pid][1]
-        pending.extend(children.get(pid, ()))
-    return total
-
-
-class JobMeter:
-    """Wall time and CPU use over a `with` block, CPU as % of one core: the broker, the
-    client side (this process and its children but the broker, so Spark's JVM and
-    Python workers) and everything else on the machine."""
-
-    def __init__(self, broker_pid: int) -> None:
-        self.broker_pid = broker_pid
-        self.seconds = 0.0
-        self.broker_pct = 0.0
-        self.client_pct = 0.0
-        self.other_pct = 0.0
-
-    def _client(self) -> float:
-        return tree_cpu_seconds(os.getpid(), self.broker_pid)
-
-    def __enter__(self) -> JobMeter:
-        self._broker = process_cpu_seconds(self.broker_pid)
-        self._client_start = self._client()
-        self._machine = machine_busy_seconds()
-        self._wall = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.seconds = wall = time.perf_counter() - self._wall
-        with contextlib.suppress(OSError):
-            self.broker_pct = 100 * (process_cpu_seconds(self.broker_pid) - self._broker) / wall
-        self.client_pct = 100 * (self._client() - self._client_start) / wall
-        machine_pct = 100 * (machine_busy_seconds() - self._machine) / wall
-        self.other_pct = max(0.0, machine_pct - self.broker_pct - self.client_pct)
-        OTHER_CPU.append(self.other_pct)
 
 
 # --------------------------------------------------------------------------- results
@@ -281,106 +202,6 @@ def count_text(count: int) -> str:
     return f"{count // 1_000_000}M" if count % 1_000_000 == 0 else f"{count // 1000}k"
 
 
-# --------------------------------------------------------------------------- direct clients
-
-
-def direct_read(bootstrap: str, topic: str, partitions: int, sink: ErrorSink) -> tuple[int, int]:
-    """Read every partition of ``topic`` from offset 0 to its high watermark with the Spark
-    reader's consumer settings (no group): (records, value bytes).
-
-    The topic has no gaps (no transactions), so the records still due are known: consume()
-    is never asked for more, or its last call would wait out its timeout."""
-    settings = consumer_config({"bootstrap.servers": bootstrap, "client.id": "odradek-bench"})
-    consumer = Consumer({**settings, "error_cb": sink})
-    records = value_bytes = 0
-    try:
-        expected = sum(
-            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=CLIENT_TIMEOUT)[1]
-            for p in range(partitions)
-        )
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        idle_since = time.monotonic()
-        while records < expected:
-            batch = consumer.consume(min(CONSUME_CHUNK, expected - records), timeout=1.0)
-            if not batch:
-                if time.monotonic() - idle_since > CLIENT_TIMEOUT:
-                    raise RuntimeError(f"direct read of {topic} stalled at {records}/{expected}")
-                continue
-            idle_since = time.monotonic()
-            for message in batch:
-                error = message.error()
-                if error is not None:
-                    if error.code() != KafkaError._PARTITION_EOF:
-                        raise KafkaException(error)
-                    continue
-                value = message.value()
-                value_bytes += len(value) if value is not None else 0
-                records += 1
-    finally:
-        consumer.close()
-    return records, value_bytes
-
-
-def direct_write(bootstrap: str, topic: str, count: int, size: int, sink: ErrorSink) -> None:
-    """``count`` records of ``size`` bytes in one transaction, with the Spark sink's
-    producer settings (murmur2_random, linger.ms=5) and its way of waiting for room.
-    Unlike the sink, no consumer group marker is read or committed."""
-    settings = producer_config(
-        {"bootstrap.servers": bootstrap, "client.id": "odradek-bench"},
-        f"odradek-bench-direct-{uuid.uuid4().hex[:10]}",
-    )
-    producer = Producer({**settings, "error_cb": sink})
-    values = payloads(size)
-    produce_one = producer.produce
-    # connected first, as the sink's tasks are: init_transactions() on a fresh producer
-    # otherwise sometimes waits ~0.5 s for librdkafka's coordinator query
-    producer.list_topics(timeout=CLIENT_TIMEOUT)
-    producer.init_transactions(CLIENT_TIMEOUT)
-    producer.begin_transaction()
-    for i in range(count):
-        value = values[i & 15]
-        try:
-            produce_one(topic, value)
-        except BufferError:
-            while True:
-                producer.poll(0.05)
-                try:
-                    produce_one(topic, value)
-                    break
-                except BufferError:
-                    continue
-        if i & 1023 == 0:
-            producer.poll(0)
-    producer.commit_transaction(CLIENT_TIMEOUT)
-
-
-def committed_records(bootstrap: str, topic: str, partitions: int) -> int:
-    """Records of ``topic`` a read_committed consumer sees (commit markers excluded)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "odradek-bench-check",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
-    seen = 0
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        pending = set(range(partitions))
-        deadline = time.monotonic() + CLIENT_TIMEOUT
-        while pending and time.monotonic() < deadline:
-            for message in consumer.consume(10_000, timeout=0.5):
-                if message.error() is not None:
-                    pending.discard(message.partition())
-                else:
-                    seen += 1
-    finally:
-        consumer.close()
-    return seen
-
-
 # --------------------------------------------------------------------------- Spark jobs
 
 
@@ -423,102 +244,6 @@ def value_frame(spark: SparkSession, count: int, size: int, partitions: int) -> 
     if lengths is None or (lengths["low"], lengths["high"]) != (size, size):
         raise RuntimeError(f"values are not {size} bytes: {lengths}")
     return frame
-
-
-def floor_data_source() -> type:
-    """``format("odradek-bench-floor")``: a Python data source without Kafka, for what
-    Spark itself costs a Python source or sink of this shape. Its reader yields, per input
-    partition, ``records / partitions`` rows of the ``odradek`` schema (values of ``size``
-    bytes) in batches of 10,000, as the ``odradek`` reader does, from one batch made up
-    front; its writer takes the batches and drops them. Defined in a function so that
-    Spark ships the classes to its workers by value."""
-    import pyarrow as pa
-    from pyspark.sql.datasource import (
-        DataSource,
-        DataSourceArrowWriter,
-        DataSourceReader,
-        InputPartition,
-        WriterCommitMessage,
-    )
-    from pyspark.sql.types import StructType
-
-    from odradek_spark.schema import arrow_schema, source_schema
-
-    class FloorReader(DataSourceReader):
-        def __init__(self, records: int, size: int, partitions: int) -> None:
-            self.records = records
-            self.size = size
-            self.parts = partitions
-
-        def partitions(self) -> list[InputPartition]:
-            return [InputPartition(i) for i in range(self.parts)]
-
-        def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-            schema = arrow_schema(source_schema(False))
-            rows = self.records // self.parts
-            chunk = min(rows, 10_000)
-            if not chunk:
-                return
-            values = [os.urandom(self.size) for _ in range(16)]
-            batch = pa.RecordBatch.from_arrays(
-                [
-                    pa.nulls(chunk, pa.binary()),
-                    pa.array([values[i & 15] for i in range(chunk)], pa.binary()),
-                    pa.repeat("floor", chunk).cast(pa.string()),
-                    pa.array([partition.value] * chunk, pa.int32()),
-                    pa.array(range(chunk), pa.int64()),
-                    pa.array([0] * chunk, schema.field("timestamp").type),
-                    pa.array([0] * chunk, pa.int32()),
-                ],
-                schema=schema,
-            )
-            full, rest = divmod(rows, chunk)
-            for _ in range(full):
-                yield batch
-            if rest:
-                yield batch.slice(0, rest)
-
-    class FloorWriter(DataSourceArrowWriter):
-        def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-            for _batch in iterator:
-                pass
-            return WriterCommitMessage()
-
-    class FloorSource(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return FLOOR_FORMAT
-
-        def schema(self) -> StructType:
-            return source_schema(False)
-
-        def reader(self, schema: StructType) -> DataSourceReader:
-            options = self.options
-            return FloorReader(
-                int(options["records"]), int(options["size"]), int(options["partitions"])
-            )
-
-        def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
-            return FloorWriter()
-
-    return FloorSource
-
-
-def floor_read_job(spark: SparkSession, records: int, size: int, partitions: int) -> None:
-    (
-        spark.read.format(FLOOR_FORMAT)
-        .option("records", str(records))
-        .option("size", str(size))
-        .option("partitions", str(partitions))
-        .load()
-        .write.format("noop")
-        .mode("overwrite")
-        .save()
-    )
-
-
-def floor_write_job(frame: DataFrame) -> None:
-    frame.write.format(FLOOR_FORMAT).mode("append").save()
 
 
 # --------------------------------------------------------------------------- the bench
