@@ -75,8 +75,8 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         config.data_dir = args.data_dir
     if args.metrics_port is not None:
         config.metrics_port = args.metrics_port
-    config.resolved_listeners()  # fails here, before anything starts, if they do not fit
-    config.cluster()  # and so do KRaft settings that contradict each other
+    # fails here, before anything starts, if the listeners or the KRaft settings do not fit
+    config.resolved_listeners()
     return config
 
 

@@ -116,12 +116,10 @@ class Broker:
             config.offsets_topic_num_partitions,
             lambda runtime: GroupShard(runtime, shard_config, self._topics_view),
             self._internal_topic,
-            self._flush_partition,
+            self.flush_partition,
         )
-        self.transactions = TransactionCoordinator(
-            self, self._internal_topic, self._flush_partition
-        )
-        self.share = ShareCoordinator(self, self._flush_partition)
+        self.transactions = TransactionCoordinator(self, self._internal_topic, self.flush_partition)
+        self.share = ShareCoordinator(self, self.flush_partition)
         # as configured until start(); then with the ports actually bound
         self.listeners = config.resolved_listeners()
         # what each SASL_PLAINTEXT / SASL_SSL listener accepts (raises SaslConfigError)
@@ -378,9 +376,6 @@ class Broker:
             topic = await self.create_topic(name, partitions, configs)
         return list(topic.partitions)
 
-    async def _flush_partition(self, partition: Partition) -> None:
-        await self.flush_partition(partition)
-
     async def flush_partition(self, partition: Partition) -> None:
         await self.flush_if_due([partition], int(time.time() * 1000))
 
@@ -473,7 +468,7 @@ class Broker:
             # after SaslHandshake v0: a bare token, no header
             return sasl_authenticate.raw_token(session, request)
         api_key, version, correlation_id = peek_fixed(request)
-        apis = self.controller_apis if listener.controller else self.apis
+        apis = self.apis_for(listener)
         api = apis.get(api_key)
         if api is None:
             raise FrameError(f"unknown API key {api_key}")
