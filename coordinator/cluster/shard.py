@@ -224,12 +224,7 @@ class ClusterShard:
         for topic, state in self.topics.items():
             for index, p in state.partitions.items():
                 if p.leader == NO_LEADER and node_id in p.isr:
-                    changed = replace(
-                        p,
-                        leader=node_id,
-                        leader_epoch=p.leader_epoch + 1,
-                        partition_epoch=p.partition_epoch + 1,
-                    )
+                    changed = _new_leader(p, node_id)
                     records.append(_partition_record(topic, index, changed))
         return records
 
@@ -284,18 +279,13 @@ class ClusterShard:
                 "are registered.",
             )
         topic_id = uuid.uuid4()
-        start = self._placement % len(live)
-        self._placement += 1
         records: list[Record] = [
             (
                 rec.encode_key(rec.TopicKey(name)),
                 rec.encode_topic(rec.TopicValue(topic_id, dict(request.get("configs") or {}))),
-            )
+            ),
+            *self._place(name, range(count), factor, live),
         ]
-        for index in range(count):
-            replicas = tuple(live[(start + index + i) % len(live)] for i in range(factor))
-            value = rec.PartitionValue(replicas, replicas, replicas[0], 0, 0)
-            records.append(_partition_record(name, index, value))
         return Result(records, {"error_code": ErrorCode.none, "topic_id": topic_id})
 
     def create_partitions(self, name: str, count: int) -> Result[dict[str, Any]]:
@@ -314,14 +304,20 @@ class ClusterShard:
         live = self.live_brokers()
         if factor > len(live):
             return _refused(ErrorCode.invalid_replication_factor)
+        records = self._place(name, range(have, count), factor, live)
+        return Result(records, {"error_code": ErrorCode.none})
+
+    def _place(self, topic: str, indexes: range, factor: int, live: list[int]) -> list[Record]:
+        """New partitions, their replicas round-robin over the live brokers from where
+        the last placement left off; the first replica leads, all start in sync."""
         start = self._placement % len(live)
         self._placement += 1
         records = []
-        for index in range(have, count):
+        for index in indexes:
             replicas = tuple(live[(start + index + i) % len(live)] for i in range(factor))
             value = rec.PartitionValue(replicas, replicas, replicas[0], 0, 0)
-            records.append(_partition_record(name, index, value))
-        return Result(records, {"error_code": ErrorCode.none})
+            records.append(_partition_record(topic, index, value))
+        return records
 
     def alter_topic_configs(self, name: str, configs: dict[str, str]) -> Result[dict[str, Any]]:
         """Replace a topic's configs (the whole set, as IncrementalAlterConfigs leaves it)."""
@@ -378,12 +374,7 @@ class ClusterShard:
             return _refused(ErrorCode.election_not_needed)
         if preferred not in current.isr or preferred not in self.live_brokers():
             return _refused(ErrorCode.preferred_leader_not_available)
-        changed = replace(
-            current,
-            leader=preferred,
-            leader_epoch=current.leader_epoch + 1,
-            partition_epoch=current.partition_epoch + 1,
-        )
+        changed = _new_leader(current, preferred)
         return Result([_partition_record(topic, index, changed)], {"error_code": ErrorCode.none})
 
     def _unclean(self, topic: str) -> bool:
@@ -406,6 +397,16 @@ class ClusterShard:
 
 def _refused(code: int, message: str | None = None) -> Result[dict[str, Any]]:
     return Result([], {"error_code": code, "error_message": message})
+
+
+def _new_leader(partition: rec.PartitionValue, leader: int) -> rec.PartitionValue:
+    """The partition led by `leader`, in a new leader epoch."""
+    return replace(
+        partition,
+        leader=leader,
+        leader_epoch=partition.leader_epoch + 1,
+        partition_epoch=partition.partition_epoch + 1,
+    )
 
 
 def _broker_record(node_id: int, value: rec.BrokerValue) -> Record:
