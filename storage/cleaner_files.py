@@ -99,15 +99,7 @@ def index_of(path: Path, base: int, size: int, end: int, interval: int) -> Segme
     index = SegmentIndex(base)
     fd = os.open(path, os.O_RDONLY)
     try:
-        for header in scan_headers(fd, 0, size):
-            index.add_batch(
-                header.base_offset,
-                header.last_offset,
-                header.position,
-                header.size,
-                header.max_timestamp,
-                interval,
-            )
+        index.add_headers(scan_headers(fd, 0, size), interval)
     finally:
         os.close(fd)
     if size:  # the segment still ends where the next starts

@@ -16,6 +16,11 @@ import bisect
 import struct
 import sys
 from array import array
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from protocol.batch import BatchHeader
 
 OFFSET_ENTRY = struct.Struct(">ii")
 TIME_ENTRY = struct.Struct(">qi")
@@ -54,6 +59,18 @@ class SegmentIndex:
             self._add_time(self.max_timestamp, last_offset)
             self.bytes_since_entry = 0
         self.bytes_since_entry += size
+
+    def add_headers(self, headers: Iterable[BatchHeader], interval: int) -> None:
+        """Account for batches already in a file, from their headers (file positions)."""
+        for header in headers:
+            self.add_batch(
+                header.base_offset,
+                header.last_offset,
+                header.position,
+                header.size,
+                header.max_timestamp,
+                interval,
+            )
 
     def seal(self) -> None:
         """The segment takes no more batches (for now): end the time index with an

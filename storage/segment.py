@@ -297,15 +297,7 @@ class Segment:
     def rebuild_index(self, interval: int) -> SegmentIndex:
         """Index built from the batch headers (no CRC check), written to the files."""
         index = SegmentIndex(self.base_offset)
-        for header in self.headers(0):
-            index.add_batch(
-                header.base_offset,
-                header.last_offset,
-                header.position,
-                header.size,
-                header.max_timestamp,
-                interval,
-            )
+        index.add_headers(self.headers(0), interval)
         if self.size:
             # Compaction may have removed the segment's last records: it still ends
             # where the next one starts (what _load_index checks).
