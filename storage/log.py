@@ -550,6 +550,64 @@ class PartitionLog:
                 self._epochs.save()
             return offset
 
+    def truncate_to(self, offset: int) -> int:
+        """A follower's log diverged from its leader's: drop every batch from the one
+        holding `offset` on. Returns the new log end offset (a batch boundary)."""
+        with self._lock:
+            self._check_open()
+            if offset >= self.log_end_offset:
+                return self.log_end_offset
+            if offset <= self.log_start_offset:
+                return self._start_over_at(offset)
+            self._mark_dirty()
+            keep = self._segment_at(offset)
+            for dropped in self._segments[keep + 1 :]:
+                self._delete_segment(dropped)
+            del self._segments[keep + 1 :]
+            segment = self._segments[keep]
+            if segment in self._unflushed:
+                self._unflushed.remove(segment)
+            cut, end = segment.size, segment.base_offset
+            for header in segment.headers(
+                segment.index(self.config.index_interval_bytes).position_for(offset)
+            ):
+                if header.next_offset > offset:
+                    cut = header.position
+                    break
+                end = header.next_offset
+            else:
+                end = segment.next_offset
+            segment.open_writable()
+            os.ftruncate(segment.file.fd, cut)
+            segment.size = cut
+            segment.next_offset = max(end, segment.base_offset)
+            segment.rebuild_index(self.config.index_interval_bytes)
+            self.log_end_offset = segment.next_offset
+            self._recovery_point = min(self._recovery_point, self.log_end_offset)
+            self._persisted_recovery_base = min(self._persisted_recovery_base, segment.base_offset)
+            write_offset(self.directory / RECOVERY_CHECKPOINT, self._recovery_point)
+            self._dir_dirty = True
+            if self._epochs.truncate_from_end(self.log_end_offset):
+                self._epochs.save()
+            return self.log_end_offset
+
+    def _start_over_at(self, offset: int) -> int:
+        """Empty the log; the next batch gets `offset` (a follower behind the leader's
+        log start, or one whose every batch diverged)."""
+        self._mark_dirty()
+        for segment in self._segments:
+            self._delete_segment(segment)
+        self._segments = [Segment.create(self.directory, offset)]
+        self.log_start_offset = self.log_end_offset = offset
+        write_offset(self.directory / LOG_START_CHECKPOINT, offset)
+        self._recovery_point = offset
+        self._persisted_recovery_base = offset
+        write_offset(self.directory / RECOVERY_CHECKPOINT, offset)
+        self._dir_dirty = True
+        if self._epochs.truncate_from_end(offset):
+            self._epochs.save()
+        return offset
+
     def _drop_segments_below(self, offset: int) -> int:
         """Delete the segments whose every offset is below `offset` (never the active one)."""
         count = 0

@@ -969,3 +969,54 @@ def test_timestamps_match_a_model(
         assert log.max_timestamp() == next((o, s) for o, s in live if s == top)
     else:
         assert log.max_timestamp() is None
+
+
+# -- truncation (a follower whose log diverged from its leader's) ------------------------
+
+
+def test_truncate_to_cuts_at_a_batch_boundary_across_segments(directory: Path) -> None:
+    batch = batch_of(2, size=100)
+    log = open_log(directory, segment_bytes=len(batch) * 2)
+    for epoch in (0, 0, 1, 1, 2):
+        append(log, batch, epoch=epoch)  # offsets 0-9 over segments at 0, 4, 8
+    assert sorted(p.name for p in directory.glob("*.log"))[-1] == f"{8:020d}.log"
+    assert log.truncate_to(5) == 4  # offset 5 is inside the batch 4-5: it goes whole
+    assert log.log_end_offset == 4
+    assert not (directory / f"{8:020d}.log").exists()
+    assert log.latest_epoch == 0
+    assert log.end_offset_for_epoch(0) == (0, 4)
+    assert headers_of(log.read(2, 1 << 20))[-1].base_offset == 2
+    assert log.read(4, 1 << 20) is None
+    info = append(log, batch_of(1), epoch=3)
+    assert info.first_offset == 4
+    log.close()
+    log = open_log(directory)
+    assert log.log_end_offset == 5
+    assert [h.partition_leader_epoch for h in headers_of(log.read(4, 1 << 20))] == [3]
+    assert log.end_offset_for_epoch(1) == (0, 4)
+
+
+def test_truncate_to_survives_a_crash_and_past_the_end_does_nothing(directory: Path) -> None:
+    log = open_log(directory)
+    for _ in range(4):
+        append(log, batch_of(3))
+    log.flush()
+    assert log.truncate_to(20) == 12
+    assert log.truncate_to(6) == 6
+    del log  # no clean shutdown
+    log = open_log(directory)
+    assert log.log_end_offset == 6
+    assert [h.base_offset for h in headers_of(log.read(0, 1 << 20))] == [0, 3]
+
+
+def test_truncate_to_the_log_start_empties_the_log(directory: Path) -> None:
+    log = open_log(directory)
+    append(log, batch_of(3), epoch=1)
+    append(log, batch_of(3), epoch=1)
+    log.delete_records_before(3)
+    assert log.truncate_to(3) == 3
+    assert (log.log_start_offset, log.log_end_offset, log.latest_epoch) == (3, 3, -1)
+    assert append(log, batch_of(1), epoch=2).first_offset == 3
+    log.close()
+    log = open_log(directory)
+    assert (log.log_start_offset, log.log_end_offset) == (3, 4)
