@@ -24,14 +24,15 @@ import asyncio
 import contextlib
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from broker.cluster_config import ClusterConfig
 from broker.controller import METADATA_TOPIC
-from broker.controller_client import ControllerClient, ControllerUnreachable
 from broker.listeners import SECURITY_PROTOCOLS
+from broker.node_client import NodeClient, NodeUnreachable
 from coordinator.cluster.shard import ClusterSettings, ClusterShard
 from protocol.batch import iter_batches, iter_records
 from protocol.errors import ErrorCode
@@ -61,24 +62,29 @@ class ClusterMember:
         # this node's view of the cluster: the metadata log replayed
         self.view = ClusterShard(None, ClusterSettings(cluster_id=broker.config.cluster_id))
         # heartbeats and the metadata long poll each have connections of their own
-        self._clients: list[ControllerClient] = []
-        self._fetch_clients: list[ControllerClient] = []
+        self._clients: list[NodeClient] = []
+        self._fetch_clients: list[NodeClient] = []
+        self._admin_clients: list[NodeClient] = []  # topic changes, ISR changes
+        self.inter_broker_listener = ""  # known once the listeners are
         self._tasks: list[asyncio.Task[None]] = []
         self._unfenced = asyncio.Event()
         self._advanced = asyncio.Event()  # the view replayed more of the metadata log
+        self._applied = asyncio.Event()  # ...and the local topics follow it
 
     # -- start ---------------------------------------------------------------------
 
     async def start(self) -> None:
         config = self.broker.config
+        self.inter_broker_listener = _inter_broker_listener(self.broker)
         deadline = time.monotonic() + config.initial_broker_registration_timeout_ms / 1000
         timeout_s = max(config.broker_heartbeat_interval_ms / 1000, 1.0)
         controllers = self.cluster.controllers()
-        self._clients = [ControllerClient(host, port, timeout_s) for host, port in controllers]
+        self._clients = [NodeClient(host, port, timeout_s) for host, port in controllers]
         fetch_timeout_s = timeout_s + FETCH_WAIT_MS / 1000
         self._fetch_clients = [
-            ControllerClient(host, port, fetch_timeout_s) for host, port in controllers
+            NodeClient(host, port, fetch_timeout_s) for host, port in controllers
         ]
+        self._admin_clients = [NodeClient(host, port, timeout_s) for host, port in controllers]
         client, quorum = await self._reach_controller(deadline)
         self._check_quorum(client, quorum)
         await self._first_registration(client)
@@ -103,14 +109,14 @@ class ClusterMember:
             metadata_offset=self.view.last_offset,
         )
 
-    async def _reach_controller(self, deadline: float) -> tuple[ControllerClient, Any]:
+    async def _reach_controller(self, deadline: float) -> tuple[NodeClient, Any]:
         """The first controller that answers, with its DescribeQuorum answer."""
         last = ""
         while True:
             for client in self._clients:
                 try:
                     return client, await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
-                except ControllerUnreachable as exc:
+                except NodeUnreachable as exc:
                     last = str(exc)
             if time.monotonic() >= deadline:
                 wanted = ", ".join(c.address for c in self._clients)
@@ -122,7 +128,7 @@ class ClusterMember:
                 )
             await asyncio.sleep(RETRY_S)
 
-    def _check_quorum(self, client: ControllerClient, answer: Any) -> None:
+    def _check_quorum(self, client: NodeClient, answer: Any) -> None:
         """With controller.quorum.voters set, the controller's voters must be the same
         node ids (their addresses may be advertised otherwise than configured)."""
         if answer.error_code != ErrorCode.none:
@@ -141,7 +147,7 @@ class ClusterMember:
 
     # -- registration and heartbeats -----------------------------------------------
 
-    async def _first_registration(self, client: ControllerClient) -> None:
+    async def _first_registration(self, client: NodeClient) -> None:
         """Register; while the id is held, wait: a crashed predecessor's session runs
         out within broker.session.timeout.ms, a live twin's never does."""
         config = self.broker.config
@@ -166,7 +172,7 @@ class ClusterMember:
                 raise ClusterJoinError(f"node.id={self.node_id}: {_refusal(code)}")
             await asyncio.sleep(RETRY_S)
 
-    async def _register(self, client: ControllerClient) -> ErrorCode:
+    async def _register(self, client: NodeClient) -> ErrorCode:
         request = {
             "broker_id": self.node_id,
             "cluster_id": self.broker.config.cluster_id,
@@ -197,7 +203,7 @@ class ClusterMember:
         while True:
             try:
                 await self._heartbeat()
-            except ControllerUnreachable as exc:
+            except NodeUnreachable as exc:
                 log.warning("controller unreachable", error=str(exc))
             except Exception:
                 log.exception("heartbeat failed")
@@ -237,7 +243,7 @@ class ClusterMember:
             log.info("fenced" if self.fenced else "unfenced", node_id=self.node_id)
         return answer
 
-    async def _any_client(self, clients: list[ControllerClient] | None = None) -> ControllerClient:
+    async def _any_client(self, clients: list[NodeClient] | None = None) -> NodeClient:
         """The client that is connected, else the first that answers now."""
         clients = self._clients if clients is None else clients
         for client in clients:
@@ -247,9 +253,36 @@ class ClusterMember:
             try:
                 await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
                 return client
-            except ControllerUnreachable:
+            except NodeUnreachable:
                 continue
-        raise ControllerUnreachable("no controller reachable")
+        raise NodeUnreachable("no controller reachable")
+
+    async def ask_controller(self, api_key: int, version: int, request: dict[str, Any]) -> Any:
+        """One request to the controller (raises NodeUnreachable)."""
+        client = await self._any_client(self._admin_clients)
+        return await client.call(api_key, version, request)
+
+    def endpoint_of(self, node_id: int) -> tuple[str, int] | None:
+        """Where another broker takes inter-broker requests, as it registered it."""
+        registration = self.view.brokers.get(node_id)
+        if registration is None:
+            return None
+        for endpoint in registration.value.endpoints:
+            if endpoint.listener == self.inter_broker_listener:
+                return endpoint.host, endpoint.port
+        return None
+
+    async def wait_for_view(self, done: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait until the view (and the local topics following it) satisfy `done`."""
+        deadline = time.monotonic() + timeout_s
+        while not done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self._applied.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._applied.wait(), left)
+        return True
 
     # -- metadata ------------------------------------------------------------------
 
@@ -258,13 +291,13 @@ class ClusterMember:
             try:
                 client = await self._any_client(self._fetch_clients)
                 await self._fetch_once(client)
-            except ControllerUnreachable:
+            except NodeUnreachable:
                 await asyncio.sleep(RETRY_S)
             except Exception:
                 log.exception("metadata fetch failed")
                 await asyncio.sleep(RETRY_S)
 
-    async def _fetch_once(self, client: ControllerClient) -> None:
+    async def _fetch_once(self, client: NodeClient) -> None:
         offset = self.view.last_offset + 1
         request = {
             "replica_id": self.node_id,
@@ -293,8 +326,9 @@ class ClusterMember:
         answer = await client.call(FETCH, 12, request)
         partition = answer.responses[0].partitions[0]
         if partition.error_code != ErrorCode.none:
-            raise ControllerUnreachable(f"metadata fetch: {partition.error_code.name}")
+            raise NodeUnreachable(f"metadata fetch: {partition.error_code.name}")
         records = bytes(partition.records or b"")
+        before = self.view.last_offset
         for header in iter_batches(records):
             if header.is_control:
                 continue
@@ -305,6 +339,9 @@ class ClusterMember:
                 if key is not None and position >= offset:
                     self.view.replay(position, key, value, -1)
                     self._advanced.set()
+        if self.view.last_offset != before and self.broker.replicas is not None:
+            self.broker.replicas.apply(self.view)
+            self._applied.set()
 
     # -- stop ----------------------------------------------------------------------
 
@@ -315,9 +352,9 @@ class ClusterMember:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
         if self.broker_epoch >= 0:
-            with contextlib.suppress(ControllerUnreachable, OSError):
+            with contextlib.suppress(NodeUnreachable, OSError):
                 await self._heartbeat(want_shutdown=True)
-        for client in [*self._clients, *self._fetch_clients]:
+        for client in [*self._clients, *self._fetch_clients, *self._admin_clients]:
             client.close()
 
 
@@ -332,6 +369,16 @@ _REFUSALS = {
 
 def _refusal(code: ErrorCode) -> str:
     return _REFUSALS.get(code, code.name)
+
+
+def _inter_broker_listener(broker: Broker) -> str:
+    """inter.broker.listener.name, else the listener named PLAINTEXT, else the first
+    broker listener (the same names on every node, as Kafka expects)."""
+    names = [listener.name for listener in broker.listeners if not listener.controller]
+    configured = broker.config.inter_broker_listener_name
+    if configured:
+        return configured
+    return "PLAINTEXT" if "PLAINTEXT" in names else names[0]
 
 
 def _quorum_request() -> dict[str, Any]:

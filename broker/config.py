@@ -1,7 +1,7 @@
 """Broker configuration, named as in Kafka's server.properties.
 
 A setting the broker reads sets a field; a setting Kafka has but Odradek does not use
-(a replication factor, a thread count, a controller quorum: nothing to do on one node)
+(a thread count, a quota window: nothing Odradek does)
 is accepted and reported once in the log; any other name, or a value that does not
 parse, is a ConfigError naming the setting.
 """
@@ -68,6 +68,13 @@ _NAMES = {
     "log.cleanup.policy": "log_cleanup_policy",
     "log.message.timestamp.type": "log_message_timestamp_type",
     "min.insync.replicas": "min_insync_replicas",
+    "default.replication.factor": "default_replication_factor",
+    "offsets.topic.replication.factor": "offsets_topic_replication_factor",
+    "transaction.state.log.replication.factor": "transaction_state_log_replication_factor",
+    "transaction.state.log.min.isr": "transaction_state_log_min_isr",
+    "replica.lag.time.max.ms": "replica_lag_time_max_ms",
+    "inter.broker.listener.name": "inter_broker_listener_name",
+    "replica.fetch.wait.max.ms": "replica_fetch_wait_max_ms",
     "offsets.topic.num.partitions": "offsets_topic_num_partitions",
     "transaction.state.log.num.partitions": "transaction_state_log_num_partitions",
     "group.min.session.timeout.ms": "group_min_session_timeout_ms",
@@ -173,6 +180,14 @@ class BrokerConfig:
     log_cleanup_policy: str = "delete"
     log_message_timestamp_type: str = "CreateTime"
     min_insync_replicas: int = 1
+    # in a cluster (one node of its own keeps one copy whatever they say)
+    default_replication_factor: int = 1
+    offsets_topic_replication_factor: int = 3
+    transaction_state_log_replication_factor: int = 3
+    transaction_state_log_min_isr: int = 2
+    replica_lag_time_max_ms: int = 30000
+    replica_fetch_wait_max_ms: int = 500
+    inter_broker_listener_name: str = ""  # what followers fetch through
     offsets_topic_num_partitions: int = 50
     transaction_state_log_num_partitions: int = 50
     group_min_session_timeout_ms: int = 6000

@@ -14,12 +14,12 @@ from typing import Any
 
 import structlog
 
-from broker import memory, metrics
+from broker import cluster_admin, memory, metrics
 from broker.cluster_member import ClusterMember
 from broker.config import BrokerConfig
 from broker.connection import Chunks
 from broker.connections import ConnectionTable, Limits
-from broker.controller import Controller
+from broker.controller import METADATA_TOPIC, Controller
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
 from broker.group_configs import GroupConfigStore, GroupSettings
@@ -29,13 +29,14 @@ from broker.handlers.base import Api, RequestContext
 from broker.listener_connections import ListenerConnections
 from broker.listeners import Listener, ListenError
 from broker.producer_ids import ProducerIdAllocator
+from broker.replication import ReplicaManager
 from broker.security import tls
 from broker.security.authorizer import Authorizer, build_authorizer
 from broker.security.credentials import CredentialStore
 from broker.security.sasl_listener import SaslListener, sasl_listener
 from broker.security.session import Session
 from broker.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
-from broker.topics import LEADER_EPOCH, Partition, Topic, TopicRegistry
+from broker.topics import Partition, Topic, TopicRegistry
 from broker.transactions import TRANSACTION_TOPIC, TransactionCoordinator
 from coordinator.group.shard import GroupConfig, GroupShard
 from coordinator.group.shard_state import GroupTimeouts
@@ -103,6 +104,7 @@ class Broker:
         self.member = (
             ClusterMember(self, cluster) if cluster.is_broker and not cluster.standalone else None
         )
+        self.replicas = ReplicaManager(self, cluster.node_id) if self.member is not None else None
         self.authorizer: Authorizer = build_authorizer(config)  # ACLs when configured
         self.scram_credentials = CredentialStore(config.data_dir)
         self.flusher = Flusher()
@@ -153,7 +155,8 @@ class Broker:
         ]
         if self.controller is not None:
             await self.controller.start()
-        if self.member is not None:
+        if self.member is not None and self.replicas is not None:
+            self.replicas.start()
             await self.member.start()  # raises ClusterJoinError, with the reason
             for server in self._servers:
                 if not server.is_serving():
@@ -183,7 +186,7 @@ class Broker:
             data_dir=str(self.config.data_dir),
             topics=len(self.topics),
             recovered_partitions=sum(
-                p.log.recovered_by_scan for t in self.topics for p in t.partitions
+                p.log.recovered_by_scan for p in self.topics.hosted_partitions()
             ),
             startup_ms=round((time.monotonic() - started) * 1000, 1),
         )
@@ -198,6 +201,8 @@ class Broker:
         """Clean shutdown: stop accepting, drop connections, flush and checkpoint."""
         if self.member is not None:
             await self.member.stop()
+        if self.replicas is not None:
+            await self.replicas.stop()
         for server in self._servers:
             server.close()
         workers = [c.abort_requests() for c in list(self.connections.open)]
@@ -257,36 +262,34 @@ class Broker:
         return states
 
     def _log_size(self) -> float:
-        return float(sum(p.log.size_bytes() for t in self.topics for p in t.partitions))
+        return float(sum(p.log.size_bytes() for p in self.topics.hosted_partitions()))
 
     async def _log_cleaner(self) -> None:
         """Compaction of compacted topics (the internal ones among them), off the event loop."""
         backoff = self.config.log_cleaner_backoff_ms / 1000
         while True:
             await asyncio.sleep(backoff)
-            for topic in self.topics:
-                for partition in topic.partitions:
-                    plog = partition.log
-                    if not plog.config.compacts:
-                        continue
-                    await self.flusher.flush([plog])
-                    producers = set(partition.producers.producers)
-                    try:
-                        stats = await asyncio.to_thread(
-                            plog.compact, self.now_ms(), producer_ids=producers
-                        )
-                    except Exception:
-                        log.exception(
-                            "compaction failed", topic=topic.name, partition=partition.index
-                        )
-                        continue
-                    if stats.cleaned:
-                        log.info(
-                            "compacted",
-                            topic=topic.name,
-                            partition=partition.index,
-                            **dataclasses.asdict(stats),
-                        )
+            for partition in self.topics.hosted_partitions():
+                topic = partition.topic
+                plog = partition.log
+                if not plog.config.compacts:
+                    continue
+                await self.flusher.flush([plog])
+                producers = set(partition.producers.producers)
+                try:
+                    stats = await asyncio.to_thread(
+                        plog.compact, self.now_ms(), producer_ids=producers
+                    )
+                except Exception:
+                    log.exception("compaction failed", topic=topic.name, partition=partition.index)
+                    continue
+                if stats.cleaned:
+                    log.info(
+                        "compacted",
+                        topic=topic.name,
+                        partition=partition.index,
+                        **dataclasses.asdict(stats),
+                    )
 
     async def _sweep_connections(self) -> None:
         while True:
@@ -311,15 +314,14 @@ class Broker:
                 self.config.log_retention_check_interval_ms / 1000
             )
             due = []
-            for topic in self.topics:
-                for partition in topic.partitions:
-                    plog = partition.log
-                    plog.roll_if_due(now_ms)
-                    if check_retention and plog.apply_retention(now_ms):
-                        partition.producers.drop_below(plog.log_start_offset)
-                    partition.producers.expire(now_ms, self.config.producer_id_expiration_ms)
-                    if plog.needs_flush(now_ms):
-                        due.append(plog)
+            for partition in self.topics.hosted_partitions():
+                plog = partition.log
+                plog.roll_if_due(now_ms)
+                if check_retention and plog.apply_retention(now_ms):
+                    partition.producers.drop_below(plog.log_start_offset)
+                partition.producers.expire(now_ms, self.config.producer_id_expiration_ms)
+                if plog.needs_flush(now_ms):
+                    due.append(plog)
             if check_retention:
                 last_retention = time.monotonic()
             prune_interval = self.config.share_coordinator_state_topic_prune_interval_ms / 1000
@@ -335,13 +337,40 @@ class Broker:
     def now_ms() -> int:
         return int(time.time() * 1000)
 
-    async def create_topic(self, name: str, partitions: int, configs: Mapping[str, str]) -> Topic:
+    async def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str],
+        replication_factor: int = -1,
+    ) -> Topic:
+        """A new topic; in a cluster the controller places it (raises TopicError)."""
+        if self.member is not None:
+            return await cluster_admin.create_topic(
+                self, name, partitions, configs, replication_factor
+            )
         topic = self.topics.create(name, partitions, configs)
         log.info("topic created", topic=name, partitions=partitions, configs=dict(configs))
         return topic
 
+    async def add_partitions(self, name: str, count: int) -> None:
+        if self.member is not None:
+            await cluster_admin.create_partitions(self, name, count)
+        else:
+            self.topics.add_partitions(name, count)
+
     async def delete_topic(self, name: str) -> None:
-        self.topics.delete(name)
+        if self.member is not None:
+            await cluster_admin.delete_topic(self, name)
+        else:
+            self.remove_topic(name)
+
+    def remove_topic(self, name: str) -> None:
+        """Delete the topic's local replicas and the offsets committed for it."""
+        topic = self.topics.delete(name)
+        if self.replicas is not None and self.replicas.fetchers is not None:
+            for partition in topic.partitions:
+                self.replicas.fetchers.remove(partition)
         log.info("topic deleted", topic=name)
         if self.groups.shards:
             for runtime in self.groups.shards.values():
@@ -359,10 +388,12 @@ class Broker:
         now_ms = int(time.time() * 1000)
         data = bytearray(control_batch(producer_id, epoch, commit, now_ms))
         headers = list(iter_batches(data, check_crc=False))
-        info = partition.log.append(data, headers, leader_epoch=LEADER_EPOCH, now_ms=now_ms)
+        info = partition.log.append(
+            data, headers, leader_epoch=partition.leader_epoch, now_ms=now_ms
+        )
         marker = headers[0]._replace(base_offset=info.first_offset)
         partition.producers.record(marker, control_commit=commit)
-        partition.data_arrived()
+        self._appended(partition)
 
     async def _internal_topic(self, name: str, partitions: int) -> list[Partition]:
         return await self.internal_topic(name, partitions, INTERNAL_TOPIC_CONFIGS)
@@ -372,9 +403,24 @@ class Broker:
     ) -> list[Partition]:
         """The partitions of an internal topic, created with `configs` if it is new."""
         topic = self.topics.get(name)
-        if topic is None:
-            topic = await self.create_topic(name, partitions, configs)
+        if topic is None and self.member is not None and name != METADATA_TOPIC:
+            factor, min_isr = self._internal_replication(name)
+            configs = {**configs, "min.insync.replicas": str(min_isr)}
+            topic = await self.create_topic(name, partitions, configs, factor)
+        elif topic is None:
+            topic = self.topics.create(name, partitions, configs)
+            log.info("topic created", topic=name, partitions=partitions, configs=dict(configs))
         return list(topic.partitions)
+
+    def _internal_replication(self, name: str) -> tuple[int, int]:
+        """(replication factor, min.insync.replicas) of an internal topic."""
+        config = self.config
+        if name == TRANSACTION_TOPIC:
+            return (
+                config.transaction_state_log_replication_factor,
+                config.transaction_state_log_min_isr,
+            )
+        return config.offsets_topic_replication_factor, 1
 
     async def flush_partition(self, partition: Partition) -> None:
         await self.flush_if_due([partition], int(time.time() * 1000))
@@ -385,7 +431,7 @@ class Broker:
 
     def last_stable_offset(self, partition: Partition) -> int:
         """Below it every transaction is decided; the high watermark while none is open."""
-        return partition.producers.last_stable_offset(partition.log.log_end_offset)
+        return partition.producers.last_stable_offset(partition.high_watermark)
 
     def aborted_transactions(
         self, partition: Partition, start_offset: int, end_offset: int
@@ -407,7 +453,9 @@ class Broker:
         producers = partition.producers
         for header in headers:
             producers.check(header)
-        info = partition.log.append(data, headers, leader_epoch=LEADER_EPOCH, now_ms=now_ms)
+        info = partition.log.append(
+            data, headers, leader_epoch=partition.leader_epoch, now_ms=now_ms
+        )
         offset = info.first_offset
         for header in headers:
             if header.producer_id >= 0:
@@ -415,8 +463,13 @@ class Broker:
             offset += header.last_offset_delta + 1
         metrics.requests.bytes_in += len(data)
         self.appended_bytes += len(data)
-        partition.data_arrived()
+        self._appended(partition)
         return info
+
+    def _appended(self, partition: Partition) -> None:
+        if self.replicas is not None:
+            self.replicas.advance_high_watermark(partition)  # an ISR of one: at once
+        partition.data_arrived()
 
     async def flush_if_due(self, partitions: Iterable[Partition], now_ms: int) -> None:
         # Only the flush policy holds an answer back; rolled segments are fsynced by

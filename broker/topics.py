@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from protocol.batch import iter_records
 from storage import LogConfig, PartitionLog
@@ -20,7 +21,12 @@ from storage.producer_state import ProducerStateTable
 MAX_TOPIC_NAME = 249
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
-LEADER_EPOCH = 0  # one broker leads every partition, forever
+HIDDEN_TOPICS = ("__cluster_metadata",)
+LEADER_EPOCH = 0  # one node of its own leads every partition, forever
+
+
+class NotHosted(LookupError):
+    """The partition has no replica on this node (a cluster places it elsewhere)."""
 
 
 class TopicError(Exception):
@@ -42,14 +48,53 @@ def check_topic_name(name: str) -> None:
 
 
 class Partition:
-    """One partition's log plus the wake-up signal for parked fetches."""
+    """One partition's log plus the wake-up signal for parked fetches.
 
-    def __init__(self, topic: Topic, index: int, log: PartitionLog) -> None:
+    In a cluster a node knows every partition but keeps a log only for those it has a
+    replica of (`hosted`); `replication` is the replica's state there (None on one
+    node of its own, where this node leads at epoch 0 and the log end is the high
+    watermark)."""
+
+    def __init__(self, topic: Topic, index: int, log: PartitionLog | None) -> None:
         self.topic = topic
         self.index = index
-        self.log = log
-        self.producers = _load_producer_state(log)
+        self._log = log
+        self.producers = _load_producer_state(log) if log is not None else ProducerStateTable()
         self._arrival: asyncio.Future[None] | None = None
+        self.replication: Replication | None = None
+
+    @property
+    def log(self) -> PartitionLog:
+        if self._log is None:
+            raise NotHosted(f"{self.topic.name}-{self.index} has no replica on this node")
+        return self._log
+
+    @property
+    def hosted(self) -> bool:
+        return self._log is not None
+
+    @property
+    def high_watermark(self) -> int:
+        """What every in-sync replica has: consumers read below it."""
+        replication = self.replication
+        if replication is None:
+            return self.log.log_end_offset
+        return replication.high_watermark
+
+    @property
+    def led_here(self) -> bool:
+        """This node takes the partition's writes and serves its consumers."""
+        replication = self.replication
+        return replication is None or (replication.is_leader and self._log is not None)
+
+    @property
+    def leader_epoch(self) -> int:
+        replication = self.replication
+        return LEADER_EPOCH if replication is None else replication.leader_epoch
+
+    def reload_producer_state(self) -> None:
+        """After the log was cut (truncate_to): the producers as the log now has them."""
+        self.producers = _load_producer_state(self.log)
 
     def data_arrived(self) -> None:
         if self._arrival is not None and not self._arrival.done():
@@ -61,6 +106,17 @@ class Partition:
         if self._arrival is None or self._arrival.done():
             self._arrival = asyncio.get_running_loop().create_future()
         return self._arrival
+
+
+class Replication(Protocol):
+    high_watermark: int
+    leader_epoch: int
+    leader_id: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+    @property
+    def is_leader(self) -> bool: ...
 
 
 def _load_producer_state(log: PartitionLog) -> ProducerStateTable:
@@ -113,18 +169,23 @@ class TopicRegistry:
         for entry in json.loads(self._index_path.read_text()):
             topic = Topic(entry["name"], uuid.UUID(entry["id"]), dict(entry["configs"]))
             self._register(topic)
-            self._open_partitions(topic, entry["partitions"])
+            hosted = entry.get("hosted")
+            self._open_partitions(
+                topic, entry["partitions"], None if hosted is None else set(hosted)
+            )
 
     def _save(self) -> None:
-        entries = [
-            {
+        entries: list[dict[str, Any]] = []
+        for t in self._by_name.values():
+            entry: dict[str, Any] = {
                 "name": t.name,
                 "id": str(t.topic_id),
                 "partitions": len(t.partitions),
                 "configs": t.configs,
             }
-            for t in self._by_name.values()
-        ]
+            if not all(p.hosted for p in t.partitions):
+                entry["hosted"] = [p.index for p in t.partitions if p.hosted]
+            entries.append(entry)
         tmp = self._index_path.with_suffix(".tmp")
         with open(tmp, "w") as out:
             json.dump(entries, out, indent=1)
@@ -136,17 +197,40 @@ class TopicRegistry:
         self._by_name[topic.name] = topic
         self._by_id[topic.topic_id] = topic
 
-    def _open_partitions(self, topic: Topic, count: int) -> None:
+    def _open_partitions(self, topic: Topic, count: int, hosted: set[int] | None = None) -> None:
+        """Partitions up to `count`, with a log for those in `hosted` (None: all)."""
         config = self.log_config(topic)
         for index in range(len(topic.partitions), count):
-            log = PartitionLog.open(self.data_dir / f"{topic.name}-{index}", config)
+            log = None
+            if hosted is None or index in hosted:
+                log = PartitionLog.open(self._directory(topic, index), config)
             topic.partitions.append(Partition(topic, index, log))
+
+    def _directory(self, topic: Topic, index: int) -> Path:
+        return self.data_dir / f"{topic.name}-{index}"
+
+    def host(self, partition: Partition) -> None:
+        """A replica of `partition` is placed on this node: open its (empty) log."""
+        if partition.hosted:
+            return
+        topic = partition.topic
+        log = PartitionLog.open(self._directory(topic, partition.index), self.log_config(topic))
+        topic.partitions[partition.index] = Partition(topic, partition.index, log)
+        self._save()
+
+    def hosted_partitions(self) -> Iterator[Partition]:
+        """The partitions this node keeps a log of."""
+        for topic in list(self._by_name.values()):
+            for partition in topic.partitions:
+                if partition.hosted:
+                    yield partition
 
     def log_config(self, topic: Topic) -> LogConfig:
         return LogConfig.from_topic_configs(topic.configs, self.defaults)
 
     def __iter__(self) -> Iterator[Topic]:
-        return iter(list(self._by_name.values()))
+        """The topics clients know of (the controller's metadata log is none of them)."""
+        return iter([t for t in self._by_name.values() if t.name not in HIDDEN_TOPICS])
 
     def __len__(self) -> int:
         return len(self._by_name)
@@ -191,9 +275,20 @@ class TopicRegistry:
 
     def create(self, name: str, partitions: int, configs: Mapping[str, str]) -> Topic:
         self.validate_new(name, partitions, configs)
-        topic = Topic(name, uuid.uuid4(), dict(configs))
+        return self.add(name, uuid.uuid4(), partitions, configs)
+
+    def add(
+        self,
+        name: str,
+        topic_id: uuid.UUID,
+        partitions: int,
+        configs: Mapping[str, str],
+        hosted: set[int] | None = None,
+    ) -> Topic:
+        """Register a topic as it is (a cluster's controller has checked and named it)."""
+        topic = Topic(name, topic_id, dict(configs))
         self._register(topic)
-        self._open_partitions(topic, partitions)
+        self._open_partitions(topic, partitions, hosted)
         self._save()
         return topic
 
@@ -202,13 +297,14 @@ class TopicRegistry:
         del self._by_id[topic.topic_id]
         self._save()
         for partition in topic.partitions:
-            partition.log.delete()
+            if partition.hosted:
+                partition.log.delete()
             partition.data_arrived()
         return topic
 
-    def add_partitions(self, name: str, total: int) -> None:
+    def add_partitions(self, name: str, total: int, hosted: set[int] | None = None) -> None:
         topic = self._by_name[name]
-        self._open_partitions(topic, total)
+        self._open_partitions(topic, total, hosted)
         self._save()
 
     def set_configs(self, name: str, configs: Mapping[str, str]) -> None:
@@ -216,18 +312,18 @@ class TopicRegistry:
         new = LogConfig.from_topic_configs(configs, self.defaults)
         topic.configs = dict(configs)
         for partition in topic.partitions:
-            partition.log.update_config(new)
+            if partition.hosted:
+                partition.log.update_config(new)
         self._save()
 
     def close(self) -> None:
-        for topic in self._by_name.values():
-            for partition in topic.partitions:
-                partition.producers.save(partition.log.directory, partition.log.log_end_offset)
-                partition.log.close()
+        for partition in self.hosted_partitions():
+            partition.producers.save(partition.log.directory, partition.log.log_end_offset)
+            partition.log.close()
 
     def remove_orphans(self) -> None:
         """Partition directories of topics deleted before a crash."""
-        known = {f"{t.name}-{p.index}" for t in self._by_name.values() for p in t.partitions}
+        known = {f"{p.topic.name}-{p.index}" for p in self.hosted_partitions()}
         for path in self.data_dir.iterdir():
             is_partition_dir = path.is_dir() and path.name.rsplit("-", 1)[-1].isdigit()
             if is_partition_dir and "-" in path.name and path.name not in known:

@@ -558,7 +558,7 @@ class PartitionLog:
             if offset >= self.log_end_offset:
                 return self.log_end_offset
             if offset <= self.log_start_offset:
-                return self._start_over_at(offset)
+                return self.start_over_at(offset)
             self._mark_dirty()
             keep = self._segment_at(offset)
             for dropped in self._segments[keep + 1 :]:
@@ -591,7 +591,7 @@ class PartitionLog:
                 self._epochs.save()
             return self.log_end_offset
 
-    def _start_over_at(self, offset: int) -> int:
+    def start_over_at(self, offset: int) -> int:
         """Empty the log; the next batch gets `offset` (a follower behind the leader's
         log start, or one whose every batch diverged)."""
         self._mark_dirty()

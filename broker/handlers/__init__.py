@@ -8,6 +8,7 @@ from broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    alter_partition,
     alter_share_group_offsets,
     alter_user_scram_credentials,
     api_versions,
@@ -15,6 +16,9 @@ from broker.handlers import (
     broker_registration,
     consumer_group_describe,
     consumer_group_heartbeat,
+    controller_create_partitions,
+    controller_create_topics,
+    controller_delete_topics,
     create_acls,
     create_partitions,
     create_topics,
@@ -127,13 +131,18 @@ _MODULES: dict[int, ModuleType] = {
 }
 
 # What a controller listener serves: the brokers' registrations and heartbeats, the
-# metadata log (read with Fetch) and the quorum's description.
+# metadata log (read with Fetch), the quorum's description, and the changes brokers
+# ask of the cluster's metadata (topics, ISRs).
 _CONTROLLER_MODULES: dict[int, ModuleType] = {
     1: fetch,
     17: sasl_handshake,
     18: api_versions,
+    19: controller_create_topics,
+    20: controller_delete_topics,
     36: sasl_authenticate,
+    37: controller_create_partitions,
     55: describe_quorum,
+    56: alter_partition,
     62: broker_registration,
     63: broker_heartbeat,
 }

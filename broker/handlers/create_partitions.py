@@ -16,6 +16,7 @@ from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
 from broker.security.resources import Operation, ResourceType
+from broker.topics import TopicError
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 3
@@ -47,6 +48,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     for topic in request.topics:
         code, message = _check(ctx, topic)
         if code == ErrorCode.none and not request.validate_only:
-            ctx.broker.topics.add_partitions(topic.name, topic.count)
+            try:
+                await ctx.broker.add_partitions(topic.name, topic.count)
+            except TopicError as exc:
+                code, message = ErrorCode(exc.code), exc.message
         results.append({"name": topic.name, "error_code": code, "error_message": message})
     return {"throttle_time": 0, "results": results}

@@ -1,8 +1,10 @@
 """CreateTopics (19), v2-v7.
 
-- num_partitions -1 and replication_factor -1 take the broker defaults; a
-  replication factor above 1 is INVALID_REPLICATION_FACTOR (one broker), and
-  manual assignments must place every partition on this broker.
+- num_partitions -1 and replication_factor -1 take the broker defaults. On one node
+  of its own a replication factor above 1 is INVALID_REPLICATION_FACTOR and manual
+  assignments must place every partition on this broker; in a cluster the controller
+  places the replicas (broker/cluster_admin.py), and refuses a factor above the
+  number of live brokers.
 - Unknown config names or bad values are INVALID_CONFIG; an existing topic is
   TOPIC_ALREADY_EXISTS; a name given twice in one request is INVALID_REQUEST.
 - validate_only checks everything and creates nothing.
@@ -32,8 +34,19 @@ def _result(name: str, code: int, message: str | None = None) -> dict[str, Any]:
     return {"name": name, "error_code": code, "error_message": message, "configs": None}
 
 
+def _replication_factor(ctx: RequestContext, topic: Any) -> int:
+    """One node of its own keeps one copy; a cluster's default is default.replication.factor."""
+    if ctx.broker.member is None:
+        return 1
+    if topic.replication_factor == -1:
+        return ctx.broker.config.default_replication_factor
+    return int(topic.replication_factor)
+
+
 def _partition_count(ctx: RequestContext, topic: Any) -> int:
     node = ctx.broker.config.node_id
+    if topic.assignments and ctx.broker.member is not None:
+        raise TopicError(39, "manual replica assignments are not supported in a cluster yet")
     if topic.assignments:
         if topic.num_partitions != -1 or topic.replication_factor != -1:
             raise TopicError(42, "give either assignments or partitions and replication factor")
@@ -44,7 +57,7 @@ def _partition_count(ctx: RequestContext, topic: Any) -> int:
             if list(assignment.broker_ids) != [node]:
                 raise TopicError(39, f"replicas must be exactly this broker ({node})")
         return len(indexes)
-    if topic.replication_factor not in (-1, 1):
+    if topic.replication_factor not in (-1, 1) and ctx.broker.member is None:
         raise TopicError(
             38, f"replication factor {topic.replication_factor} is larger than the 1 broker"
         )
@@ -71,8 +84,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             topic_configs.validate(configs)
             set_configs = {k: v for k, v in configs.items() if v is not None}
             broker.topics.validate_new(topic.name, partitions, set_configs)
+            factor = _replication_factor(ctx, topic)
             if not request.validate_only:
-                created = await broker.create_topic(topic.name, partitions, set_configs)
+                created = await broker.create_topic(topic.name, partitions, set_configs, factor)
         except TopicError as exc:
             results.append(_result(topic.name, exc.code, exc.message))
             continue
@@ -96,7 +110,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 "error_code": 0,
                 "error_message": None,
                 "num_partitions": partitions,
-                "replication_factor": 1,
+                "replication_factor": factor,
                 "configs": [
                     {
                         "name": d.name,

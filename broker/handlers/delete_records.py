@@ -31,10 +31,13 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 answer["error_code"] = ErrorCode.topic_authorization_failed
             elif partition is None:
                 answer["error_code"] = ErrorCode.unknown_topic_or_partition
+            elif not partition.led_here:
+                answer["error_code"] = ErrorCode.not_leader_or_follower
             else:
                 log = partition.log
-                offset = log.log_end_offset if p.offset == HIGH_WATERMARK else p.offset
-                if not 0 <= offset <= log.log_end_offset:
+                high_watermark = partition.high_watermark
+                offset = high_watermark if p.offset == HIGH_WATERMARK else p.offset
+                if not 0 <= offset <= high_watermark:
                     answer["error_code"] = ErrorCode.offset_out_of_range
                 else:
                     answer["low_watermark"] = log.delete_records_before(offset)

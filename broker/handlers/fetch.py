@@ -27,7 +27,7 @@ from broker.fetch_sessions import CachedPartition, FetchPlan, PartitionKey, Sess
 from broker.handlers.authorization import acls_enabled, allowed_names
 from broker.handlers.base import Reply, RequestContext
 from broker.security.resources import Operation, ResourceType
-from broker.topics import LEADER_EPOCH, Partition
+from broker.topics import Partition
 from protocol.errors import ErrorCode
 from storage import OffsetOutOfRange
 
@@ -46,7 +46,10 @@ def _resolve(ctx: RequestContext, key: PartitionKey) -> tuple[Partition | None, 
         return None, missing
     if not 0 <= index < len(topic.partitions):
         return None, ErrorCode.unknown_topic_or_partition
-    return topic.partitions[index], ErrorCode.none
+    partition = topic.partitions[index]
+    if not partition.led_here:
+        return None, ErrorCode.not_leader_or_follower
+    return partition, ErrorCode.none
 
 
 def _unreadable(ctx: RequestContext, plan: FetchPlan) -> set[PartitionKey]:
@@ -71,6 +74,7 @@ def _read_all(
     isolation: int,
     leader_epochs: dict,
     unreadable: set[PartitionKey],
+    replica_id: int,
 ) -> tuple[list[tuple[PartitionKey, CachedPartition, dict[str, Any]]], int]:
     """One pass over the plan's partitions; returns their answers and the bytes read."""
     results = []
@@ -92,10 +96,12 @@ def _read_all(
         }
         if partition is not None:
             epoch = leader_epochs.get(key, -1)
-            if epoch > LEADER_EPOCH:
+            if epoch > partition.leader_epoch:
                 answer["error_code"] = ErrorCode.unknown_leader_epoch
-            elif 0 <= epoch < LEADER_EPOCH:
+            elif 0 <= epoch < partition.leader_epoch:
                 answer["error_code"] = ErrorCode.fenced_leader_epoch
+            elif replica_id >= 0:
+                total += _replicate(ctx, partition, cached, answer, max_bytes - total, replica_id)
             else:
                 total += _read_partition(
                     ctx, partition, cached, answer, max_bytes - total, total == 0, isolation
@@ -114,7 +120,7 @@ def _read_partition(
     isolation: int,
 ) -> int:
     log = partition.log
-    high_watermark = log.log_end_offset
+    high_watermark = partition.high_watermark
     last_stable = ctx.broker.last_stable_offset(partition)
     answer["high_watermark"] = high_watermark
     answer["last_stable_offset"] = last_stable
@@ -142,6 +148,52 @@ def _read_partition(
     return piece.size
 
 
+def _replicate(
+    ctx: RequestContext,
+    partition: Partition,
+    cached: CachedPartition,
+    answer: dict[str, Any],
+    budget: int,
+    replica_id: int,
+) -> int:
+    """A follower's fetch (or a broker's of the controller's metadata log): everything
+    up to the log end, and the follower's progress noted."""
+    replicas = ctx.broker.replicas
+    if replicas is not None:
+        replicas.follower_fetched(partition, replica_id, cached.fetch_offset)
+    log = partition.log
+    answer["high_watermark"] = partition.high_watermark
+    answer["last_stable_offset"] = ctx.broker.last_stable_offset(partition)
+    answer["log_start_offset"] = log.log_start_offset
+    try:
+        piece = log.read(cached.fetch_offset, max(min(cached.max_bytes, budget), 0))
+    except OffsetOutOfRange:
+        answer["error_code"] = ErrorCode.offset_out_of_range
+        return 0
+    if piece is None:
+        return 0
+    answer["records"] = piece
+    return piece.size
+
+
+def _follower_lags(
+    ctx: RequestContext,
+    results: list[tuple[PartitionKey, CachedPartition, dict[str, Any]]],
+    replica_id: int,
+) -> bool:
+    """A parked follower fetch answers at once when a high watermark moved: the
+    follower's own consumers (after a failover) read up to it."""
+    replicas = ctx.broker.replicas
+    if replica_id < 0 or replicas is None:
+        return False
+    lagging = False
+    for key, _, answer in results:
+        partition = _resolve(ctx, key)[0]
+        if partition is not None:
+            lagging |= replicas.high_watermark_news(partition, replica_id, answer["high_watermark"])
+    return lagging
+
+
 def _shape(
     plan: FetchPlan, results: list[tuple[PartitionKey, CachedPartition, dict[str, Any]]]
 ) -> list[dict[str, Any]]:
@@ -158,6 +210,14 @@ def _shape(
         {"topic": name, "topic_id": topic_id, "partitions": partitions}
         for (name, topic_id), partitions in topics.items()
     ]
+
+
+def _replica_id(request: Any) -> int:
+    """Who fetches: a follower's node id, -1 for a consumer."""
+    state = getattr(request, "replica_state", None)
+    if state is not None:
+        return int(state.replica_id)
+    return int(getattr(request, "replica_id", -1))
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
@@ -188,11 +248,16 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     max_wait = request.max_wait.total_seconds()
     deadline = time.monotonic() + max_wait
     unreadable = _unreadable(ctx, plan) if acls_enabled(ctx) else set()
+    replica_id = _replica_id(request)
     while True:
-        results, total = _read_all(ctx, plan, max_bytes, isolation, leader_epochs, unreadable)
+        results, total = _read_all(
+            ctx, plan, max_bytes, isolation, leader_epochs, unreadable, replica_id
+        )
         remaining = deadline - time.monotonic()
         errors = any(answer["error_code"] for _, _, answer in results)
         if total >= request.min_bytes or remaining <= 0 or errors or not results:
+            break
+        if _follower_lags(ctx, results, replica_id):
             break
         waiters = [
             partition.arrival()

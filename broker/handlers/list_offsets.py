@@ -17,7 +17,6 @@ from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
 from broker.security.resources import Operation, ResourceType
-from broker.topics import LEADER_EPOCH
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 8
@@ -26,8 +25,9 @@ EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -2, -1, -3, -4
 READ_COMMITTED = 1
 
 
-def _answer(index: int, code: ErrorCode, timestamp: int = -1, offset: int = -1) -> dict[str, Any]:
-    leader_epoch = LEADER_EPOCH if code == ErrorCode.none else -1
+def _answer(
+    index: int, code: ErrorCode, timestamp: int = -1, offset: int = -1, leader_epoch: int = -1
+) -> dict[str, Any]:
     return {
         "partition_index": index,
         "error_code": code,
@@ -53,28 +53,38 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             if partition is None:
                 answers.append(_answer(p.partition_index, ErrorCode.unknown_topic_or_partition))
                 continue
+            if not partition.led_here:
+                answers.append(_answer(p.partition_index, ErrorCode.not_leader_or_follower))
+                continue
             epoch = getattr(p, "current_leader_epoch", -1)
-            if epoch > LEADER_EPOCH:
+            leader_epoch = partition.leader_epoch
+            if epoch > leader_epoch:
                 answers.append(_answer(p.partition_index, ErrorCode.unknown_leader_epoch))
                 continue
+            if 0 <= epoch < leader_epoch:
+                answers.append(_answer(p.partition_index, ErrorCode.fenced_leader_epoch))
+                continue
             log = partition.log
+            ok = ErrorCode.none
             if p.timestamp in (EARLIEST, EARLIEST_LOCAL):
-                answers.append(_answer(p.partition_index, ErrorCode.none, -1, log.log_start_offset))
+                answers.append(
+                    _answer(p.partition_index, ok, -1, log.log_start_offset, leader_epoch)
+                )
             elif p.timestamp == LATEST:
                 if isolation == READ_COMMITTED:
                     latest = ctx.broker.last_stable_offset(partition)
                 else:
-                    latest = log.log_end_offset
-                answers.append(_answer(p.partition_index, ErrorCode.none, -1, latest))
+                    latest = partition.high_watermark
+                answers.append(_answer(p.partition_index, ok, -1, latest, leader_epoch))
             else:
                 if p.timestamp == MAX_TIMESTAMP:
                     found = log.max_timestamp()
                 else:
                     found = log.offset_for_timestamp(p.timestamp)
-                if found is None:
-                    answers.append(_answer(p.partition_index, ErrorCode.none))
+                if found is None or found[0] >= partition.high_watermark:
+                    answers.append(_answer(p.partition_index, ok, leader_epoch=leader_epoch))
                 else:
                     offset, timestamp = found
-                    answers.append(_answer(p.partition_index, ErrorCode.none, timestamp, offset))
+                    answers.append(_answer(p.partition_index, ok, timestamp, offset, leader_epoch))
         topics.append({"name": topic.name, "partitions": answers})
     return {"throttle_time": 0, "topics": topics}

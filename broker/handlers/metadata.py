@@ -5,7 +5,10 @@
   request allows it (always before v4, `allow_auto_topic_creation` from v4),
   with `num.partitions` partitions; otherwise UNKNOWN_TOPIC_OR_PARTITION.
 - v10+ may name topics by id; an unknown id answers UNKNOWN_TOPIC_ID.
-- One broker: it leads every partition at leader epoch 0 and is the controller.
+- One node of its own leads every partition at leader epoch 0 and is the controller.
+  In a cluster: the unfenced brokers (their endpoints on the listener asked), and each
+  partition's leader, epoch, replicas and ISR as this node's view of the cluster's
+  metadata has them (LEADER_NOT_AVAILABLE while a partition has no leader).
 - With ACLs: a full listing leaves out the topics the principal may not DESCRIBE;
   a named one answers TOPIC_AUTHORIZATION_FAILED (without saying whether it exists).
   Auto creation needs CREATE on the cluster or on the topic
@@ -25,14 +28,55 @@ from broker.handlers.authorization import (
 )
 from broker.handlers.base import Reply, RequestContext
 from broker.security.resources import Operation, ResourceType
-from broker.topics import LEADER_EPOCH, Topic, TopicError, check_topic_name
+from broker.topics import Partition, Topic, TopicError, check_topic_name
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 12
 
 
+def describe_partition(ctx: RequestContext, partition: Partition) -> dict[str, Any]:
+    """Leader, replicas and ISR as the cluster's metadata has them (this node alone,
+    on one node of its own)."""
+    replication = partition.replication
+    if replication is None:
+        node = ctx.broker.config.node_id
+        leader, epoch = node, partition.leader_epoch
+        replicas: tuple[int, ...] = (node,)
+        isr = replicas
+    else:
+        leader, epoch = replication.leader_id, replication.leader_epoch
+        replicas, isr = replication.replicas, replication.isr
+    live = live_brokers(ctx)
+    return {
+        "error_code": ErrorCode.leader_not_available if leader < 0 else ErrorCode.none,
+        "partition_index": partition.index,
+        "leader_id": leader,
+        "leader_epoch": epoch,
+        "replica_nodes": list(replicas),
+        "isr_nodes": list(isr),
+        "offline_replicas": [r for r in replicas if r not in live],
+    }
+
+
+def live_brokers(ctx: RequestContext) -> dict[int, tuple[str, int, str | None]]:
+    """node id -> (host, port, rack) of the unfenced brokers, on the request's listener."""
+    member = ctx.broker.member
+    if member is None:
+        listener = ctx.listener
+        return {
+            ctx.broker.config.node_id: (listener.advertised_host, listener.advertised_port, None)
+        }
+    found = {}
+    for node_id, registration in sorted(member.view.brokers.items()):
+        if registration.value.fenced:
+            continue
+        for endpoint in registration.value.endpoints:
+            if endpoint.listener == ctx.listener.name:
+                found[node_id] = (endpoint.host, endpoint.port, registration.value.rack)
+    return found
+
+
 def describe_topic(ctx: RequestContext, topic: Topic, with_operations: bool) -> dict[str, Any]:
-    node = ctx.broker.config.node_id
     operations = NOT_REQUESTED
     if with_operations:
         operations = authorized_operations(ctx, ResourceType.TOPIC, topic.name)
@@ -41,18 +85,7 @@ def describe_topic(ctx: RequestContext, topic: Topic, with_operations: bool) -> 
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": topic.is_internal,
-        "partitions": [
-            {
-                "error_code": 0,
-                "partition_index": p.index,
-                "leader_id": node,
-                "leader_epoch": LEADER_EPOCH,
-                "replica_nodes": [node],
-                "isr_nodes": [node],
-                "offline_replicas": [],
-            }
-            for p in topic.partitions
-        ],
+        "partitions": [describe_partition(ctx, p) for p in topic.partitions],
         "topic_authorized_operations": operations,
     }
 
@@ -113,12 +146,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     return {
         "throttle_time": 0,
         "brokers": [
-            {
-                "node_id": config.node_id,
-                "host": ctx.listener.advertised_host,
-                "port": ctx.listener.advertised_port,
-                "rack": None,
-            }
+            {"node_id": node_id, "host": host, "port": port, "rack": rack}
+            for node_id, (host, port, rack) in live_brokers(ctx).items()
         ],
         "cluster_id": config.cluster_id,
         "controller_id": config.node_id,

@@ -17,7 +17,6 @@ from typing import Any
 from broker.handlers.authorization import cluster_allowed
 from broker.handlers.base import Reply, RequestContext
 from broker.security.resources import Operation, ResourceType
-from broker.topics import LEADER_EPOCH
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 2, 4
@@ -41,9 +40,11 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 answers.append(_answer(p.partition, ErrorCode.topic_authorization_failed))
             elif partition is None:
                 answers.append(_answer(p.partition, ErrorCode.unknown_topic_or_partition))
-            elif p.current_leader_epoch > LEADER_EPOCH:
+            elif not partition.led_here:
+                answers.append(_answer(p.partition, ErrorCode.not_leader_or_follower))
+            elif p.current_leader_epoch > partition.leader_epoch:
                 answers.append(_answer(p.partition, ErrorCode.unknown_leader_epoch))
-            elif 0 <= p.current_leader_epoch < LEADER_EPOCH:
+            elif 0 <= p.current_leader_epoch < partition.leader_epoch:
                 answers.append(_answer(p.partition, ErrorCode.fenced_leader_epoch))
             else:
                 epoch, end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)

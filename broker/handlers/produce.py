@@ -11,8 +11,12 @@
   Kafka's codes (see storage/producer_state.py).
 - A compacted topic refuses records without a key (INVALID_RECORD).
 - acks must be 0, 1 or -1; acks=0 gets no response at all. With acks=-1 a
-  topic whose `min.insync.replicas` exceeds the one live replica answers
-  NOT_ENOUGH_REPLICAS.
+  partition with fewer in-sync replicas than its `min.insync.replicas` answers
+  NOT_ENOUGH_REPLICAS (on one node of its own there is one replica). In a cluster
+  only the partition's leader takes writes (NOT_LEADER_OR_FOLLOWER elsewhere), and
+  acks=-1 answers once every in-sync replica has the records: REQUEST_TIMED_OUT
+  after the request's timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank
+  below `min.insync.replicas` meanwhile, NOT_LEADER_OR_FOLLOWER if leadership moved.
 - When the flush policy asks for it, the answer waits for the fsync, which is
   shared with every other request waiting at the same time.
 - A full disk, an I/O error or a read-only data directory fails the partition
@@ -26,11 +30,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 from broker.handlers.authorization import acls_enabled
 from broker.handlers.base import Reply, RequestContext
+from broker.replication import PartitionReplica
 from broker.security.resources import Operation, ResourceType
 from broker.topics import Partition
 from protocol.batch import BatchHeader, InvalidBatch, TruncatedBatch, iter_batches
@@ -72,6 +78,34 @@ def _transaction_error(
     )
 
 
+def _in_sync(partition: Partition) -> int:
+    replication = partition.replication
+    return 1 if replication is None else len(replication.isr)
+
+
+async def _wait_for_replicas(
+    written: list[tuple[Partition, int, dict[str, Any]]], timeout_ms: int
+) -> None:
+    """acks=all in a cluster: each answer waits until the partition's ISR has its
+    records (the high watermark passed them), for at most the request's timeout."""
+    waits = [
+        (partition, answer, partition.replication.wait_for(end))
+        for partition, end, answer in written
+        if isinstance(partition.replication, PartitionReplica)
+    ]
+    if not waits:
+        return
+    await asyncio.wait([w for _, _, w in waits], timeout=max(timeout_ms, 0) / 1000)
+    for partition, answer, waited in waits:
+        if not waited.done():
+            waited.cancel()
+            answer["error_code"] = ErrorCode.request_timed_out
+        elif waited.exception() is not None:  # NotLeader: deposed meanwhile
+            answer["error_code"] = ErrorCode.not_leader_or_follower
+        elif _in_sync(partition) < partition.log.config.min_insync_replicas:
+            answer["error_code"] = ErrorCode.not_enough_replicas_after_append
+
+
 def _has_keyless_record(data: bytearray | memoryview, header: BatchHeader) -> bool:
     """Compacted topics keep records by key: Kafka refuses records without one."""
     batch = bytes(memoryview(data)[header.position : header.position + header.size])
@@ -93,7 +127,7 @@ def append_to_partition(
         return _error(
             index, ErrorCode.invalid_topic_exception, "cannot produce to an internal topic"
         )
-    if acks == -1 and log.config.min_insync_replicas > 1:
+    if acks == -1 and _in_sync(partition) < log.config.min_insync_replicas:
         return _error(index, ErrorCode.not_enough_replicas)
     if not records:
         return _error(index, ErrorCode.invalid_record, "produce request has no record batches")
@@ -170,6 +204,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
     topics = []
     written: list[Partition] = []
     answers: list[dict[str, Any]] = []  # of the partitions written to
+    ends: list[tuple[Partition, int, dict[str, Any]]] = []  # what acks=all waits for
     checked = acls_enabled(ctx)
     if checked and not _transactional_id_allowed(ctx, request.transactional_id):
         if acks == 0:
@@ -184,6 +219,8 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
                 results.append(_error(index, ErrorCode.topic_authorization_failed))
             elif partition is None:
                 results.append(_error(index, ErrorCode.unknown_topic_or_partition))
+            elif not partition.led_here:
+                results.append(_error(index, ErrorCode.not_leader_or_follower))
             elif acks not in (0, 1, -1):
                 results.append(_error(index, ErrorCode.invalid_required_acks))
             else:
@@ -193,6 +230,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
                 if result["error_code"] == 0:
                     written.append(partition)
                     answers.append(result)
+                    ends.append((partition, partition.log.log_end_offset, result))
                 results.append(result)
         topics.append({"name": topic_data.name, "partition_responses": results})
     try:
@@ -204,6 +242,8 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
         for answer in answers:
             if answer["error_code"] == 0:
                 answer["error_code"] = ErrorCode.kafka_storage_error
+    if acks == -1:
+        await _wait_for_replicas(ends, request.timeout_ms)
     if acks == 0:
         return None
     return encode_produce_response(ctx.version, topics)

@@ -128,6 +128,7 @@ def test_kafka_settings_without_use_on_one_node_are_accepted_and_kept() -> None:
     config.apply(
         {
             "offsets.topic.replication.factor": "1",
+            "background.threads": "10",
             "controller.quorum.voters": "1@kafka:9093",
             "process.roles": "broker,controller",
             "listener.name.internal.ssl.keystore.location": "/x",
@@ -135,8 +136,9 @@ def test_kafka_settings_without_use_on_one_node_are_accepted_and_kept() -> None:
         }
     )
     assert config.num_partitions == 4
+    assert config.offsets_topic_replication_factor == 1
     assert set(config.unused) == {
-        "offsets.topic.replication.factor",
+        "background.threads",
         "listener.name.internal.ssl.keystore.location",
     }
     assert config.process_roles == "broker,controller"  # read: they place the node

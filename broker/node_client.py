@@ -1,4 +1,5 @@
-"""A node's requests to the controller: one connection, one request at a time.
+"""A node's requests to another node (its controller, the leader it replicates from):
+one connection, one request at a time (concurrent callers take turns).
 
 Requests are described as dicts and answers decoded into named tuples, by the same
 codecs the broker serves clients with."""
@@ -18,15 +19,16 @@ MAX_ANSWER = 64 * 1024 * 1024
 _HEAD = struct.Struct(">hhih")
 
 
-class ControllerUnreachable(ConnectionError):
-    """No answer from the controller: not listening, gone, or too slow."""
+class NodeUnreachable(ConnectionError):
+    """No answer from the node: not listening, gone, or too slow."""
 
 
-class ControllerClient:
+class NodeClient:
     def __init__(self, host: str, port: int, timeout_s: float) -> None:
         self.host, self.port, self.timeout_s = host, port, timeout_s
         self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._correlation = 0
+        self._turn = asyncio.Lock()
 
     @property
     def connected(self) -> bool:
@@ -37,11 +39,13 @@ class ControllerClient:
         return f"{self.host}:{self.port}"
 
     async def call(self, api_key: int, version: int, request: Mapping[str, Any]) -> Any:
-        try:
-            return await asyncio.wait_for(self._call(api_key, version, request), self.timeout_s)
-        except (OSError, TimeoutError, asyncio.IncompleteReadError, decoder.DecodeError) as exc:
-            self.close()
-            raise ControllerUnreachable(f"controller {self.address}: {exc or 'timed out'}") from exc
+        async with self._turn:
+            try:
+                call = self._call(api_key, version, request)
+                return await asyncio.wait_for(call, self.timeout_s)
+            except (OSError, TimeoutError, asyncio.IncompleteReadError, decoder.DecodeError) as exc:
+                self.close()
+                raise NodeUnreachable(f"node {self.address}: {exc or 'timed out'}") from exc
 
     async def _call(self, api_key: int, version: int, request: Mapping[str, Any]) -> Any:
         if self._streams is None:

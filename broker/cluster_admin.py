@@ -1,0 +1,97 @@
+"""Topic changes on a broker of a cluster: the broker checks the request as it would
+alone, the controller decides (placement, replication factor, names taken meanwhile)
+and writes the metadata log, and the broker answers once its own view has the change,
+so a client's next request to it sees the topic as it answered."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from broker.node_client import NodeUnreachable
+from broker.topics import Topic, TopicError
+from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.cluster_member import ClusterMember
+    from broker.server import Broker
+
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
+VIEW_WAIT_S = 30.0
+
+
+def _member(broker: Broker) -> ClusterMember:
+    assert broker.member is not None
+    return broker.member
+
+
+async def _ask(broker: Broker, api_key: int, version: int, request: dict[str, Any]) -> Any:
+    try:
+        return await _member(broker).ask_controller(api_key, version, request)
+    except NodeUnreachable as exc:
+        raise TopicError(ErrorCode.request_timed_out, f"controller unreachable: {exc}") from exc
+
+
+def _raise_for(code: int, message: str | None) -> None:
+    if code != ErrorCode.none:
+        raise TopicError(code, message or ErrorCode(code).name)
+
+
+async def create_topic(
+    broker: Broker, name: str, partitions: int, configs: Mapping[str, str], factor: int
+) -> Topic:
+    if factor <= 0:
+        factor = broker.config.default_replication_factor
+    request = {
+        "topics": [
+            {
+                "name": name,
+                "num_partitions": partitions,
+                "replication_factor": factor,
+                "assignments": [],
+                "configs": [{"name": k, "value": v} for k, v in configs.items()],
+            }
+        ],
+        "timeout_ms": int(VIEW_WAIT_S * 1000),
+        "validate_only": False,
+    }
+    answer = await _ask(broker, CREATE_TOPICS, 7, request)
+    result = answer.topics[0]
+    _raise_for(result.error_code, result.error_message)
+    topic_id: uuid.UUID = result.topic_id
+
+    def created() -> bool:
+        topic = broker.topics.get(name)
+        return topic is not None and topic.topic_id == topic_id
+
+    await _member(broker).wait_for_view(created, VIEW_WAIT_S)
+    topic = broker.topics.get(name)
+    if topic is None or topic.topic_id != topic_id:
+        raise TopicError(ErrorCode.request_timed_out, "the new topic did not reach this broker")
+    return topic
+
+
+async def delete_topic(broker: Broker, name: str) -> None:
+    request = {"topic_names": [name], "timeout_ms": int(VIEW_WAIT_S * 1000)}
+    answer = await _ask(broker, DELETE_TOPICS, 6, request)
+    result = answer.responses[0]
+    _raise_for(result.error_code, result.error_message)
+    await _member(broker).wait_for_view(lambda: broker.topics.get(name) is None, VIEW_WAIT_S)
+
+
+async def create_partitions(broker: Broker, name: str, count: int) -> None:
+    request = {
+        "topics": [{"name": name, "count": count, "assignments": None}],
+        "timeout_ms": int(VIEW_WAIT_S * 1000),
+        "validate_only": False,
+    }
+    answer = await _ask(broker, CREATE_PARTITIONS, 3, request)
+    result = answer.results[0]
+    _raise_for(result.error_code, result.error_message)
+
+    def grown() -> bool:
+        topic = broker.topics.get(name)
+        return topic is not None and len(topic.partitions) >= count
+
+    await _member(broker).wait_for_view(grown, VIEW_WAIT_S)

@@ -1,0 +1,32 @@
+"""CreatePartitions (37), v3, on the controller listener: a broker of the cluster asks
+for a topic to grow; the new partitions are placed as at creation, with the topic's
+replication factor."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.controller_common import answered_by_controller
+
+MIN_VERSION, MAX_VERSION = 3, 3
+
+
+def _grow(shard: Any, name: str, count: int) -> Any:
+    return shard.create_partitions(name, count)
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    results = []
+    for topic in request.topics:
+        name, count = topic.name, topic.count
+        answer = await answered_by_controller(ctx, partial(_grow, name=name, count=count))
+        results.append(
+            {
+                "name": name,
+                "error_code": answer["error_code"],
+                "error_message": answer.get("error_message"),
+            }
+        )
+    return {"throttle_time": 0, "results": results}
