@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger("broker")
 
 DESCRIBE_QUORUM, BROKER_REGISTRATION, BROKER_HEARTBEAT, FETCH = 55, 62, 63, 1
+ALLOCATE_PRODUCER_IDS, WRITE_TXN_MARKERS = 67, 27
+PEER_TIMEOUT_S = 30.0
 RETRY_S = 0.2
 FETCH_WAIT_MS = 500
 
@@ -65,6 +67,7 @@ class ClusterMember:
         self._clients: list[NodeClient] = []
         self._fetch_clients: list[NodeClient] = []
         self._admin_clients: list[NodeClient] = []  # topic changes, ISR changes
+        self._peers: dict[int, NodeClient] = {}  # other brokers, by node id
         self.inter_broker_listener = ""  # known once the listeners are
         self._tasks: list[asyncio.Task[None]] = []
         self._unfenced = asyncio.Event()
@@ -262,6 +265,64 @@ class ClusterMember:
         client = await self._any_client(self._admin_clients)
         return await client.call(api_key, version, request)
 
+    async def producer_id_block(self) -> tuple[int, int]:
+        """(first id, count) of a block of producer ids only this broker hands out."""
+        request = {"broker_id": self.node_id, "broker_epoch": self.broker_epoch}
+        answer = await self.ask_controller(ALLOCATE_PRODUCER_IDS, 0, request)
+        if answer.error_code != ErrorCode.none:
+            raise NodeUnreachable(f"no producer ids from the controller: {answer.error_code.name}")
+        return answer.producer_id_start, answer.producer_id_len
+
+    def peer(self, node_id: int) -> NodeClient | None:
+        """A connection to another broker's inter-broker endpoint (None: not known)."""
+        endpoint = self.endpoint_of(node_id)
+        if endpoint is None:
+            return None
+        client = self._peers.get(node_id)
+        if client is None or (client.host, client.port) != endpoint:
+            if client is not None:
+                client.close()
+            client = self._peers[node_id] = NodeClient(*endpoint, PEER_TIMEOUT_S)
+        return client
+
+    async def send_markers(
+        self,
+        leader: int,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        partitions: list[tuple[str, int]],
+    ) -> dict[tuple[str, int], int]:
+        """WriteTxnMarkers to a partition leader: its error code per partition
+        (NOT_LEADER_OR_FOLLOWER for all when it cannot be reached)."""
+        client = self.peer(leader)
+        if client is None:
+            return {}
+        topics: dict[str, list[int]] = {}
+        for topic, index in partitions:
+            topics.setdefault(topic, []).append(index)
+        request = {
+            "markers": [
+                {
+                    "producer_id": producer_id,
+                    "producer_epoch": epoch,
+                    "transaction_result": commit,
+                    "topics": [{"name": t, "partition_indexes": p} for t, p in topics.items()],
+                    "coordinator_epoch": 0,
+                }
+            ]
+        }
+        try:
+            answer = await client.call(WRITE_TXN_MARKERS, 1, request)
+        except NodeUnreachable:
+            return {}
+        return {
+            (topic.name, p.partition_index): p.error_code
+            for marker in answer.markers
+            for topic in marker.topics
+            for p in topic.partitions
+        }
+
     def endpoint_of(self, node_id: int) -> tuple[str, int] | None:
         """Where another broker takes inter-broker requests, as it registered it."""
         registration = self.view.brokers.get(node_id)
@@ -354,7 +415,8 @@ class ClusterMember:
         if self.broker_epoch >= 0:
             with contextlib.suppress(NodeUnreachable, OSError):
                 await self._heartbeat(want_shutdown=True)
-        for client in [*self._clients, *self._fetch_clients, *self._admin_clients]:
+        peers = list(self._peers.values())
+        for client in [*self._clients, *self._fetch_clients, *self._admin_clients, *peers]:
             client.close()
 
 

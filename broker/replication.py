@@ -114,6 +114,15 @@ class PartitionReplica:
         self._waiters = waiting
         return True
 
+    def update_high_watermark(self, log_end_offset: int) -> bool:
+        """The leader's high watermark: the log end every ISR member has reached."""
+        end = log_end_offset
+        for node in self.isr:
+            if node != self.node_id:
+                follower = self.followers.get(node)
+                end = min(end, follower.log_end_offset if follower is not None else -1)
+        return self.advance(end)
+
     def deposed(self) -> None:
         for _offset, future in self._waiters:
             if not future.done():
@@ -217,11 +226,13 @@ class ReplicaManager:
         )
         self.advance_high_watermark(partition)
         partition.data_arrived()
+        self.broker.coordinator_moved(partition, leads=True)
 
     def _follow_leader(self, partition: Partition, replica: PartitionReplica) -> None:
         replica.followers = {}
         replica.deposed()
         partition.data_arrived()  # parked fetches look again, and see the news
+        self.broker.coordinator_moved(partition, leads=False)
         if self.fetchers is not None:
             self.fetchers.remove(partition)
             if replica.leader_id != rec.NO_LEADER:
@@ -268,12 +279,7 @@ class ReplicaManager:
         replica = partition.replication
         if not isinstance(replica, PartitionReplica) or not replica.is_leader:
             return
-        end = partition.log.log_end_offset
-        for node in replica.isr:
-            if node != self.node_id:
-                follower = replica.followers.get(node)
-                end = min(end, follower.log_end_offset if follower is not None else -1)
-        if replica.advance(end):
+        if replica.update_high_watermark(partition.log.log_end_offset):
             partition.data_arrived()
 
     async def _check_isr(self) -> None:

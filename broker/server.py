@@ -28,7 +28,7 @@ from broker.handlers.api_versions import api_keys
 from broker.handlers.base import Api, RequestContext
 from broker.listener_connections import ListenerConnections
 from broker.listeners import Listener, ListenError
-from broker.producer_ids import ProducerIdAllocator
+from broker.producer_ids import ClusterProducerIds, ProducerIdAllocator
 from broker.replication import ReplicaManager
 from broker.security import tls
 from broker.security.authorizer import Authorizer, build_authorizer
@@ -109,7 +109,11 @@ class Broker:
         self.scram_credentials = CredentialStore(config.data_dir)
         self.flusher = Flusher()
         self.appended_bytes = 0  # the housekeeping task watches it to tell when Produce stops
-        self.producer_ids = ProducerIdAllocator(config.data_dir)
+        self.producer_ids: ProducerIdAllocator | ClusterProducerIds = (
+            ProducerIdAllocator(config.data_dir)
+            if self.member is None
+            else ClusterProducerIds(self.member.producer_id_block)
+        )
         self.fetch_sessions = FetchSessionCache()
         self.group_configs = GroupConfigStore(config.data_dir, config)
         shard_config = group_config(config, self.group_configs.timeouts)
@@ -377,6 +381,24 @@ class Broker:
                 if runtime.loaded:
                     runtime.submit(lambda shard: shard.delete_topic_offsets({name}))
 
+    def coordinator_moved(self, partition: Partition, leads: bool) -> None:
+        """A partition of an internal topic got a new leader: its shard follows."""
+        name = partition.topic.name
+        runtimes = {
+            OFFSETS_TOPIC: self.groups,
+            TRANSACTION_TOPIC: self.transactions.runtime,
+            SHARE_STATE_TOPIC: self.share.runtime,
+        }
+        runtime = runtimes.get(name)
+        if runtime is None:
+            return
+        if not leads:
+            runtime.resign(partition.index)
+            return
+        runtime.lead(partition.index, partition)
+        if name == TRANSACTION_TOPIC:
+            self.transactions.recover(partition.index)
+
     async def ensure_transaction_coordinator(self) -> int:
         await self.transactions.ensure_started()
         return ErrorCode.none
@@ -393,7 +415,7 @@ class Broker:
         )
         marker = headers[0]._replace(base_offset=info.first_offset)
         partition.producers.record(marker, control_commit=commit)
-        self._appended(partition)
+        partition.appended()
 
     async def _internal_topic(self, name: str, partitions: int) -> list[Partition]:
         return await self.internal_topic(name, partitions, INTERNAL_TOPIC_CONFIGS)
@@ -463,13 +485,8 @@ class Broker:
             offset += header.last_offset_delta + 1
         metrics.requests.bytes_in += len(data)
         self.appended_bytes += len(data)
-        self._appended(partition)
+        partition.appended()
         return info
-
-    def _appended(self, partition: Partition) -> None:
-        if self.replicas is not None:
-            self.replicas.advance_high_watermark(partition)  # an ISR of one: at once
-        partition.data_arrived()
 
     async def flush_if_due(self, partitions: Iterable[Partition], now_ms: int) -> None:
         # Only the flush policy holds an answer back; rolled segments are fsynced by

@@ -96,6 +96,22 @@ class Partition:
         """After the log was cut (truncate_to): the producers as the log now has them."""
         self.producers = _load_producer_state(self.log)
 
+    def appended(self) -> None:
+        """Records were written here: move the high watermark (an ISR of one has them
+        all at once) and wake the fetches parked on the partition."""
+        replication = self.replication
+        if replication is not None and replication.is_leader:
+            replication.update_high_watermark(self.log.log_end_offset)
+        self.data_arrived()
+
+    def replicated(self, end_offset: int) -> asyncio.Future[None] | None:
+        """What to wait for before records below `end_offset` count as written: None
+        when they already do (always, on one node of its own)."""
+        replication = self.replication
+        if replication is None or replication.high_watermark >= end_offset:
+            return None
+        return replication.wait_for(end_offset)
+
     def data_arrived(self) -> None:
         if self._arrival is not None and not self._arrival.done():
             self._arrival.set_result(None)
@@ -117,6 +133,10 @@ class Replication(Protocol):
 
     @property
     def is_leader(self) -> bool: ...
+
+    def update_high_watermark(self, log_end_offset: int) -> bool: ...
+
+    def wait_for(self, offset: int) -> asyncio.Future[None]: ...
 
 
 def _load_producer_state(log: PartitionLog) -> ProducerStateTable:

@@ -22,13 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from coordinator.runtime import CoordinatorError, CoordinatorRuntime, Result
+from coordinator.runtime import CoordinatorError, CoordinatorRuntime, Result, ShardRuntime
 from coordinator.txn.shard import MarkerPlan, TxnConfig, TxnShard
+from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from broker.server import Broker
 
 log = structlog.get_logger("transactions")
+
+MARKER_RETRY_S = 0.1
 
 TRANSACTION_TOPIC = "__transaction_state"
 CRASH_AT = os.environ.get("ODRADEK_TXN_CRASH_AT", "")
@@ -65,6 +68,7 @@ class TransactionCoordinator:
             flush,
         )
         self._background: asyncio.Task[None] | None = None
+        self._recoveries: set[asyncio.Task[None]] = set()
 
     async def ensure_started(self) -> None:
         await self.runtime.ensure_started()
@@ -83,13 +87,30 @@ class TransactionCoordinator:
 
     # -- the periodic work: recovery, timeouts, expiry ---------------------------------
 
+    def recover(self, index: int) -> None:
+        """This node took over a shard (a cluster's failover): end what its old
+        coordinator decided but did not finish."""
+        runtime = self.runtime.shards.get(index)
+        if runtime is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._finish_unfinished(runtime))
+        self._recoveries.add(task)
+        task.add_done_callback(self._recoveries.discard)
+
+    async def _finish_unfinished(self, runtime: ShardRuntime) -> None:
+        await runtime.wait_loaded()
+        try:
+            for plan in await runtime.submit(lambda s: s.unfinished()):
+                await self.finish(plan)
+        except CoordinatorError as exc:  # moved on again meanwhile
+            log.info("transaction recovery stopped", partition=runtime.index, code=exc.code)
+
     async def _maintain(self) -> None:
         interval = self.broker.config.txn_abort_interval_ms / 1000
         while not all(s.loaded for s in self.runtime.shards.values()):
             await asyncio.sleep(0.01)
-        for shard in list(self.runtime.shards.values()):
-            for plan in await shard.submit(lambda s: s.unfinished()):
-                await self.finish(plan)
+        for runtime in list(self.runtime.shards.values()):
+            await self._finish_unfinished(runtime)
         last_expiry = time.monotonic()
         # Kafka's transaction.remove.expired.transaction.cleanup.interval.ms (1 hour), or
         # more often when ids expire sooner than that
@@ -139,12 +160,22 @@ class TransactionCoordinator:
         await self.run(plan.transactional_id, lambda s: s.complete_end(plan, _now()))
 
     async def write_markers(
-        self, producer_id: int, epoch: int, commit: bool, partitions: Any
+        self, producer_id: int, epoch: int, commit: bool, partitions: Any, forward: bool = True
     ) -> dict[tuple[str, int], int]:
-        """Append a COMMIT or ABORT marker to each partition; error code per partition."""
+        """Append a COMMIT or ABORT marker to each partition; error code per partition.
+        In a cluster the partitions led elsewhere get theirs from their leaders
+        (WriteTxnMarkers), unless `forward` is off (a request from a coordinator)."""
         results: dict[tuple[str, int], int] = {}
         groups = self.broker.groups
+        remote = []
         for topic, index in sorted(partitions):
+            here = self.broker.topics.partition(topic, index)
+            if here is not None and not here.led_here:
+                if forward:
+                    remote.append((topic, index))
+                else:
+                    results[(topic, index)] = ErrorCode.not_leader_or_follower
+                continue
             if topic == groups.topic:
                 await groups.ensure_started()
                 shard = groups.shards.get(index)
@@ -172,9 +203,52 @@ class TransactionCoordinator:
         touched = [
             p
             for t, i in partitions
-            if t != groups.topic and (p := self.broker.topics.partition(t, i)) is not None
+            if t != groups.topic
+            and (p := self.broker.topics.partition(t, i)) is not None
+            and p.led_here
         ]
         await self.broker.flush_if_due(touched, _now())
+        for partition in touched:
+            replicated = partition.replicated(partition.log.log_end_offset)
+            if replicated is not None:
+                try:
+                    await replicated
+                except Exception:  # deposed meanwhile: its new leader takes the marker
+                    results[(partition.topic.name, partition.index)] = (
+                        ErrorCode.not_leader_or_follower
+                    )
+        if remote:
+            results.update(await self._markers_elsewhere(producer_id, epoch, commit, remote))
+        return results
+
+    async def _markers_elsewhere(
+        self, producer_id: int, epoch: int, commit: bool, partitions: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], int]:
+        """Markers for partitions led by other brokers, sent to their leaders and sent
+        again (to whoever leads then) until each is written or its topic is gone."""
+        member = self.broker.member
+        assert member is not None
+        results: dict[tuple[str, int], int] = {}
+        left = list(partitions)
+        while left:
+            by_leader: dict[int, list[tuple[str, int]]] = {}
+            for topic, index in left:
+                partition = self.broker.topics.partition(topic, index)
+                if partition is None or partition.replication is None:
+                    results[(topic, index)] = ErrorCode.unknown_topic_or_partition
+                    continue
+                by_leader.setdefault(partition.replication.leader_id, []).append((topic, index))
+            left = []
+            for leader, wanted in by_leader.items():
+                codes = await member.send_markers(leader, producer_id, epoch, commit, wanted)
+                for tp in wanted:
+                    code = codes.get(tp, ErrorCode.not_leader_or_follower)
+                    if code in (ErrorCode.none, ErrorCode.unknown_topic_or_partition):
+                        results[tp] = code
+                    else:
+                        left.append(tp)
+            if left:
+                await asyncio.sleep(MARKER_RETRY_S)
         return results
 
     # -- checks used by Produce and TxnOffsetCommit ----------------------------------------
@@ -187,6 +261,14 @@ class TransactionCoordinator:
             return None
         shard: TxnShard = runtime.shard
         return shard
+
+    def coordinates(self, transactional_id: str) -> bool:
+        """This node coordinates the id's transactions (always, on one node of its own)."""
+        if self.broker.member is None:
+            return True
+        index = self.runtime.partition_for(transactional_id)
+        partition = self.broker.topics.partition(self.runtime.topic, index)
+        return partition is not None and partition.led_here
 
     def in_transaction(
         self, transactional_id: str, producer_id: int, epoch: int, partition: tuple[str, int]

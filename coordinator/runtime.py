@@ -56,8 +56,18 @@ class Partition(Protocol):
     @property
     def topic(self) -> _Named: ...
 
-    def data_arrived(self) -> None:
-        """Wake the fetches waiting for records."""
+    @property
+    def leader_epoch(self) -> int: ...
+
+    @property
+    def led_here(self) -> bool: ...
+
+    def appended(self) -> None:
+        """Records were written: wake the fetches waiting for them."""
+
+    def replicated(self, end_offset: int) -> asyncio.Future[None] | None:
+        """None once records below `end_offset` are on every in-sync replica, else
+        what completes then."""
 
 
 log = structlog.get_logger("coordinator")
@@ -309,21 +319,28 @@ class ShardRuntime:
         try:
             data = bytearray(b"".join(batches))
             headers = list(iter_batches(data, check_crc=False))
-            info = self.partition.log.append(
-                data, headers, leader_epoch=0, now_ms=int(time.time() * 1000)
+            partition = self.partition
+            info = partition.log.append(
+                data, headers, leader_epoch=partition.leader_epoch, now_ms=int(time.time() * 1000)
             )
             if info.first_offset != first:
                 raise RuntimeError(f"appended at {info.first_offset}, replayed at {first}")
         except Exception as exc:
             self._failed_write(answers, exc)
             return
-        self.partition.data_arrived()
+        partition.appended()
+        # in a cluster, answers wait until the partition's in-sync replicas have it
+        replicated = partition.replicated(info.last_offset + 1)
         previous = self._flushing
-        if previous is None and not self.partition.log.flush_policy_due(int(time.time() * 1000)):
+        if (
+            previous is None
+            and replicated is None
+            and not partition.log.flush_policy_due(int(time.time() * 1000))
+        ):
             self._answer(answers)
             return
         assert self._loop is not None
-        task = self._loop.create_task(self._flush_then_answer(previous, answers))
+        task = self._loop.create_task(self._flush_then_answer(previous, answers, replicated))
         self._flushing = task
         self._background.add(task)
         task.add_done_callback(self._flush_done)
@@ -337,6 +354,7 @@ class ShardRuntime:
         self,
         previous: asyncio.Task[None] | None,
         answers: list[Answer],
+        replicated: asyncio.Future[None] | None = None,
     ) -> None:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
@@ -346,6 +364,12 @@ class ShardRuntime:
         except OSError as exc:
             error = self._storage_error(exc, "flush")
             answers = [(future, None, error) for future, _response, _error in answers]
+        if replicated is not None:
+            try:
+                await replicated
+            except Exception:  # this node stopped leading the partition meanwhile
+                error = CoordinatorError(NOT_COORDINATOR, "the coordinator moved")
+                answers = [(future, None, error) for future, _response, _error in answers]
         self._answer(answers)
 
     @staticmethod
@@ -460,14 +484,16 @@ class CoordinatorRuntime:
         self._flush = flush
         self.shards: dict[int, ShardRuntime] = {}
         self._starting: asyncio.Task[None] | None = None
+        self._started = False
+        self._stopping: set[asyncio.Task[None]] = set()
 
     def partition_for(self, key: str) -> int:
         return partition_for(key, self.partitions)
 
     async def ensure_started(self) -> None:
-        if self._starting is not None and self._starting.done() and self.shards:
+        if self._started:
             return
-        if self._starting is None:
+        if self._starting is None or self._starting.done():  # first, or failed: again
             self._starting = asyncio.get_running_loop().create_task(self._start())
         await asyncio.shield(self._starting)
 
@@ -475,10 +501,36 @@ class CoordinatorRuntime:
         partitions = await self._create_topic(self.topic, self.partitions)
         self.partitions = len(partitions)
         for index, partition in enumerate(partitions):
-            runtime = ShardRuntime(index, partition, None, self._flush, self._make_shard)
-            runtime.shard = self._make_shard(runtime)
-            self.shards[index] = runtime
-            runtime.start()
+            if partition.led_here and index not in self.shards:
+                self._load(index, partition)
+        self._started = True
+
+    def _load(self, index: int, partition: Partition) -> None:
+        runtime = ShardRuntime(index, partition, None, self._flush, self._make_shard)
+        runtime.shard = self._make_shard(runtime)
+        self.shards[index] = runtime
+        runtime.start()
+
+    def lead(self, index: int, partition: Partition) -> None:
+        """This node leads the partition now (a cluster's failover): load its shard.
+        Before the runtime starts, starting loads it."""
+        if self._starting is None:
+            return
+        current = self.shards.get(index)
+        if current is not None and current.partition is partition:
+            return
+        self.resign(index)
+        self._load(index, partition)
+
+    def resign(self, index: int) -> None:
+        """Another node leads the partition now: drop its shard (requests for its keys
+        answer NOT_COORDINATOR, and clients look the coordinator up again)."""
+        runtime = self.shards.pop(index, None)
+        if runtime is not None:
+            task = asyncio.get_running_loop().create_task(runtime.stop())
+            self._stopping.add(task)
+            task.add_done_callback(self._stopping.discard)
+            log.info("shard unloaded", topic=self.topic, partition=index)
 
     def shard_for(self, key: str) -> ShardRuntime:
         return self.shard_at(self.partition_for(key))
@@ -486,7 +538,9 @@ class CoordinatorRuntime:
     def shard_at(self, index: int) -> ShardRuntime:
         runtime = self.shards.get(index)
         if runtime is None:
-            raise CoordinatorError(COORDINATOR_NOT_AVAILABLE)
+            # started, the partition is led elsewhere; else still coming up
+            code = NOT_COORDINATOR if self._started else COORDINATOR_NOT_AVAILABLE
+            raise CoordinatorError(code)
         return runtime
 
     async def run(self, key: str, operation: Operation) -> Any:

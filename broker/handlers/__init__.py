@@ -7,6 +7,7 @@ from types import ModuleType
 from broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    allocate_producer_ids,
     alter_configs,
     alter_partition,
     alter_share_group_offsets,
@@ -145,6 +146,7 @@ _CONTROLLER_MODULES: dict[int, ModuleType] = {
     56: alter_partition,
     62: broker_registration,
     63: broker_heartbeat,
+    67: allocate_producer_ids,
 }
 
 

@@ -2,8 +2,11 @@
 
 - Key type 0 (group), 1 (transaction) or, v6+, 2 (share: "group:topic id:partition",
   a share-partition's state); v4+ asks for several keys at once.
-- This broker coordinates every key; the first call creates
-  `__consumer_offsets` and starts loading its shards.
+- One node of its own coordinates every key; the first call creates
+  `__consumer_offsets` and starts loading its shards. In a cluster the coordinator
+  is the leader of the key's partition of the internal topic (created through the
+  controller with its replication factor: COORDINATOR_NOT_AVAILABLE while the
+  cluster has fewer live brokers, or the partition has no leader).
 - An unknown key type answers INVALID_REQUEST.
 - With ACLs a key needs DESCRIBE on its group (GROUP_AUTHORIZATION_FAILED) or
   transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); share keys CLUSTER_ACTION
@@ -14,11 +17,16 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from broker.handlers.authorization import cluster_allowed
 from broker.handlers.base import Reply, RequestContext
+from broker.handlers.metadata import live_brokers
 from broker.security.resources import Operation, ResourceType
+from broker.topics import TopicError
+from coordinator.runtime import CoordinatorRuntime
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 6
@@ -26,38 +34,76 @@ MIN_VERSION, MAX_VERSION = 0, 6
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
-    config = ctx.broker.config
-    key_type = getattr(request, "key_type", GROUP)
-    code: int = ErrorCode.none
+async def _runtime(ctx: RequestContext, key_type: int) -> CoordinatorRuntime | None:
+    """The coordinator of the key type, started (its topic created) if it was not."""
+    broker = ctx.broker
     if key_type == GROUP:
-        await ctx.broker.groups.ensure_started()
-    elif key_type == TRANSACTION:
-        code = await ctx.broker.ensure_transaction_coordinator()
-    elif key_type == SHARE and ctx.version >= 6:
-        await ctx.broker.share.ensure_started()
-    else:
-        code = ErrorCode.invalid_request
-    found = code == ErrorCode.none
-    answer = {
-        "error_code": code,
-        "error_message": None if found else "no coordinator for this key type",
-        "node_id": config.node_id if found else -1,
-        "host": ctx.listener.advertised_host if found else "",
-        "port": ctx.listener.advertised_port if found else -1,
+        await broker.groups.ensure_started()
+        return broker.groups
+    if key_type == TRANSACTION:
+        await broker.ensure_transaction_coordinator()
+        return broker.transactions.runtime
+    if key_type == SHARE and ctx.version >= 6:
+        await broker.share.ensure_started()
+        return broker.share.runtime
+    return None
+
+
+def _locate(ctx: RequestContext, runtime: CoordinatorRuntime, key: str) -> dict[str, Any]:
+    """This node on its own; in a cluster the leader of the key's partition."""
+    if ctx.broker.member is None:
+        return _found(
+            ctx.broker.config.node_id, ctx.listener.advertised_host, ctx.listener.advertised_port
+        )
+    partition = ctx.broker.topics.partition(runtime.topic, runtime.partition_for(key))
+    leader = (
+        partition.replication.leader_id if partition is not None and partition.replication else -1
+    )
+    endpoint = live_brokers(ctx).get(leader)
+    if endpoint is None:
+        return _refusal(ErrorCode.coordinator_not_available, "the coordinator has no leader")
+    host, port, _rack = endpoint
+    return _found(leader, host, port)
+
+
+def _found(node_id: int, host: str, port: int) -> dict[str, Any]:
+    return {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "node_id": node_id,
+        "host": host,
+        "port": port,
     }
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    key_type = getattr(request, "key_type", GROUP)
+    keys = [request.key] if ctx.version < 4 else list(request.coordinator_keys)
+    answers: list[dict[str, Any]] = []
+    try:
+        runtime = await _runtime(ctx, key_type)
+    except TopicError as exc:  # a cluster that cannot hold the topic (yet)
+        unavailable = _refusal(ErrorCode.coordinator_not_available, exc.message)
+        answers = [unavailable for _ in keys]
+    else:
+        for key in keys:
+            if runtime is None:
+                answers.append(
+                    _refusal(ErrorCode.invalid_request, "no coordinator for this key type")
+                )
+            else:
+                answers.append(_authorized(ctx, key_type, key, partial(_locate, ctx, runtime, key)))
     if ctx.version < 4:
-        return {"throttle_time": 0, **_authorized(ctx, key_type, request.key, answer)}
+        return {"throttle_time": 0, **answers[0]}
     return {
         "throttle_time": 0,
-        "coordinators": [
-            {"key": key, **_authorized(ctx, key_type, key, answer)}
-            for key in request.coordinator_keys
-        ],
+        "coordinators": [{"key": key, **answer} for key, answer in zip(keys, answers, strict=True)],
     }
 
 
-def _authorized(ctx: RequestContext, key_type: int, key: str, answer: dict) -> dict[str, Any]:
+def _authorized(
+    ctx: RequestContext, key_type: int, key: str, locate: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
     """The answer for one key, or the authorization error when it may not be described."""
     if key_type == GROUP:
         resource, refused = ResourceType.GROUP, ErrorCode.group_authorization_failed
@@ -70,12 +116,12 @@ def _authorized(ctx: RequestContext, key_type: int, key: str, answer: dict) -> d
         if not _is_share_key(key):
             return _refusal(ErrorCode.invalid_request, "A share key is group:topic id:partition.")
         if cluster_allowed(ctx, Operation.CLUSTER_ACTION):
-            return answer
+            return locate()
         return _refusal(ErrorCode.cluster_authorization_failed, None)
     else:
-        return answer
+        return locate()
     if ctx.allowed(Operation.DESCRIBE, resource, key):
-        return answer
+        return locate()
     return _refusal(refused, None)
 
 

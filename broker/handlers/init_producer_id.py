@@ -27,6 +27,7 @@ from typing import Any
 from broker.handlers.authorization import may_write_idempotently
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.txn_common import fenced_code, on_txn_shard
+from broker.node_client import NodeUnreachable
 from broker.security.resources import Operation, ResourceType
 from coordinator.txn.shard import CONCURRENT_TRANSACTIONS, MarkerPlan
 from protocol.errors import ErrorCode
@@ -46,6 +47,10 @@ def _answer(code: int, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     broker = ctx.broker
     transactional_id = request.transactional_id
+    try:
+        await broker.producer_ids.ready()
+    except NodeUnreachable:  # a cluster's controller is away and the ids ran out
+        return _answer(ErrorCode.coordinator_not_available)
     if transactional_id is None:
         if not may_write_idempotently(ctx):
             return _answer(ErrorCode.cluster_authorization_failed)

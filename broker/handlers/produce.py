@@ -65,14 +65,21 @@ def _transaction_error(
     ctx: RequestContext, partition: Partition, transactional_id: str | None, header: BatchHeader
 ) -> dict[str, Any] | None:
     """A transactional batch must belong to its producer's open transaction."""
-    tp = (partition.topic.name, partition.index)
-    if transactional_id is not None and ctx.broker.transactions.in_transaction(
-        transactional_id, header.producer_id, header.producer_epoch, tp
-    ):
-        return None
     entry = partition.producers.producers.get(header.producer_id)
     if entry is not None and header.producer_epoch < entry.epoch:
         return _error(partition.index, ErrorCode.invalid_producer_epoch)
+    if transactional_id is None:
+        return _error(
+            partition.index, ErrorCode.invalid_txn_state, "partition not added to the transaction"
+        )
+    transactions = ctx.broker.transactions
+    if not transactions.coordinates(transactional_id):
+        # another node coordinates it (a cluster): that node checked AddPartitionsToTxn,
+        # and the producer state fences old epochs, as Kafka before KIP-890
+        return None
+    tp = (partition.topic.name, partition.index)
+    if transactions.in_transaction(transactional_id, header.producer_id, header.producer_epoch, tp):
+        return None
     return _error(
         partition.index, ErrorCode.invalid_txn_state, "partition not added to the transaction"
     )

@@ -28,6 +28,8 @@ MIN_VERSION, MAX_VERSION = 0, 3
 
 def _transaction_code(ctx: RequestContext, request: Any) -> int:
     transactions = ctx.broker.transactions
+    if not transactions.coordinates(request.transactional_id):
+        return 0  # another node of the cluster coordinates it, and checked AddOffsetsToTxn
     shard = transactions.shard_of(request.transactional_id)
     if shard is None:
         return ErrorCode.coordinator_load_in_progress

@@ -1,9 +1,11 @@
 """WriteTxnMarkers (27), v1.
 
-Sent by a transaction coordinator to partition leaders; here the coordinator
-writes its markers in-process, but the API serves tools and tests: each
-marker is appended to the named partitions (UNKNOWN_TOPIC_OR_PARTITION for
-unknown ones). With ACLs the caller needs ALTER or CLUSTER_ACTION on the cluster:
+Sent by a transaction coordinator to partition leaders: on one node of its own
+the coordinator writes its markers in-process and the API serves tools and tests;
+in a cluster a coordinator sends the markers of partitions led elsewhere to their
+leaders. Each marker is appended to the named partitions (UNKNOWN_TOPIC_OR_PARTITION
+for unknown ones, NOT_LEADER_OR_FOLLOWER where this node does not lead), once every
+in-sync replica has it. With ACLs the caller needs ALTER or CLUSTER_ACTION on the cluster:
 every partition answers CLUSTER_AUTHORIZATION_FAILED otherwise.
 """
 
@@ -28,7 +30,11 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         partitions = {(t.name, p) for t in marker.topics for p in t.partition_indexes}
         if allowed:
             codes = await ctx.broker.transactions.write_markers(
-                marker.producer_id, marker.producer_epoch, marker.transaction_result, partitions
+                marker.producer_id,
+                marker.producer_epoch,
+                marker.transaction_result,
+                partitions,
+                forward=False,
             )
         else:
             codes = {tp: ErrorCode.cluster_authorization_failed for tp in partitions}

@@ -9,6 +9,8 @@ Key: int16 record type, then the thing's name:
 - TOPIC (1): topic name. Value: topic id, configs.
 - PARTITION (2): topic name, partition index. Value: replicas, ISR, leader, leader
   epoch, partition epoch.
+- PRODUCER_IDS (3): nothing more. Value: the first producer id not yet handed out
+  (brokers take blocks of them, AllocateProducerIds).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from protocol.codec import Reader, RecordFormatError, Writer
 BROKER = 0
 TOPIC = 1
 PARTITION = 2
+PRODUCER_IDS = 3
 NO_LEADER = -1
 
 
@@ -38,7 +41,11 @@ class PartitionKey(NamedTuple):
     partition: int
 
 
-Key = BrokerKey | TopicKey | PartitionKey
+class ProducerIdsKey(NamedTuple):
+    pass
+
+
+Key = BrokerKey | TopicKey | PartitionKey | ProducerIdsKey
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,8 @@ def encode_key(key: Key) -> bytes:
         return Writer().int16(BROKER).int32(key.node_id).done()
     if isinstance(key, TopicKey):
         return Writer().int16(TOPIC).string(key.name).done()
+    if isinstance(key, ProducerIdsKey):
+        return Writer().int16(PRODUCER_IDS).done()
     return Writer().int16(PARTITION).string(key.topic).int32(key.partition).done()
 
 
@@ -86,6 +95,8 @@ def decode_key(raw: bytes) -> Key:
     kind = reader.int16()
     if kind == BROKER:
         return BrokerKey(reader.int32())
+    if kind == PRODUCER_IDS:
+        return ProducerIdsKey()
     name = reader.string()
     if name is None:
         raise RecordFormatError("null topic name in a metadata key")
@@ -152,6 +163,14 @@ def decode_topic(raw: bytes) -> TopicValue:
         name = reader.string() or ""
         configs[name] = reader.string() or ""
     return TopicValue(topic_id, configs)
+
+
+def encode_next_producer_id(next_id: int) -> bytes:
+    return Writer().int64(next_id).done()
+
+
+def decode_next_producer_id(raw: bytes) -> int:
+    return Reader(raw).int64()
 
 
 def encode_partition(value: PartitionValue) -> bytes:

@@ -32,6 +32,7 @@ from coordinator.runtime import Record, Result
 from protocol.errors import ErrorCode
 
 NO_LEADER = rec.NO_LEADER
+PRODUCER_ID_BLOCK = 1000
 
 log = structlog.get_logger("controller")
 
@@ -70,6 +71,7 @@ class ClusterShard:
         self.last_broker_epoch = 0
         self.heartbeats: dict[int, int] = {}  # node id -> last heartbeat (ms); not in records
         self._placement = 0  # where the next topic's first replica starts
+        self.next_producer_id = 0
 
     # -- replay --------------------------------------------------------------------
 
@@ -87,6 +89,9 @@ class ClusterShard:
             )
             self.brokers[decoded.node_id] = Registration(broker, registered_at)
             self.last_broker_epoch = max(self.last_broker_epoch, broker.epoch)
+        elif isinstance(decoded, rec.ProducerIdsKey):
+            if value is not None:
+                self.next_producer_id = rec.decode_next_producer_id(value)
         elif isinstance(decoded, rec.TopicKey):
             if value is None:
                 self.topics.pop(decoded.name, None)
@@ -257,6 +262,22 @@ class ClusterShard:
                 )
                 records.append(_partition_record(topic, index, changed))
         return records
+
+    def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> Result[dict[str, Any]]:
+        """A block of producer ids for one broker (AllocateProducerIds): ids are unique
+        across the cluster, whichever broker hands them out."""
+        known = self.brokers.get(node_id)
+        if known is None:
+            return _refused(ErrorCode.broker_id_not_registered)
+        if known.value.epoch != broker_epoch:
+            return _refused(ErrorCode.stale_broker_epoch)
+        start = self.next_producer_id
+        record = (
+            rec.encode_key(rec.ProducerIdsKey()),
+            rec.encode_next_producer_id(start + PRODUCER_ID_BLOCK),
+        )
+        answer = {"error_code": ErrorCode.none, "start": start, "length": PRODUCER_ID_BLOCK}
+        return Result([record], answer)
 
     # -- topics --------------------------------------------------------------------
 
