@@ -12,7 +12,9 @@ pytest plugin when the package is installed):
 - ``odradek_broker``: one broker for the whole session, on a temporary data directory;
 - ``odradek_bootstrap_servers``: its address, ``host:port``;
 - ``odradek_broker_factory``: more brokers with their own settings, killed and their
-  data removed when the test ends.
+  data removed when the test ends;
+- ``odradek_cluster``: three brokers and a controller (``broker.testing.Cluster``),
+  to kill a partition's leader: ``odradek_cluster.kill(odradek_cluster.leader_of(t, 0))``.
 
 Set ODRADEK_BOOTSTRAP_SERVERS to run the same tests against a broker started elsewhere
 (a container, say): the session fixtures then use it and start nothing.
@@ -26,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 import pytest
 
 from broker.testing import Broker
+from broker.testing_cluster import Cluster
 
 BrokerMaker = Callable[..., Broker]
 
@@ -69,3 +72,22 @@ def odradek_broker_factory() -> Iterator[BrokerMaker]:
     yield make
     for broker in made:
         broker.close()
+
+
+@pytest.fixture
+def odradek_cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """Three brokers and a controller of their own (``broker.testing.Cluster``), started;
+    ``@pytest.mark.odradek_cluster(brokers=5, overrides={...})`` changes them."""
+    marker = request.node.get_closest_marker("odradek_cluster")
+    options = dict(marker.kwargs) if marker is not None else {}
+    cluster = Cluster(**options)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "odradek_cluster(brokers=3, overrides=None): the odradek_cluster fixture's nodes"
+    )

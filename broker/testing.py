@@ -9,8 +9,11 @@
 
     Broker({"num.partitions": 3}).start()        # Kafka settings, as server.properties names them
 
+    with Cluster(brokers=3) as cluster:         # several nodes: see broker/testing_cluster.py
+        cluster.kill(cluster.leader_of("orders", 0))
+
 pytest users get fixtures from the plugin (broker/pytest_plugin.py): ``odradek_broker``,
-``odradek_bootstrap_servers`` and ``odradek_broker_factory``.
+``odradek_bootstrap_servers``, ``odradek_broker_factory`` and ``odradek_cluster``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 START_TIMEOUT = float(os.environ.get("ODRADEK_BROKER_START_TIMEOUT", "10"))
 STOP_TIMEOUT = float(os.environ.get("ODRADEK_BROKER_STOP_TIMEOUT", "15"))
@@ -260,6 +263,16 @@ class Broker:
         self.proc.wait()
         self._close_log()
 
+    def suspend(self) -> None:
+        """SIGSTOP: the process stays, answering nothing (a long pause, a cut-off node)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after suspend()."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+
     def restart(self, *, hard: bool = False, timeout: float = START_TIMEOUT) -> Broker:
         """Stop (SIGTERM, or SIGKILL when ``hard``) and start again on the same dir and port."""
         if hard:
@@ -296,3 +309,12 @@ class Broker:
     def __repr__(self) -> str:
         state = "running" if self.is_running() else "stopped"
         return f"<Broker {self.bootstrap} {state} data_dir={self.data_dir}>"
+
+
+def __getattr__(name: str) -> Any:
+    # Cluster lives in testing_cluster.py, which builds on Broker above
+    if name == "Cluster":
+        from broker.testing_cluster import Cluster
+
+        return Cluster
+    raise AttributeError(name)

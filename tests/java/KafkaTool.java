@@ -81,6 +81,7 @@ public final class KafkaTool {
             "",
             "commands:",
             "  produce            --topic T [--count N | --stdin] [--value-size B] [--no-key]",
+            "                     [--pace-ms M: M ms between sends, progress events]",
             "                     [--partition P] [--acks A] [--compression C] [--idempotence BOOL]",
             "                     [--linger-ms MS] [--batch-size B] [--transaction commit|abort]",
             "                     stdin lines: {\"key\",\"value\",\"headers\":[[k,v]..],\"partition\",\"timestamp\"}",
@@ -373,7 +374,17 @@ public final class KafkaTool {
                 producer.beginTransaction();
             }
             List<Pending> pending = new ArrayList<>();
+            int paceMs = Integer.parseInt(o.get("pace-ms", "0"));
             for (int i = 0; i < records.size(); i++) {
+                if (paceMs > 0) {
+                    Thread.sleep(paceMs);
+                    if (i % 250 == 0) {
+                        ObjectNode progress = JSON.createObjectNode();
+                        progress.put("event", "progress");
+                        progress.put("sent", i);
+                        emit(progress);
+                    }
+                }
                 try {
                     pending.add(new Pending(i, producer.send(records.get(i))));
                 } catch (Exception e) {
