@@ -324,3 +324,74 @@ def test_the_cluster_fixture_of_the_pytest_plugin(odradek_cluster: Cluster) -> N
     producer.produce("plugin", b"after", on_delivery=lambda e, m: done.set() if e is None else None)
     producer.flush(15)
     assert done.is_set()
+
+
+def test_consume_transform_produce_across_the_death_of_its_coordinators(cluster: Cluster) -> None:
+    create_topic(cluster, "etl-in", partitions=3)
+    create_topic(cluster, "etl-out", partitions=3)
+    source = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(600):
+        source.produce("etl-in", str(i).encode(), partition=i % 3)
+    assert source.flush(10) == 0
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": "etl",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.subscribe(["etl-in"])
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "etl-tx"}
+    )
+    producer.init_transactions(30)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    done = killed = 0
+    deadline = time.monotonic() + 90
+    try:
+        while done < 600 and time.monotonic() < deadline:
+            batch = [m for m in consumer.consume(50, 1.0) if m.error() is None]
+            if not batch:
+                continue
+            try:
+                producer.begin_transaction()
+                for message in batch:
+                    producer.produce("etl-out", message.value(), partition=message.partition())
+                positions = consumer.position(consumer.assignment())
+                producer.send_offsets_to_transaction(
+                    positions, consumer.consumer_group_metadata(), 30
+                )
+                producer.commit_transaction(30)
+            except KafkaException as exc:
+                error = exc.args[0]
+                if not error.txn_requires_abort():
+                    raise
+                producer.abort_transaction(30)
+                _rewind(consumer)
+                continue
+            done += len(batch)
+            if not killed and done >= 150:
+                group = admin.describe_consumer_groups(["etl"])["etl"].result(10)
+                killed = group.coordinator.id
+                cluster.kill(killed)
+    finally:
+        consumer.close()
+    assert killed in cluster.nodes
+    assert done == 600
+    out = [int(v) for p in range(3) for v in read_all(cluster, "etl-out", p, 200)]
+    assert sorted(out) == list(range(600))  # every input once: exactly once
+    check = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "etl"})
+    try:
+        committed = check.committed([TopicPartition("etl-in", p) for p in range(3)], 10)
+    finally:
+        check.close()
+    assert [tp.offset for tp in committed] == [200, 200, 200]
+
+
+def _rewind(consumer: Consumer) -> None:
+    """After an aborted transaction: back to the committed offsets."""
+    assignment = consumer.assignment()
+    for tp in consumer.committed(assignment, 30):
+        consumer.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
