@@ -92,6 +92,7 @@ def test_a_compose_environment_written_for_apache_kafka(tmp_path: Path) -> None:
             "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
             "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
             "KAFKA_NUM_PARTITIONS": "3",
+            "KAFKA_BACKGROUND_THREADS": "10",
             "KAFKA_HEAP_OPTS": "-Xmx1G",
             "CLUSTER_ID": "4L6g3nShT-eMCtK--X86sw",
         },
