@@ -1,5 +1,6 @@
-"""DescribeCluster (60), v0-v1: this one broker, also the controller. The cluster's
-authorized operations when asked for (none without DESCRIBE on the cluster)."""
+"""DescribeCluster (60), v0-v1: the live brokers with their endpoints on the listener
+asked (one node of its own: itself, also the controller). The cluster's authorized
+operations when asked for (none without DESCRIBE on the cluster)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from broker.handlers.authorization import NOT_REQUESTED, cluster_authorized_operations
 from broker.handlers.base import Reply, RequestContext
+from broker.handlers.metadata import live_brokers
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
@@ -38,12 +40,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "cluster_id": config.cluster_id,
         "controller_id": config.node_id,
         "brokers": [
-            {
-                "broker_id": config.node_id,
-                "host": ctx.listener.advertised_host,
-                "port": ctx.listener.advertised_port,
-                "rack": None,
-            }
+            {"broker_id": node_id, "host": host, "port": port, "rack": rack}
+            for node_id, (host, port, rack) in live_brokers(ctx).items()
         ],
         "cluster_authorized_operations": operations,
     }

@@ -1,4 +1,5 @@
-"""DescribeLogDirs (35), v1-v4: the one data directory, partition sizes in it.
+"""DescribeLogDirs (35), v1-v4: the one data directory, the sizes of the partitions
+it holds a replica of (in a cluster, not every partition).
 
 topics = null describes every partition; unknown topics are left out, as Kafka
 does. v4 adds the directory's total and usable bytes. With ACLs the caller needs
@@ -27,13 +28,17 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         }
     registry = ctx.broker.topics
     if request.topics is None:
-        wanted = [(t, [p.index for p in t.partitions]) for t in registry]
+        wanted = [(t, [p.index for p in t.partitions if p.hosted]) for t in registry]
     else:
         wanted = []
         for entry in request.topics:
             topic = registry.get(entry.topic)
             if topic is not None:
-                indexes = [i for i in entry.partitions if 0 <= i < len(topic.partitions)]
+                indexes = [
+                    i
+                    for i in entry.partitions
+                    if 0 <= i < len(topic.partitions) and topic.partitions[i].hosted
+                ]
                 wanted.append((topic, indexes))
     data_dir = ctx.broker.config.data_dir
     usage = shutil.disk_usage(data_dir)

@@ -384,6 +384,23 @@ class ClusterShard:
         record = _partition_record(request["topic"], request["partition"], changed)
         return Result([record], answer)
 
+    def elect_leader(self, topic: str, index: int, unclean: bool) -> Result[dict[str, Any]]:
+        """ElectLeaders: preferred (the first replica, if live and in sync), or unclean
+        (a partition without a leader takes any live replica, its ISR that one)."""
+        if not unclean:
+            return self.elect_preferred_leader(topic, index)
+        current = self.partition(topic, index)
+        if current is None:
+            return _refused(ErrorCode.unknown_topic_or_partition)
+        if current.leader != NO_LEADER:
+            return _refused(ErrorCode.election_not_needed)
+        live = set(self.live_brokers())
+        leader = next((r for r in current.replicas if r in live), NO_LEADER)
+        if leader == NO_LEADER:
+            return _refused(ErrorCode.eligible_leaders_not_available)
+        changed = replace(_new_leader(current, leader), isr=(leader,))
+        return Result([_partition_record(topic, index, changed)], {"error_code": ErrorCode.none})
+
     def elect_preferred_leader(self, topic: str, index: int) -> Result[dict[str, Any]]:
         """ElectLeaders (preferred): the first replica leads again, if it is in sync and
         live."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, ElectionType, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from helpers import java
 
@@ -145,9 +145,20 @@ def test_librdkafka_idempotent_acks_all_across_the_death_of_the_leader(cluster: 
     assert new_leader != victim
     assert len(acked) == sent  # the producer carried on through the failover
     check_nothing_acknowledged_was_lost(acked, read_all(cluster, "orders", 1, sent))
-    # the killed node comes back, catches up and rejoins the ISR
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    live = admin.describe_cluster().result(10).nodes
+    assert sorted(node.id for node in live) == sorted(n for n in cluster.nodes if n != victim)
+    # the killed node comes back, catches up and rejoins the ISR; a preferred election
+    # gives it its partition back
     cluster.restart(victim)
     cluster.wait_for_isr("orders", 1, [1, 2, 3])
+    assert cluster.partition("orders", 1).replica_nodes[0] == victim
+    elected = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("orders", 1)])
+    assert elected.result(10)[TopicPartition("orders", 1)] is None
+    deadline = time.monotonic() + 10
+    while cluster.leader_of("orders", 1) != victim:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
 
 
 def test_java_idempotent_acks_all_across_the_death_of_the_leader(cluster: Cluster) -> None:

@@ -1,0 +1,33 @@
+"""ElectLeaders (43), v2, on the controller listener: a broker of the cluster passes on
+its client's request; each partition's election is one operation on the cluster's
+metadata (see coordinator/cluster/shard.py: elect_leader)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from broker.handlers.base import Reply, RequestContext
+from broker.handlers.controller_common import answered_by_controller
+from broker.handlers.elect_leaders import answer
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 2, 2
+
+
+def _elect(shard: Any, topic: str, index: int, unclean: bool) -> Any:
+    return shard.elect_leader(topic, index, unclean)
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    unclean = request.election_type == 1
+    results: dict[str, list[tuple[int, int, str | None]]] = {}
+    for entry in request.topic_partitions or ():
+        for index in entry.partitions:
+            outcome = await answered_by_controller(
+                ctx, partial(_elect, topic=entry.topic, index=index, unclean=unclean)
+            )
+            code = outcome["error_code"]
+            message = outcome.get("error_message")
+            results.setdefault(entry.topic, []).append((index, code, message))
+    return answer(ctx.version, ErrorCode.none, results)

@@ -1,0 +1,22 @@
+"""ListPartitionReassignments (46), v0: the reassignments in progress. Replicas only
+move where a topic is created or grows, never by reassignment, so there are none: the
+answer lists no topic. With ACLs the caller needs DESCRIBE on the cluster
+(CLUSTER_AUTHORIZATION_FAILED)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.authorization import cluster_allowed
+from broker.handlers.base import Reply, RequestContext
+from broker.security.resources import Operation
+from protocol.errors import ErrorCode
+
+MIN_VERSION, MAX_VERSION = 0, 0
+
+
+async def handle(ctx: RequestContext, request: Any) -> Reply:
+    code = ErrorCode.none
+    if not cluster_allowed(ctx, Operation.DESCRIBE):
+        code = ErrorCode.cluster_authorization_failed
+    return {"throttle_time": 0, "error_code": code, "error_message": None, "topics": []}
