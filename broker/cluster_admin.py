@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from broker.cluster_member import ClusterMember
     from broker.server import Broker
 
-CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, ALTER_CONFIGS = 19, 20, 37, 44
+TOPIC_RESOURCE, SET, DELETE = 2, 0, 1
 VIEW_WAIT_S = 30.0
 
 
@@ -73,7 +74,10 @@ async def create_topic(
 
 
 async def delete_topic(broker: Broker, name: str) -> None:
-    request = {"topic_names": [name], "timeout_ms": int(VIEW_WAIT_S * 1000)}
+    request = {
+        "topics": [{"name": name, "topic_id": uuid.UUID(int=0)}],
+        "timeout_ms": int(VIEW_WAIT_S * 1000),
+    }
     answer = await _ask(broker, DELETE_TOPICS, 6, request)
     result = answer.responses[0]
     _raise_for(result.error_code, result.error_message)
@@ -95,3 +99,29 @@ async def create_partitions(broker: Broker, name: str, count: int) -> None:
         return topic is not None and len(topic.partitions) >= count
 
     await _member(broker).wait_for_view(grown, VIEW_WAIT_S)
+
+
+async def set_topic_configs(broker: Broker, name: str, configs: dict[str, str]) -> None:
+    """The change from the topic's configs as this broker sees them, as the controller
+    applies it (IncrementalAlterConfigs): names set, names gone back to defaults."""
+    topic = broker.topics.get(name)
+    old = topic.configs if topic is not None else {}
+    operations = [{"name": k, "config_operation": SET, "value": v} for k, v in configs.items()]
+    operations += [
+        {"name": k, "config_operation": DELETE, "value": None} for k in old if k not in configs
+    ]
+    request = {
+        "resources": [
+            {"resource_type": TOPIC_RESOURCE, "resource_name": name, "configs": operations}
+        ],
+        "validate_only": False,
+    }
+    answer = await _ask(broker, ALTER_CONFIGS, 1, request)
+    result = answer.responses[0]
+    _raise_for(result.error_code, result.error_message)
+
+    def changed() -> bool:
+        topic = broker.topics.get(name)
+        return topic is not None and topic.configs == configs
+
+    await _member(broker).wait_for_view(changed, VIEW_WAIT_S)

@@ -357,6 +357,13 @@ class Broker:
         log.info("topic created", topic=name, partitions=partitions, configs=dict(configs))
         return topic
 
+    async def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """A topic's whole set of configs; in a cluster through the controller."""
+        if self.member is not None:
+            await cluster_admin.set_topic_configs(self, name, configs)
+        else:
+            self.topics.set_configs(name, configs)
+
     async def add_partitions(self, name: str, count: int) -> None:
         if self.member is not None:
             await cluster_admin.create_partitions(self, name, count)

@@ -29,7 +29,7 @@ MIN_VERSION, MAX_VERSION = 0, 2
 TOPIC, GROUP = 2, 32
 
 
-def alter_resource(
+async def alter_resource(
     ctx: RequestContext,
     resource: Any,
     validate_only: bool,
@@ -67,7 +67,11 @@ def alter_resource(
         result["error_message"] = exc.message
         return result
     if not validate_only:
-        ctx.broker.topics.set_configs(topic.name, new)
+        try:
+            await ctx.broker.set_topic_configs(topic.name, new)
+        except TopicError as exc:
+            result["error_code"] = exc.code
+            result["error_message"] = exc.message
     return result
 
 
@@ -103,5 +107,5 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         def replace_all(_old: Mapping[str, str], given: dict[str, str] = given) -> dict[str, str]:
             return dict(given)
 
-        responses.append(alter_resource(ctx, resource, request.validate_only, replace_all))
+        responses.append(await alter_resource(ctx, resource, request.validate_only, replace_all))
     return {"throttle_time": 0, "responses": responses}

@@ -68,5 +68,5 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         def change(old: Mapping[str, str], resource: Any = resource) -> dict[str, str]:
             return apply_operations(old, resource.configs, resource.resource_type)
 
-        responses.append(alter_resource(ctx, resource, request.validate_only, change))
+        responses.append(await alter_resource(ctx, resource, request.validate_only, change))
     return {"throttle_time": 0, "responses": responses}

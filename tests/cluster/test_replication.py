@@ -6,6 +6,7 @@ killed node that returns and rejoins the ISR."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -15,7 +16,15 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
 from confluent_kafka import Consumer, ElectionType, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
 from helpers import java
 
 from broker.testing import Cluster
@@ -406,3 +415,43 @@ def _rewind(consumer: Consumer) -> None:
     assignment = consumer.assignment()
     for tp in consumer.committed(assignment, 30):
         consumer.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
+
+
+def test_topic_changes_reach_every_broker(cluster: Cluster) -> None:
+    create_topic(cluster, "changing", partitions=2)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    resource = ConfigResource(
+        ResourceType.TOPIC,
+        "changing",
+        incremental_configs=[
+            ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(15)
+    for future in admin.create_partitions([NewPartitions("changing", 4)]).values():
+        future.result(15)
+
+    def everywhere() -> bool:
+        for broker in cluster.nodes.values():
+            topics = {
+                t["name"]: t for t in json.loads((broker.data_dir / "topics.json").read_text())
+            }
+            entry = topics.get("changing")
+            if entry is None or entry["configs"] != {"retention.ms": "3600000"}:
+                return False
+            if entry["partitions"] != 4:
+                return False
+        return True
+
+    deadline = time.monotonic() + 10
+    while not everywhere():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert len(cluster.metadata(["changing"]).topics[0].partitions) == 4
+    for future in admin.delete_topics(["changing"]).values():
+        future.result(15)
+    deadline = time.monotonic() + 10
+    while any(list(b.data_dir.glob("changing-*")) for b in cluster.nodes.values()):
+        assert time.monotonic() < deadline, "replicas of a deleted topic stay"
+        time.sleep(0.1)
