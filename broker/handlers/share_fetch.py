@@ -201,7 +201,10 @@ def _resolve(ctx: RequestContext, tp: TopicPartition) -> tuple[Partition | None,
         return None, ErrorCode.unknown_topic_or_partition
     if not ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.name):
         return None, ErrorCode.topic_authorization_failed
-    return topic.partitions[tp[1]], ErrorCode.none
+    partition = topic.partitions[tp[1]]
+    if not partition.led_here:  # a cluster: the share-partition lives with the leader
+        return None, ErrorCode.not_leader_or_follower
+    return partition, ErrorCode.none
 
 
 async def _acquire(
@@ -221,7 +224,7 @@ async def _acquire(
         key, lambda s: s.prepare_fetch(key, initial, log.log_start_offset)
     )
     read_committed = settings.share_read_committed
-    limit = ctx.broker.last_stable_offset(partition) if read_committed else log.log_end_offset
+    limit = ctx.broker.last_stable_offset(partition) if read_committed else partition.high_watermark
     offset = max(offset, log.log_start_offset)
     if offset >= limit:
         return None
@@ -292,8 +295,8 @@ def _initial_offset(partition: Partition, reset: str) -> int:
     if reset.startswith("by_duration:"):
         since = int(time.time() * 1000) - parse_duration_ms(reset.split(":", 1)[1])
         found = log.offset_for_timestamp(since)
-        return found[0] if found is not None else log.log_end_offset
-    return log.log_end_offset
+        return found[0] if found is not None else partition.high_watermark
+    return partition.high_watermark
 
 
 def _answer(**fields: Any) -> dict[str, Any]:

@@ -128,3 +128,48 @@ class Compose:
     def logs(self) -> str:
         done = run(["podman", "logs", self.broker_container], check=False)
         return done.stdout + done.stderr
+
+
+class ClusterCompose:
+    """One compose project of docker/compose.cluster.yaml: a controller, three brokers."""
+
+    BROKERS = ("kafka-1", "kafka-2", "kafka-3")  # node ids 2, 3, 4
+
+    def __init__(self, project: str, ports: Sequence[int], session_timeout_ms: int) -> None:
+        self.project = project
+        self.ports = list(ports)
+        self.env = {
+            **podman_env(),
+            "ODRADEK_IMAGE": BROKER_IMAGE,
+            "ODRADEK_SESSION_TIMEOUT_MS": str(session_timeout_ms),
+            **{f"ODRADEK_PORT_{i + 1}": str(port) for i, port in enumerate(self.ports)},
+        }
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"localhost:{port}" for port in self.ports)
+
+    def container(self, service: str) -> str:
+        return f"{self.project}_{service}_1"
+
+    def service_of(self, node_id: int) -> str:
+        return self.BROKERS[node_id - 2]
+
+    def __call__(
+        self, *args: str, check: bool = True, timeout: float = 180
+    ) -> subprocess.CompletedProcess[str]:
+        files = ["-f", "docker/compose.cluster.yaml"]
+        command = [podman_compose(), "-p", self.project, *files, *args]
+        return run(command, env=self.env, timeout=timeout, check=check)
+
+    def wait_healthy(self, services: Sequence[str], timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        for service in services:
+            while True:
+                check = ["podman", "healthcheck", "run", self.container(service)]
+                if run(check, check=False, timeout=30).returncode == 0:
+                    break
+                if time.monotonic() > deadline:
+                    logs = run(["podman", "logs", self.container(service)], check=False)
+                    raise AssertionError(f"{service} not healthy\n{logs.stdout}{logs.stderr}")
+                time.sleep(0.2)
