@@ -6,7 +6,7 @@ so a client's next request to it sees the topic as it answered."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from broker.node_client import NodeUnreachable
@@ -91,14 +91,7 @@ async def create_partitions(broker: Broker, name: str, count: int) -> None:
         "validate_only": False,
     }
     answer = await _ask(broker, CREATE_PARTITIONS, 3, request)
-    result = answer.results[0]
-    _raise_for(result.error_code, result.error_message)
-
-    def grown() -> bool:
-        topic = broker.topics.get(name)
-        return topic is not None and len(topic.partitions) >= count
-
-    await _member(broker).wait_for_view(grown, VIEW_WAIT_S)
+    await _applied(broker, answer.results[0], name, lambda t: len(t.partitions) >= count)
 
 
 async def set_topic_configs(broker: Broker, name: str, configs: dict[str, str]) -> None:
@@ -117,11 +110,15 @@ async def set_topic_configs(broker: Broker, name: str, configs: dict[str, str]) 
         "validate_only": False,
     }
     answer = await _ask(broker, ALTER_CONFIGS, 1, request)
-    result = answer.responses[0]
+    await _applied(broker, answer.responses[0], name, lambda t: t.configs == configs)
+
+
+async def _applied(broker: Broker, result: Any, name: str, done: Callable[[Topic], bool]) -> None:
+    """The controller's answer for a topic, then its change in this broker's view."""
     _raise_for(result.error_code, result.error_message)
 
-    def changed() -> bool:
+    def arrived() -> bool:
         topic = broker.topics.get(name)
-        return topic is not None and topic.configs == configs
+        return topic is not None and done(topic)
 
-    await _member(broker).wait_for_view(changed, VIEW_WAIT_S)
+    await _member(broker).wait_for_view(arrived, VIEW_WAIT_S)

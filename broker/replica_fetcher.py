@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -130,19 +131,19 @@ class LeaderFetcher:
         pending = [f for f in self.partitions.values() if f.truncate_first]
         if not pending:
             return
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for followed in pending:
-            partition = followed.partition
-            topics.setdefault(partition.topic.name, []).append(
-                {
-                    "partition": partition.index,
-                    "current_leader_epoch": partition.leader_epoch,
-                    "leader_epoch": partition.log.latest_epoch,
-                }
-            )
         request = {
             "replica_id": self.broker.config.node_id,
-            "topics": [{"topic": name, "partitions": parts} for name, parts in topics.items()],
+            "topics": _by_topic(
+                (
+                    f.partition,
+                    {
+                        "partition": f.partition.index,
+                        "current_leader_epoch": f.partition.leader_epoch,
+                        "leader_epoch": f.partition.log.latest_epoch,
+                    },
+                )
+                for f in pending
+            ),
         }
         answer = await client.call(OFFSET_FOR_LEADER_EPOCH, 4, request)
         for topic in answer.topics:
@@ -185,19 +186,7 @@ class LeaderFetcher:
         followed = [f for f in self.partitions.values() if not f.truncate_first]
         if not followed:
             return
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for item in followed:
-            partition = item.partition
-            topics.setdefault(partition.topic.name, []).append(
-                {
-                    "partition": partition.index,
-                    "current_leader_epoch": partition.leader_epoch,
-                    "fetch_offset": partition.log.log_end_offset,
-                    "last_fetched_epoch": -1,
-                    "log_start_offset": partition.log.log_start_offset,
-                    "partition_max_bytes": PARTITION_MAX_BYTES,
-                }
-            )
+        topics = _by_topic((item.partition, _fetch_position(item.partition)) for item in followed)
         request = {
             "replica_id": self.broker.config.node_id,
             "max_wait": self.broker.config.replica_fetch_wait_max_ms,
@@ -206,7 +195,7 @@ class LeaderFetcher:
             "isolation_level": 0,
             "session_id": 0,
             "session_epoch": -1,
-            "topics": [{"topic": name, "partitions": parts} for name, parts in topics.items()],
+            "topics": topics,
         }
         answer = await client.call(FETCH, 12, request)
         backoff = False
@@ -252,6 +241,25 @@ class LeaderFetcher:
         if replica is not None:
             replica.high_watermark = min(result.high_watermark, plog.log_end_offset)
         return True
+
+
+def _fetch_position(partition: Partition) -> dict[str, Any]:
+    return {
+        "partition": partition.index,
+        "current_leader_epoch": partition.leader_epoch,
+        "fetch_offset": partition.log.log_end_offset,
+        "last_fetched_epoch": -1,
+        "log_start_offset": partition.log.log_start_offset,
+        "partition_max_bytes": PARTITION_MAX_BYTES,
+    }
+
+
+def _by_topic(entries: Iterable[tuple[Partition, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per-partition request entries grouped under their topics' names."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for partition, entry in entries:
+        topics.setdefault(partition.topic.name, []).append(entry)
+    return [{"topic": name, "partitions": parts} for name, parts in topics.items()]
 
 
 def _lower_high_watermark(partition: Partition, end: int) -> None:

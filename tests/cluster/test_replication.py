@@ -256,40 +256,29 @@ def test_a_follower_that_stops_fetching_leaves_the_isr_and_min_isr_holds_writes(
                 "message.timeout.ms": 5000,
             }
         )
-        outcome: list[Any] = []
-        producer.produce(
-            "guarded", b"both", partition=0, on_delivery=lambda e, m: outcome.append(e)
-        )
-        producer.flush(10)
-        assert outcome == [None]
+        assert send_one(producer, "guarded", b"both") is None
         cluster.node(follower).suspend()
         try:
             # the write waits for the silent follower until it leaves the ISR, which
             # then is too small for it
-            outcome.clear()
-            producer.produce(
-                "guarded", b"waits", partition=0, on_delivery=lambda e, m: outcome.append(e)
-            )
-            producer.flush(10)
-            assert outcome and outcome[0] is not None
-            assert outcome[0].name() == "NOT_ENOUGH_REPLICAS_AFTER_APPEND", outcome[0]
+            error = send_one(producer, "guarded", b"waits")
+            assert error is not None and error.name() == "NOT_ENOUGH_REPLICAS_AFTER_APPEND", error
             cluster.wait_for_isr("guarded", 0, [leader], timeout=15)
-            outcome.clear()
-            producer.produce(
-                "guarded", b"alone", partition=0, on_delivery=lambda e, m: outcome.append(e)
-            )
-            producer.flush(10)
-            assert outcome and outcome[0] is not None
-            assert outcome[0].name() == "NOT_ENOUGH_REPLICAS", outcome[0]
+            error = send_one(producer, "guarded", b"alone")
+            assert error is not None and error.name() == "NOT_ENOUGH_REPLICAS", error
         finally:
             cluster.node(follower).resume()
         cluster.wait_for_isr("guarded", 0, sorted([leader, follower]), timeout=15)
-        outcome.clear()
-        producer.produce(
-            "guarded", b"again", partition=0, on_delivery=lambda e, m: outcome.append(e)
-        )
-        producer.flush(10)
-        assert outcome == [None]
+        assert send_one(producer, "guarded", b"again") is None
+
+
+def send_one(producer: Producer, topic: str, value: bytes) -> Any:
+    """The delivery error of one record to partition 0 (None: acknowledged)."""
+    outcome: list[Any] = []
+    producer.produce(topic, value, partition=0, on_delivery=lambda e, m: outcome.append(e))
+    producer.flush(10)
+    assert len(outcome) == 1
+    return outcome[0]
 
 
 def test_a_deposed_leaders_own_records_are_cut_and_acks_all_ones_kept(tmp_path: Path) -> None:
