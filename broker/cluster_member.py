@@ -78,7 +78,7 @@ class ClusterMember:
 
     async def start(self) -> None:
         config = self.broker.config
-        self.inter_broker_listener = _inter_broker_listener(self.broker)
+        self.inter_broker_listener = config.inter_broker_listener(self.cluster)
         deadline = time.monotonic() + config.initial_broker_registration_timeout_ms / 1000
         timeout_s = max(config.broker_heartbeat_interval_ms / 1000, 1.0)
         controllers = self.cluster.controllers()
@@ -431,16 +431,6 @@ _REFUSALS = {
 
 def _refusal(code: ErrorCode) -> str:
     return _REFUSALS.get(code, code.name)
-
-
-def _inter_broker_listener(broker: Broker) -> str:
-    """inter.broker.listener.name, else the listener named PLAINTEXT, else the first
-    broker listener (the same names on every node, as Kafka expects)."""
-    names = [listener.name for listener in broker.listeners if not listener.controller]
-    configured = broker.config.inter_broker_listener_name
-    if configured:
-        return configured
-    return "PLAINTEXT" if "PLAINTEXT" in names else names[0]
 
 
 def _quorum_request() -> dict[str, Any]:

@@ -303,7 +303,32 @@ class BrokerConfig:
             raise ConfigError(str(exc)) from None
         if not cluster.standalone:
             self._plaintext_controllers(cluster)
+            if cluster.is_broker:
+                self.inter_broker_listener(cluster)
         return cluster
+
+    def inter_broker_listener(self, cluster: ClusterConfig) -> str:
+        """What followers fetch through: inter.broker.listener.name, else the listener
+        named PLAINTEXT, else the first broker listener (PLAINTEXT only, so far)."""
+        endpoints = parse_endpoints("listeners", self.listeners)
+        names = [e.name for e in endpoints if e.name not in cluster.controller_listener_names]
+        configured = self.inter_broker_listener_name.upper()
+        name = configured or ("PLAINTEXT" if "PLAINTEXT" in names or not names else names[0])
+        if configured and name not in names:
+            raise ConfigError(
+                f"inter.broker.listener.name={name}: not one of this broker's listeners "
+                f"({', '.join(names)})"
+            )
+        try:
+            protocol = parse_protocol_map(self.listener_security_protocol_map).get(name, name)
+        except ListenerError as exc:
+            raise ConfigError(str(exc)) from None
+        if protocol != "PLAINTEXT":
+            raise ConfigError(
+                f"inter-broker listener {name} uses {protocol}; brokers replicate over "
+                "PLAINTEXT only so far (set inter.broker.listener.name)"
+            )
+        return name
 
     def _plaintext_controllers(self, cluster: ClusterConfig) -> None:
         """Brokers reach the controller in PLAINTEXT only, so far."""

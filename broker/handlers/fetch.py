@@ -14,7 +14,12 @@
 - v7+ fetch sessions (KIP-227), see broker/fetch_sessions.py; v13+ name topics
   by id (UNKNOWN_TOPIC_ID when unknown).
 - With ACLs, a topic needs READ on it: TOPIC_AUTHORIZATION_FAILED otherwise, checked
-  once per request (an unknown topic id stays UNKNOWN_TOPIC_ID).
+  once per request (an unknown topic id stays UNKNOWN_TOPIC_ID). A follower's fetch
+  (replica_id set) needs CLUSTER_ACTION on the cluster instead, as on Kafka.
+- In a cluster only a partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere),
+  consumers up to the high watermark; a follower's fetch reads to the log end, tells
+  the leader how far the follower got, and answers early when the high watermark
+  moved.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import time
 from typing import Any
 
 from broker.fetch_sessions import CachedPartition, FetchPlan, PartitionKey, SessionError
-from broker.handlers.authorization import acls_enabled, allowed_names
+from broker.handlers.authorization import acls_enabled, allowed_names, cluster_allowed
 from broker.handlers.base import Reply, RequestContext
 from broker.security.resources import Operation, ResourceType
 from broker.topics import Partition
@@ -247,8 +252,12 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     isolation = getattr(request, "isolation_level", 0)
     max_wait = request.max_wait.total_seconds()
     deadline = time.monotonic() + max_wait
-    unreadable = _unreadable(ctx, plan) if acls_enabled(ctx) else set()
     replica_id = _replica_id(request)
+    unreadable: set[PartitionKey] = set()
+    if acls_enabled(ctx) and replica_id < 0:
+        unreadable = _unreadable(ctx, plan)
+    elif acls_enabled(ctx) and not cluster_allowed(ctx, Operation.CLUSTER_ACTION):
+        unreadable = {key for key, _ in plan.partitions}  # followers are brokers
     while True:
         results, total = _read_all(
             ctx, plan, max_bytes, isolation, leader_epochs, unreadable, replica_id

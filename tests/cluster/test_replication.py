@@ -137,6 +137,10 @@ def test_librdkafka_idempotent_acks_all_across_the_death_of_the_leader(cluster: 
             "linger.ms": 5,
         }
     )
+    # a consumer reading all along carries on across the failover
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "live"})
+    consumer.assign([TopicPartition("orders", 1, 0)])
+    seen: list[bytes] = []
     sent = 0
     started = time.monotonic()
     killed_at = None
@@ -144,6 +148,9 @@ def test_librdkafka_idempotent_acks_all_across_the_death_of_the_leader(cluster: 
         producer.produce("orders", value=str(sent).encode(), partition=1, on_delivery=delivered)
         sent += 1
         producer.poll(0)
+        message = consumer.poll(0)
+        if message is not None and message.error() is None:
+            seen.append(message.value())
         if killed_at is None and len(acked) >= 500:
             cluster.kill(victim)
             killed_at = time.monotonic()
@@ -153,6 +160,13 @@ def test_librdkafka_idempotent_acks_all_across_the_death_of_the_leader(cluster: 
     new_leader = cluster.wait_for_new_leader("orders", 1, old=victim)
     assert new_leader != victim
     assert len(acked) == sent  # the producer carried on through the failover
+    deadline = time.monotonic() + 20
+    while len(seen) < sent and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None:
+            seen.append(message.value())
+    consumer.close()
+    check_nothing_acknowledged_was_lost(acked, seen)
     check_nothing_acknowledged_was_lost(acked, read_all(cluster, "orders", 1, sent))
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     live = admin.describe_cluster().result(10).nodes

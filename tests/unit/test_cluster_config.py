@@ -126,3 +126,26 @@ def test_a_controller_listener_other_than_plaintext_is_refused_for_now() -> None
         config.cluster()
     config.apply({"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"})
     assert config.cluster().is_controller
+
+
+def test_the_inter_broker_listener_is_named_and_plaintext_for_now() -> None:
+    config = BrokerConfig()
+    config.apply(
+        {
+            "process.roles": "broker",
+            "node.id": "2",
+            "listeners": "SECURE://127.0.0.1:9094,INTERNAL://127.0.0.1:19092",
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.voters": "1@127.0.0.1:9093",
+            "listener.security.protocol.map": (
+                "SECURE:SASL_SSL,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+            ),
+        }
+    )
+    with pytest.raises(ConfigError, match="inter-broker listener SECURE uses SASL_SSL"):
+        config.cluster()  # the first listener, when none is named PLAINTEXT
+    config.apply({"inter.broker.listener.name": "elsewhere"})
+    with pytest.raises(ConfigError, match="not one of this broker's listeners"):
+        config.cluster()
+    config.apply({"inter.broker.listener.name": "internal"})
+    assert config.inter_broker_listener(config.cluster()) == "INTERNAL"
