@@ -122,3 +122,22 @@ async def _applied(broker: Broker, result: Any, name: str, done: Callable[[Topic
         return topic is not None and done(topic)
 
     await _member(broker).wait_for_view(arrived, VIEW_WAIT_S)
+
+
+async def through_controller(broker: Broker, api_key: int, version: int, request: Any) -> Any:
+    """A request the controller answers for the cluster (ACLs, SCRAM credentials),
+    passed on as the client sent it (its authorization checked here), answered once
+    this broker's view has the change. Raises NodeUnreachable."""
+    member = _member(broker)
+    answer = await member.ask_controller(api_key, version, as_dict(request))
+    await member.settle()
+    return as_dict(answer)
+
+
+def as_dict(message: Any) -> Any:
+    """A decoded message (named tuples all the way down) as the encoder takes it."""
+    if hasattr(message, "_asdict"):
+        return {name: as_dict(value) for name, value in message._asdict().items()}
+    if isinstance(message, (list, tuple)):
+        return [as_dict(item) for item in message]
+    return message

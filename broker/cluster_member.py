@@ -45,6 +45,7 @@ log = structlog.get_logger("broker")
 DESCRIBE_QUORUM, BROKER_REGISTRATION, BROKER_HEARTBEAT, FETCH = 55, 62, 63, 1
 ALLOCATE_PRODUCER_IDS, WRITE_TXN_MARKERS = 67, 27
 PEER_TIMEOUT_S = 30.0
+SETTLE_WAIT_S = 30.0
 RETRY_S = 0.2
 FETCH_WAIT_MS = 500
 
@@ -73,6 +74,7 @@ class ClusterMember:
         self._unfenced = asyncio.Event()
         self._advanced = asyncio.Event()  # the view replayed more of the metadata log
         self._applied = asyncio.Event()  # ...and the local topics follow it
+        self._adopted: dict[str, bytes] = {}  # the ACLs and credentials followed so far
 
     # -- start ---------------------------------------------------------------------
 
@@ -265,6 +267,12 @@ class ClusterMember:
         client = await self._any_client(self._admin_clients)
         return await client.call(api_key, version, request)
 
+    async def settle(self) -> None:
+        """Wait until this broker's view has everything the controller wrote so far."""
+        answer = await self.ask_controller(DESCRIBE_QUORUM, 2, _quorum_request())
+        end = answer.topics[0].partitions[0].high_watermark
+        await self.wait_for_view(lambda: self.view.last_offset + 1 >= end, SETTLE_WAIT_S)
+
     async def producer_id_block(self) -> tuple[int, int]:
         """(first id, count) of a block of producer ids only this broker hands out."""
         request = {"broker_id": self.node_id, "broker_epoch": self.broker_epoch}
@@ -402,6 +410,10 @@ class ClusterMember:
                     self._advanced.set()
         if self.view.last_offset != before and self.broker.replicas is not None:
             self.broker.replicas.apply(self.view)
+            for name, document in self.view.documents.items():
+                if self._adopted.get(name) != document:
+                    self._adopted[name] = document
+                    self.broker.adopt_document(name, document)
             self._applied.set()
 
     # -- stop ----------------------------------------------------------------------

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster_config import ClusterConfig
+from broker.controller_documents import ControllerAcls, ControllerCredentials
 from coordinator.cluster.shard import ClusterSettings, ClusterShard
 from coordinator.runtime import CoordinatorRuntime, Operation
 
@@ -52,6 +53,8 @@ class Controller:
             broker.flush_partition,
         )
         self.observers: dict[int, Observer] = {}
+        self.acls = ControllerAcls(self)
+        self.credentials = ControllerCredentials(self)
 
     async def start(self) -> None:
         await self.runtime.ensure_started()

@@ -20,6 +20,7 @@ from broker.config import BrokerConfig
 from broker.connection import Chunks
 from broker.connections import ConnectionTable, Limits
 from broker.controller import METADATA_TOPIC, Controller
+from broker.controller_documents import ACLS, SCRAM
 from broker.fetch_sessions import FetchSessionCache
 from broker.flusher import Flusher
 from broker.group_configs import GroupConfigStore, GroupSettings
@@ -31,7 +32,7 @@ from broker.listeners import Listener, ListenError
 from broker.producer_ids import ClusterProducerIds, ProducerIdAllocator
 from broker.replication import ReplicaManager
 from broker.security import tls
-from broker.security.authorizer import Authorizer, build_authorizer
+from broker.security.authorizer import AclAuthorizer, Authorizer, build_authorizer
 from broker.security.credentials import CredentialStore
 from broker.security.sasl_listener import SaslListener, sasl_listener
 from broker.security.session import Session
@@ -387,6 +388,14 @@ class Broker:
             for runtime in self.groups.shards.values():
                 if runtime.loaded:
                     runtime.submit(lambda shard: shard.delete_topic_offsets({name}))
+
+    def adopt_document(self, name: str, document: bytes) -> None:
+        """The cluster's ACLs or SCRAM credentials changed: this broker follows."""
+        if name == ACLS and isinstance(self.authorizer, AclAuthorizer):
+            self.authorizer.store.adopt(document)
+        elif name == SCRAM:
+            self.scram_credentials.adopt(document)
+        log.info("cluster security changed", document=name)
 
     def coordinator_moved(self, partition: Partition, leads: bool) -> None:
         """A partition of an internal topic got a new leader: its shard follows."""

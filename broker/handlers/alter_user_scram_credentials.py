@@ -13,6 +13,9 @@
   others are applied.
 - Needs ALTER on the cluster; otherwise every user is CLUSTER_AUTHORIZATION_FAILED.
 - Connections already authenticated stay so; the change applies to new logins.
+- In a cluster the broker asked passes the request on to the controller (the
+  credentials live in the metadata log, every broker follows) and answers once its
+  own view has the change.
 """
 
 from __future__ import annotations
@@ -21,7 +24,11 @@ from typing import Any
 
 import structlog
 
+from broker.cluster_admin import through_controller
+from broker.controller_documents import ControllerCredentials
 from broker.handlers.base import Reply, RequestContext
+from broker.node_client import NodeUnreachable
+from broker.security.credentials import CredentialStore
 from broker.security.resources import CLUSTER_NAME, Operation, ResourceType
 from broker.security.scram import (
     BY_TYPE_CODE,
@@ -68,7 +75,8 @@ def _result(user: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    if not ctx.allowed(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+    on_controller = ctx.listener.controller and ctx.broker.controller is not None
+    if not on_controller and not ctx.allowed(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
         users = dict.fromkeys(x.name for x in (*request.deletions, *request.upsertions))
         return {
             "throttle_time": 0,
@@ -79,7 +87,16 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 for user in users
             ],
         }
-    store = ctx.broker.scram_credentials
+    if not on_controller and ctx.broker.member is not None:
+        try:
+            return await through_controller(ctx.broker, 51, ctx.version, request)
+        except NodeUnreachable as exc:
+            users = dict.fromkeys(x.name for x in (*request.deletions, *request.upsertions))
+            timed_out = ErrorCode.request_timed_out
+            return {"throttle_time": 0, "results": [_result(u, timed_out, str(exc)) for u in users]}
+    store: CredentialStore | ControllerCredentials = ctx.broker.scram_credentials
+    if on_controller and ctx.broker.controller is not None:
+        store = ctx.broker.controller.credentials  # the cluster's, in the metadata log
     problems: dict[str, Problem] = {}
     deletions: dict[str, Any] = {}
     upsertions: dict[str, Any] = {}

@@ -10,15 +10,20 @@
 - The valid ones are stored together and durably before the answer; an ACL that
   already exists is not stored twice. A failed write answers UNKNOWN_SERVER_ERROR.
 - v0 (no pattern type) is not served: Kafka 4 dropped it (KIP-896).
+- In a cluster the broker asked passes the request on to the controller (which keeps
+  the ACLs in the metadata log) and answers once its own view has them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from broker.cluster_admin import through_controller
+from broker.controller_documents import ControllerAcls
 from broker.handlers.authorization import cluster_allowed
 from broker.handlers.base import Reply, RequestContext
-from broker.security.acls import AclBinding, creation_problem
+from broker.node_client import NodeUnreachable
+from broker.security.acls import AclBinding, AclStore, creation_problem
 from broker.security.authorizer import AclAuthorizer
 from broker.security.resources import Operation
 from protocol.errors import ErrorCode
@@ -32,13 +37,26 @@ def _result(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     count = len(request.creations)
-    if not cluster_allowed(ctx, Operation.ALTER):
-        failed = _result(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
-        return {"throttle_time": 0, "results": [failed] * count}
+    store: AclStore | ControllerAcls
     authorizer = ctx.broker.authorizer
-    if not isinstance(authorizer, AclAuthorizer):
-        disabled = _result(ErrorCode.security_disabled, "No Authorizer is configured.")
-        return {"throttle_time": 0, "results": [disabled] * count}
+    if ctx.listener.controller and ctx.broker.controller is not None:
+        store = ctx.broker.controller.acls  # a broker of the cluster checked the rest
+    else:
+        if not cluster_allowed(ctx, Operation.ALTER):
+            failed = _result(
+                ErrorCode.cluster_authorization_failed, "Cluster authorization failed."
+            )
+            return {"throttle_time": 0, "results": [failed] * count}
+        if not isinstance(authorizer, AclAuthorizer):
+            disabled = _result(ErrorCode.security_disabled, "No Authorizer is configured.")
+            return {"throttle_time": 0, "results": [disabled] * count}
+        if ctx.broker.member is not None:
+            try:
+                return await through_controller(ctx.broker, 30, ctx.version, request)
+            except NodeUnreachable as exc:
+                failed = _result(ErrorCode.request_timed_out, str(exc))
+                return {"throttle_time": 0, "results": [failed] * count}
+        store = authorizer.store
     results = []
     valid = []
     for creation in request.creations:
@@ -59,7 +77,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             results.append(_result(ErrorCode.invalid_request, problem))
     if valid:
         try:
-            await authorizer.store.create(valid)
+            await store.create(valid)
         except OSError as exc:
             failed = _result(ErrorCode.unknown_server_error, f"cannot store the ACLs: {exc}")
             results = [failed if r["error_code"] == 0 else r for r in results]

@@ -8,15 +8,20 @@
   answers INVALID_REQUEST, the others still apply.
 - Every matched ACL is removed at once, durably, before the answer; a failed write
   answers UNKNOWN_SERVER_ERROR for every filter and removes nothing.
+- In a cluster the broker asked passes the request on to the controller and answers
+  once its own view has the change.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from broker.cluster_admin import through_controller
+from broker.controller_documents import ControllerAcls
 from broker.handlers.authorization import cluster_allowed
 from broker.handlers.base import Reply, RequestContext
-from broker.security.acls import AclBinding, AclFilter
+from broker.node_client import NodeUnreachable
+from broker.security.acls import AclBinding, AclFilter, AclStore
 from broker.security.authorizer import AclAuthorizer
 from broker.security.resources import Operation
 from protocol.errors import ErrorCode
@@ -44,13 +49,26 @@ def _matched(binding: AclBinding) -> dict[str, Any]:
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     count = len(request.filters)
-    if not cluster_allowed(ctx, Operation.ALTER):
-        failed = _failed(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
-        return {"throttle_time": 0, "filter_results": [failed] * count}
+    store: AclStore | ControllerAcls
     authorizer = ctx.broker.authorizer
-    if not isinstance(authorizer, AclAuthorizer):
-        disabled = _failed(ErrorCode.security_disabled, "No Authorizer is configured.")
-        return {"throttle_time": 0, "filter_results": [disabled] * count}
+    if ctx.listener.controller and ctx.broker.controller is not None:
+        store = ctx.broker.controller.acls  # a broker of the cluster checked the rest
+    else:
+        if not cluster_allowed(ctx, Operation.ALTER):
+            failed = _failed(
+                ErrorCode.cluster_authorization_failed, "Cluster authorization failed."
+            )
+            return {"throttle_time": 0, "filter_results": [failed] * count}
+        if not isinstance(authorizer, AclAuthorizer):
+            disabled = _failed(ErrorCode.security_disabled, "No Authorizer is configured.")
+            return {"throttle_time": 0, "filter_results": [disabled] * count}
+        if ctx.broker.member is not None:
+            try:
+                return await through_controller(ctx.broker, 31, ctx.version, request)
+            except NodeUnreachable as exc:
+                failed = _failed(ErrorCode.request_timed_out, str(exc))
+                return {"throttle_time": 0, "filter_results": [failed] * count}
+        store = authorizer.store
     filters = [
         AclFilter.from_wire(
             f.resource_type_filter,
@@ -66,7 +84,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     problems = [f.problem() for f in filters]
     usable = [f for f, problem in zip(filters, problems, strict=True) if problem is None]
     try:
-        matched = iter(await authorizer.store.delete(usable))
+        matched = iter(await store.delete(usable))
     except OSError as exc:
         failed = _failed(ErrorCode.unknown_server_error, f"cannot store the ACLs: {exc}")
         return {"throttle_time": 0, "filter_results": [failed] * count}

@@ -280,7 +280,7 @@ class AclStore:
             raise AclFileError(f"cannot read ACLs {self.path}: {exc}") from None
 
     def matching(self, acl_filter: AclFilter) -> list[AclBinding]:
-        return sorted((b for b in self.bindings if acl_filter.matches(b)), key=_sort_key)
+        return matching(self.bindings, acl_filter)
 
     async def create(self, new: Iterable[AclBinding]) -> None:
         """Add bindings (those already there stay once); returns once the file is
@@ -304,9 +304,31 @@ class AclStore:
         await asyncio.to_thread(write_atomic, self.path, text)
         self._use(bindings)
 
+    def adopt(self, document: bytes) -> None:
+        """Every binding as a cluster's metadata has them (its brokers follow the
+        controller), kept in the file too for the next start."""
+        bindings = decode_document(document)
+        if bindings != self.bindings:
+            write_atomic(self.path, document.decode())
+            self._use(bindings)
+
     def _use(self, bindings: frozenset[AclBinding]) -> None:
         self.bindings = bindings
         self.index = AclIndex(bindings)
+
+
+def matching(bindings: Iterable[AclBinding], acl_filter: AclFilter) -> list[AclBinding]:
+    """The bindings a filter selects, in a stable order."""
+    return sorted((b for b in bindings if acl_filter.matches(b)), key=_sort_key)
+
+
+def encode_document(bindings: Iterable[AclBinding]) -> bytes:
+    """The bindings as `acls.json` holds them (and a cluster's metadata log)."""
+    return json.dumps(_encode(bindings), indent=1).encode()
+
+
+def decode_document(document: bytes | None) -> frozenset[AclBinding]:
+    return frozenset() if not document else _decode(json.loads(document))
 
 
 def _sort_key(binding: AclBinding) -> tuple[Any, ...]:

@@ -59,17 +59,44 @@ class CredentialStore:
         returns once the file is durable. Raises OSError (nothing changed) if it cannot
         be written."""
         async with self._write_lock:
-            users = self.users()  # changed only once the file is written
-            for user, mechanism in deletes:
-                by_mechanism = users.get(user, {})
-                by_mechanism.pop(mechanism, None)
-                if not by_mechanism:
-                    users.pop(user, None)
-            for user, mechanism, credential in upserts:
-                users.setdefault(user, {})[mechanism] = credential
+            users = changed(self.users(), upserts, deletes)  # in use once written
             text = json.dumps(_encode(users), indent=1)
             await asyncio.to_thread(write_atomic, self.path, text)
             self._users = users
+
+    def adopt(self, document: bytes) -> None:
+        """Every credential as a cluster's metadata has them, kept in the file too."""
+        users = decode_document(document)
+        if users != self._users:
+            write_atomic(self.path, document.decode())
+            self._users = users
+
+
+Users = dict[str, dict[str, ScramCredential]]
+
+
+def changed(
+    users: Users,
+    upserts: Iterable[tuple[str, str, ScramCredential]],
+    deletes: Iterable[tuple[str, str]],
+) -> Users:
+    """`users` after (user, mechanism) deletes, then (user, mechanism, credential) upserts."""
+    for user, mechanism in deletes:
+        by_mechanism = users.get(user, {})
+        by_mechanism.pop(mechanism, None)
+        if not by_mechanism:
+            users.pop(user, None)
+    for user, mechanism, credential in upserts:
+        users.setdefault(user, {})[mechanism] = credential
+    return users
+
+
+def encode_document(users: Users) -> bytes:
+    return json.dumps(_encode(users), indent=1).encode()
+
+
+def decode_document(document: bytes | None) -> Users:
+    return {} if not document else _decode(json.loads(document))
 
 
 def _b64(data: bytes) -> str:

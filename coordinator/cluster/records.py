@@ -11,6 +11,8 @@ Key: int16 record type, then the thing's name:
   epoch, partition epoch.
 - PRODUCER_IDS (3): nothing more. Value: the first producer id not yet handed out
   (brokers take blocks of them, AllocateProducerIds).
+- DOCUMENT (4): a name ("acls", "scram"). Value: the whole of that state as the
+  broker's security stores write it (JSON); this shard does not read it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ BROKER = 0
 TOPIC = 1
 PARTITION = 2
 PRODUCER_IDS = 3
+DOCUMENT = 4
 NO_LEADER = -1
 
 
@@ -45,7 +48,11 @@ class ProducerIdsKey(NamedTuple):
     pass
 
 
-Key = BrokerKey | TopicKey | PartitionKey | ProducerIdsKey
+class DocumentKey(NamedTuple):
+    name: str
+
+
+Key = BrokerKey | TopicKey | PartitionKey | ProducerIdsKey | DocumentKey
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,8 @@ def encode_key(key: Key) -> bytes:
         return Writer().int16(TOPIC).string(key.name).done()
     if isinstance(key, ProducerIdsKey):
         return Writer().int16(PRODUCER_IDS).done()
+    if isinstance(key, DocumentKey):
+        return Writer().int16(DOCUMENT).string(key.name).done()
     return Writer().int16(PARTITION).string(key.topic).int32(key.partition).done()
 
 
@@ -102,6 +111,8 @@ def decode_key(raw: bytes) -> Key:
         raise RecordFormatError("null topic name in a metadata key")
     if kind == TOPIC:
         return TopicKey(name)
+    if kind == DOCUMENT:
+        return DocumentKey(name)
     if kind == PARTITION:
         return PartitionKey(name, reader.int32())
     raise RecordFormatError(f"unknown metadata record type {kind}")

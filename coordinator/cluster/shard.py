@@ -72,6 +72,7 @@ class ClusterShard:
         self.heartbeats: dict[int, int] = {}  # node id -> last heartbeat (ms); not in records
         self._placement = 0  # where the next topic's first replica starts
         self.next_producer_id = 0
+        self.documents: dict[str, bytes] = {}  # ACLs, SCRAM credentials: opaque here
 
     # -- replay --------------------------------------------------------------------
 
@@ -89,6 +90,11 @@ class ClusterShard:
             )
             self.brokers[decoded.node_id] = Registration(broker, registered_at)
             self.last_broker_epoch = max(self.last_broker_epoch, broker.epoch)
+        elif isinstance(decoded, rec.DocumentKey):
+            if value is None:
+                self.documents.pop(decoded.name, None)
+            else:
+                self.documents[decoded.name] = value
         elif isinstance(decoded, rec.ProducerIdsKey):
             if value is not None:
                 self.next_producer_id = rec.decode_next_producer_id(value)
@@ -278,6 +284,13 @@ class ClusterShard:
         )
         answer = {"error_code": ErrorCode.none, "start": start, "length": PRODUCER_ID_BLOCK}
         return Result([record], answer)
+
+    def put_document(self, name: str, document: bytes, answer: Any) -> Result[Any]:
+        """Replace a whole document (the caller built it from `documents` in the same
+        operation, so changes from several brokers never overwrite each other)."""
+        if self.documents.get(name) == document:
+            return Result([], answer)
+        return Result([(rec.encode_key(rec.DocumentKey(name)), document)], answer)
 
     # -- topics --------------------------------------------------------------------
 

@@ -17,15 +17,24 @@ import pytest
 from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
 from confluent_kafka import Consumer, ElectionType, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
     NewPartitions,
     NewTopic,
+    ResourcePatternType,
     ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
 )
 from helpers import java
+from helpers.acl_admin import AUTHORIZER
 
 from broker.testing import Cluster
 
@@ -458,3 +467,68 @@ def test_topic_changes_reach_every_broker(cluster: Cluster) -> None:
     while any(list(b.data_dir.glob("changing-*")) for b in cluster.nodes.values()):
         assert time.monotonic() < deadline, "replicas of a deleted topic stay"
         time.sleep(0.1)
+
+
+def test_acls_and_scram_credentials_are_the_clusters(tmp_path: Path) -> None:
+    overrides = {"authorizer.class.name": AUTHORIZER, "super.users": "User:ANONYMOUS"}
+    with Cluster(3, tmp_path, overrides=overrides, session_timeout_ms=SESSION_MS) as cluster:
+        # asked of one broker, kept by the controller, followed by every broker
+        admin = AdminClient({"bootstrap.servers": cluster.node(1).bootstrap})
+        binding = AclBinding(
+            ResourceType.TOPIC,
+            "orders",
+            ResourcePatternType.LITERAL,
+            "User:alice",
+            "*",
+            AclOperation.READ,
+            AclPermissionType.ALLOW,
+        )
+        assert admin.create_acls([binding])[binding].result(15) is None
+        upsert = UserScramCredentialUpsertion(
+            "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"secret"
+        )
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            future.result(15)
+
+        def everywhere(text: str) -> bool:
+            files = ("acls.json", "scram-credentials.json")
+            return all(
+                all(text in _read(broker.data_dir / name) for name in files)
+                for broker in cluster.nodes.values()
+            )
+
+        deadline = time.monotonic() + 10
+        while not everywhere("alice"):
+            assert time.monotonic() < deadline, "the change did not reach every broker"
+            time.sleep(0.1)
+        other = AdminClient({"bootstrap.servers": cluster.node(3).bootstrap})
+        found = other.describe_acls(
+            AclBindingFilter(
+                ResourceType.ANY,
+                None,
+                ResourcePatternType.ANY,
+                None,
+                None,
+                AclOperation.ANY,
+                AclPermissionType.ANY,
+            )
+        ).result(15)
+        assert [(b.name, b.principal) for b in found] == [("orders", "User:alice")]
+        removal = AclBindingFilter(
+            ResourceType.TOPIC,
+            "orders",
+            ResourcePatternType.LITERAL,
+            None,
+            None,
+            AclOperation.ANY,
+            AclPermissionType.ANY,
+        )
+        assert len(other.delete_acls([removal])[removal].result(15)) == 1
+        deadline = time.monotonic() + 10
+        while any("alice" in _read(b.data_dir / "acls.json") for b in cluster.nodes.values()):
+            assert time.monotonic() < deadline, "the removal did not reach every broker"
+            time.sleep(0.1)
+
+
+def _read(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
