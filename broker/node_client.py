@@ -46,6 +46,9 @@ class NodeClient:
             except (OSError, TimeoutError, asyncio.IncompleteReadError, decoder.DecodeError) as exc:
                 self.close()
                 raise NodeUnreachable(f"node {self.address}: {exc or 'timed out'}") from exc
+            except asyncio.CancelledError:
+                self.close()  # its answer may still come: the connection is spent
+                raise
 
     async def _call(self, api_key: int, version: int, request: Mapping[str, Any]) -> Any:
         if self._streams is None:

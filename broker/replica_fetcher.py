@@ -73,11 +73,14 @@ class LeaderFetcher:
         self.partitions: dict[Key, Followed] = {}
         self._wake = asyncio.Event()
         self._client: NodeClient | None = None
+        self._waiting: asyncio.Future[None] | None = None  # the fetch in flight
         self._task = asyncio.create_task(self._run(), name=f"replica-fetcher-{leader}")
 
     def follow(self, partition: Partition) -> None:
         self.partitions[_key(partition)] = Followed(partition)
         self._wake.set()
+        if self._waiting is not None:  # a long poll without it: ask again at once
+            self._waiting.cancel()
 
     def forget(self, partition: Partition) -> None:
         self.partitions.pop(_key(partition), None)
@@ -101,7 +104,15 @@ class LeaderFetcher:
                     await asyncio.sleep(RETRY_S)
                     continue
                 await self._truncate(client)
-                await self._fetch(client)
+                fetching = self._waiting = asyncio.ensure_future(self._fetch(client))
+                try:
+                    await asyncio.wait({fetching})  # follow() may cut it short
+                finally:
+                    self._waiting = None
+                    if not fetching.done():  # this task itself is cancelled
+                        fetching.cancel()
+                if not fetching.cancelled():
+                    fetching.result()  # its error, if any
             except NodeUnreachable as exc:
                 log.debug("leader unreachable", leader=self.leader, error=str(exc))
                 await asyncio.sleep(RETRY_S)
