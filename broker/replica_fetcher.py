@@ -239,7 +239,7 @@ class LeaderFetcher:
                 first = headers[0].position
                 data = records[first : headers[-1].position + headers[-1].size]
                 headers = [h._replace(position=h.position - first) for h in headers]
-                plog.append_as_is(data, headers)
+                plog.append_as_is(data, headers, gaps=True)
                 for header in headers:
                     if header.producer_id >= 0:
                         batch = data[header.position : header.position + header.size]

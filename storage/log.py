@@ -257,9 +257,15 @@ class PartitionLog:
             )
 
     def append_as_is(
-        self, data: bytes, headers: Sequence[BatchHeader], *, now_ms: int | None = None
+        self,
+        data: bytes,
+        headers: Sequence[BatchHeader],
+        *,
+        now_ms: int | None = None,
+        gaps: bool = False,
     ) -> AppendInfo:
-        """Store batches whose offsets are already set; the first must be the log end offset."""
+        """Store batches whose offsets are already set; the first must be the log end
+        offset, or past it with `gaps` (a leader's compacted log has holes)."""
         if not headers:
             raise ValueError("no batches to append")
         if now_ms is None:
@@ -267,7 +273,7 @@ class PartitionLog:
         with self._lock:
             self._check_open()
             first = self.log_end_offset
-            if headers[0].base_offset != first:
+            if headers[0].base_offset != first and not (gaps and headers[0].base_offset > first):
                 raise ValueError(f"batch at offset {headers[0].base_offset}, the log is at {first}")
             expected = first
             for header in headers:

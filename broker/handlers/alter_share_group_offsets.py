@@ -65,15 +65,17 @@ async def _alter(
 ) -> tuple[ErrorCode, str | None]:
     if not 0 <= p.partition_index < len(topic.partitions):
         return ErrorCode.unknown_topic_or_partition, None
-    log = topic.partitions[p.partition_index].log
-    if not 0 <= p.start_offset <= log.log_end_offset:
+    partition = topic.partitions[p.partition_index]
+    if partition.hosted and not 0 <= p.start_offset <= partition.high_watermark:
         return ErrorCode.invalid_request, (
             f"The start offset {p.start_offset} is outside the partition "
-            f"(0 to {log.log_end_offset})."
+            f"(0 to {partition.high_watermark})."
         )
     share = ctx.broker.share
     await share.ensure_started()
     key = ShareKey(group_id, topic.topic_id, p.partition_index)
-    start = max(p.start_offset, log.log_start_offset)
+    start = (
+        max(p.start_offset, partition.log.log_start_offset) if partition.hosted else p.start_offset
+    )
     await share.run(key, lambda s: s.alter_start(key, start))
     return ErrorCode.none, None

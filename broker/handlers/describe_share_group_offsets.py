@@ -82,10 +82,11 @@ async def _topic(
         elif topic is not None:
             state = await read_state(ctx, ShareKey(group_id, topic.topic_id, index))
             if state is not None:
-                end = topic.partitions[index].log.log_end_offset
+                partition = topic.partitions[index]
                 answer["start_offset"] = state["start_offset"]
                 answer["leader_epoch"] = max(state["leader_epoch"], 0)
-                answer["lag"] = lag(state, end)
+                if partition.hosted:  # (a cluster: the end is known where a replica is)
+                    answer["lag"] = lag(state, partition.high_watermark)
         answers.append(answer)
     return {
         "topic_name": name,
