@@ -10,7 +10,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -30,7 +30,6 @@ from broker.handlers.base import Api, RequestContext
 from broker.listener_connections import ListenerConnections
 from broker.listeners import Listener, ListenError
 from broker.producer_ids import ClusterProducerIds, ProducerIdAllocator
-from broker.replication import ReplicaManager
 from broker.security import tls
 from broker.security.authorizer import AclAuthorizer, Authorizer, build_authorizer
 from broker.security.credentials import CredentialStore
@@ -54,6 +53,9 @@ from protocol.header import (
     response_header,
 )
 from storage import AppendInfo
+
+if TYPE_CHECKING:
+    from broker.replication import ReplicaManager
 
 log = structlog.get_logger("broker")
 
@@ -105,7 +107,12 @@ class Broker:
         self.member = (
             ClusterMember(self, cluster) if cluster.is_broker and not cluster.standalone else None
         )
-        self.replicas = ReplicaManager(self, cluster.node_id) if self.member is not None else None
+        self.replicas: ReplicaManager | None = None
+        if self.member is not None:
+            # cluster-only modules load only in a cluster: one node starts as fast as ever
+            from broker.replication import ReplicaManager
+
+            self.replicas = ReplicaManager(self, cluster.node_id)
         self.authorizer: Authorizer = build_authorizer(config)  # ACLs when configured
         self.scram_credentials = CredentialStore(config.data_dir)
         self.flusher = Flusher()

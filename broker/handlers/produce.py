@@ -36,7 +36,6 @@ from typing import Any
 
 from broker.handlers.authorization import acls_enabled
 from broker.handlers.base import Reply, RequestContext
-from broker.replication import PartitionReplica
 from broker.security.resources import Operation, ResourceType
 from broker.topics import Partition
 from protocol.batch import BatchHeader, InvalidBatch, TruncatedBatch, iter_batches
@@ -98,7 +97,7 @@ async def _wait_for_replicas(
     waits = [
         (partition, answer, partition.replication.wait_for(end))
         for partition, end, answer in written
-        if isinstance(partition.replication, PartitionReplica)
+        if partition.replication is not None
     ]
     if not waits:
         return
