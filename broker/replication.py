@@ -57,7 +57,6 @@ class Follower:
     caught_up_ms: int = field(default_factory=lambda: now_ms())
     last_fetch_ms: int = 0
     leader_end_at_last_fetch: int = 0
-    high_watermark_sent: int = -1
 
 
 def now_ms() -> int:
@@ -259,15 +258,6 @@ class ReplicaManager:
         if node not in replica.isr and self._may_join_isr(partition, replica, fetch_offset):
             self._change_isr(partition, replica, (*replica.isr, node))
         self.advance_high_watermark(partition)
-
-    def high_watermark_news(self, partition: Partition, node: int, high_watermark: int) -> bool:
-        """True (once) when the follower has not been told this high watermark yet."""
-        replica = partition.replication
-        follower = replica.followers.get(node) if isinstance(replica, PartitionReplica) else None
-        if follower is None or follower.high_watermark_sent == high_watermark:
-            return False
-        follower.high_watermark_sent = high_watermark
-        return True
 
     def _may_join_isr(self, partition: Partition, replica: PartitionReplica, offset: int) -> bool:
         """Caught up to the high watermark and to the start of this leader's epoch."""

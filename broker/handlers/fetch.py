@@ -17,9 +17,9 @@
   once per request (an unknown topic id stays UNKNOWN_TOPIC_ID). A follower's fetch
   (replica_id set) needs CLUSTER_ACTION on the cluster instead, as on Kafka.
 - In a cluster only a partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere),
-  consumers up to the high watermark; a follower's fetch reads to the log end, tells
-  the leader how far the follower got, and answers early when the high watermark
-  moved.
+  consumers up to the high watermark; a follower's fetch reads to the log end and
+  tells the leader how far the follower got (followers learn the high watermark with
+  their next records, as on Kafka).
 """
 
 from __future__ import annotations
@@ -181,24 +181,6 @@ def _replicate(
     return piece.size
 
 
-def _follower_lags(
-    ctx: RequestContext,
-    results: list[tuple[PartitionKey, CachedPartition, dict[str, Any]]],
-    replica_id: int,
-) -> bool:
-    """A parked follower fetch answers at once when a high watermark moved: the
-    follower's own consumers (after a failover) read up to it."""
-    replicas = ctx.broker.replicas
-    if replica_id < 0 or replicas is None:
-        return False
-    lagging = False
-    for key, _, answer in results:
-        partition = _resolve(ctx, key)[0]
-        if partition is not None:
-            lagging |= replicas.high_watermark_news(partition, replica_id, answer["high_watermark"])
-    return lagging
-
-
 def _shape(
     plan: FetchPlan, results: list[tuple[PartitionKey, CachedPartition, dict[str, Any]]]
 ) -> list[dict[str, Any]]:
@@ -265,8 +247,6 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         remaining = deadline - time.monotonic()
         errors = any(answer["error_code"] for _, _, answer in results)
         if total >= request.min_bytes or remaining <= 0 or errors or not results:
-            break
-        if _follower_lags(ctx, results, replica_id):
             break
         waiters = [
             partition.arrival()
