@@ -16,14 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.cluster_admin import through_controller
-from broker.controller_documents import ControllerAcls
-from broker.handlers.authorization import cluster_allowed
+from broker.handlers.acl_common import acl_store
 from broker.handlers.base import Reply, RequestContext
-from broker.node_client import NodeUnreachable
-from broker.security.acls import AclBinding, AclFilter, AclStore
-from broker.security.authorizer import AclAuthorizer
-from broker.security.resources import Operation
+from broker.security.acls import AclBinding, AclFilter
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 3
@@ -49,26 +44,17 @@ def _matched(binding: AclBinding) -> dict[str, Any]:
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     count = len(request.filters)
-    store: AclStore | ControllerAcls
-    authorizer = ctx.broker.authorizer
-    if ctx.listener.controller and ctx.broker.controller is not None:
-        store = ctx.broker.controller.acls  # a broker of the cluster checked the rest
-    else:
-        if not cluster_allowed(ctx, Operation.ALTER):
-            failed = _failed(
-                ErrorCode.cluster_authorization_failed, "Cluster authorization failed."
-            )
-            return {"throttle_time": 0, "filter_results": [failed] * count}
-        if not isinstance(authorizer, AclAuthorizer):
-            disabled = _failed(ErrorCode.security_disabled, "No Authorizer is configured.")
-            return {"throttle_time": 0, "filter_results": [disabled] * count}
-        if ctx.broker.member is not None:
-            try:
-                return await through_controller(ctx.broker, 31, ctx.version, request)
-            except NodeUnreachable as exc:
-                failed = _failed(ErrorCode.request_timed_out, str(exc))
-                return {"throttle_time": 0, "filter_results": [failed] * count}
-        store = authorizer.store
+    store, answer = await acl_store(
+        ctx,
+        31,
+        request,
+        lambda code, message: {
+            "throttle_time": 0,
+            "filter_results": [_failed(code, message)] * count,
+        },
+    )
+    if store is None:
+        return answer
     filters = [
         AclFilter.from_wire(
             f.resource_type_filter,

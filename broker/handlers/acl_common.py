@@ -1,0 +1,39 @@
+"""What CreateAcls and DeleteAcls share: which store they change, or the answer they
+give at once (no ALTER on the cluster, no authorizer, a cluster's controller away)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from broker.cluster_admin import through_controller
+from broker.controller_documents import ControllerAcls
+from broker.handlers.authorization import cluster_allowed
+from broker.handlers.base import Reply, RequestContext
+from broker.node_client import NodeUnreachable
+from broker.security.acls import AclStore
+from broker.security.authorizer import AclAuthorizer
+from broker.security.resources import Operation
+from protocol.errors import ErrorCode
+
+Refusal = Callable[[ErrorCode, str], Reply]  # the answer with every item failed so
+
+
+async def acl_store(
+    ctx: RequestContext, api_key: int, request: Any, refuse: Refusal
+) -> tuple[AclStore | ControllerAcls | None, Reply]:
+    """(the store to change, None), or (None, the answer to give now). On a broker of a
+    cluster the answer is the controller's, given once this broker follows it."""
+    if ctx.listener.controller and ctx.broker.controller is not None:
+        return ctx.broker.controller.acls, None  # a broker of the cluster checked the rest
+    if not cluster_allowed(ctx, Operation.ALTER):
+        return None, refuse(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
+    authorizer = ctx.broker.authorizer
+    if not isinstance(authorizer, AclAuthorizer):
+        return None, refuse(ErrorCode.security_disabled, "No Authorizer is configured.")
+    if ctx.broker.member is not None:
+        try:
+            return None, await through_controller(ctx.broker, api_key, ctx.version, request)
+        except NodeUnreachable as exc:
+            return None, refuse(ErrorCode.request_timed_out, str(exc))
+    return authorizer.store, None
