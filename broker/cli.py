@@ -93,6 +93,10 @@ def check_data_dir(path: Path) -> None:
         ) from None
 
 
+# a clean stop waits for nothing remote for long; past this, exit anyway
+STOP_LIMIT_S = 60.0
+
+
 async def run(config: BrokerConfig) -> None:
     from broker.server import Broker
 
@@ -106,7 +110,10 @@ async def run(config: BrokerConfig) -> None:
     try:
         await broker.serve_until_stopped()
     finally:
-        await broker.stop()
+        try:
+            await asyncio.wait_for(broker.stop(), STOP_LIMIT_S)
+        except TimeoutError:  # the logs recover at the next start, as after kill -9
+            structlog.get_logger().error("stop did not finish: exiting", limit_s=STOP_LIMIT_S)
 
 
 def main(argv: list[str] | None = None) -> None:
