@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from broker import high_watermarks
 from broker.controller import METADATA_TOPIC
 from broker.node_client import NodeUnreachable
 from coordinator.cluster import records as rec
@@ -136,18 +137,25 @@ class ReplicaManager:
         self.fetchers: ReplicaFetchers | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._isr_check: asyncio.Task[None] | None = None
+        self._checkpointing: asyncio.Task[None] | None = None
+        # the high watermarks of the last run, for replicas that start again
+        self._checkpoint = high_watermarks.read(broker.config.data_dir)
+        self._written = dict(self._checkpoint)
 
     def start(self) -> None:
         from broker.replica_fetcher import ReplicaFetchers
 
         self.fetchers = ReplicaFetchers(self.broker, self)
         self._isr_check = asyncio.create_task(self._check_isr(), name="isr-check")
+        self._checkpointing = asyncio.create_task(self._checkpoints(), name="hw-checkpoint")
 
     async def stop(self) -> None:
-        if self._isr_check is not None:
-            self._isr_check.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._isr_check
+        for task in (self._isr_check, self._checkpointing):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self.write_checkpoint()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -187,7 +195,11 @@ class ReplicaManager:
     def _follow(self, partition: Partition, value: rec.PartitionValue) -> None:
         replica = partition.replication
         if not isinstance(replica, PartitionReplica):
-            start = partition.log.log_start_offset if partition.hosted else -1
+            start = -1
+            if partition.hosted:
+                plog = partition.log
+                known = self._checkpoint.get((partition.topic.name, partition.index), -1)
+                start = min(max(known, plog.log_start_offset), plog.log_end_offset)
             replica = PartitionReplica(self.node_id, value, start)
             partition.replication = replica
             changed = True
@@ -236,6 +248,27 @@ class ReplicaManager:
             self.fetchers.remove(partition)
             if replica.leader_id != rec.NO_LEADER:
                 self.fetchers.add(partition, replica.leader_id)
+
+    # -- the high watermark checkpoint ------------------------------------------------
+
+    async def _checkpoints(self) -> None:
+        while True:
+            await asyncio.sleep(high_watermarks.INTERVAL_S)
+            try:
+                self.write_checkpoint()
+            except OSError as exc:
+                log.warning("high watermark checkpoint not written", error=str(exc))
+
+    def write_checkpoint(self) -> None:
+        """Every hosted replica's high watermark, if any moved since the last write."""
+        current = {
+            (p.topic.name, p.index): p.replication.high_watermark
+            for p in self.broker.topics.hosted_partitions()
+            if isinstance(p.replication, PartitionReplica) and p.replication.high_watermark >= 0
+        }
+        if current != self._written:
+            high_watermarks.write(self.broker.config.data_dir, current)
+            self._written = current
 
     # -- leading ----------------------------------------------------------------------
 
