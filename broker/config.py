@@ -75,6 +75,7 @@ _NAMES = {
     "replica.lag.time.max.ms": "replica_lag_time_max_ms",
     "inter.broker.listener.name": "inter_broker_listener_name",
     "replica.fetch.wait.max.ms": "replica_fetch_wait_max_ms",
+    "replica.fetch.min.bytes": "replica_fetch_min_bytes",
     "offsets.topic.num.partitions": "offsets_topic_num_partitions",
     "transaction.state.log.num.partitions": "transaction_state_log_num_partitions",
     "group.min.session.timeout.ms": "group_min_session_timeout_ms",
@@ -187,6 +188,7 @@ class BrokerConfig:
     transaction_state_log_min_isr: int = 2
     replica_lag_time_max_ms: int = 30000
     replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
     inter_broker_listener_name: str = ""  # what followers fetch through
     offsets_topic_num_partitions: int = 50
     transaction_state_log_num_partitions: int = 50

@@ -201,7 +201,7 @@ class LeaderFetcher:
         request = {
             "replica_id": self.broker.config.node_id,
             "max_wait": self.broker.config.replica_fetch_wait_max_ms,
-            "min_bytes": 1,
+            "min_bytes": self.broker.config.replica_fetch_min_bytes,
             "max_bytes": MAX_BYTES,
             "isolation_level": 0,
             "session_id": 0,
