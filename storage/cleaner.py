@@ -68,7 +68,6 @@ from storage.cleaner_files import (
     CLEANED_SUFFIX,
     Output,
     index_of,
-    read_batches,
     swap_name,
     unlink,
 )
@@ -78,6 +77,7 @@ from storage.segment import (
     Segment,
     SharedFd,
     pread_exact,
+    read_batches,
     scan_headers,
 )
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
-from protocol.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, TruncatedBatch, read_header
 from storage.checkpoint import fsync_dir, write_all
 from storage.index import SegmentIndex
 from storage.segment import (
@@ -69,30 +67,6 @@ class Output:
                 os.close(self.fd)
             self.fd = -1
         unlink(self.path)
-
-
-def read_batches(fd: int, end: int) -> Iterator[tuple[int, BatchHeader, bytes]]:
-    """(file position, header at position 0, batch) for each batch in [0, end)."""
-    position = 0
-    while position < end:
-        chunk = pread_exact(fd, min(_CHUNK, end - position), position)
-        at = 0
-        while at < len(chunk):
-            try:
-                header = read_header(chunk, at)
-            except TruncatedBatch:
-                break
-            batch = chunk[at : at + header.size]
-            yield position + at, read_header(batch), batch
-            at += header.size
-        if at == 0:  # one batch larger than the chunk
-            length = int.from_bytes(chunk[8:12], "big", signed=True) + LOG_OVERHEAD
-            if not HEADER_SIZE <= length <= end - position:
-                raise TruncatedBatch(f"no whole batch at byte {position} of a segment")
-            batch = pread_exact(fd, length, position)
-            yield position, read_header(batch), batch
-            at = length
-        position += at
 
 
 def index_of(path: Path, base: int, size: int, end: int, interval: int) -> SegmentIndex:

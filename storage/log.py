@@ -30,10 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from protocol.batch import (
-    LOG_OVERHEAD,
     BatchHeader,
-    InvalidBatch,
-    TruncatedBatch,
     read_header,
     set_base_offset,
     set_max_timestamp,
@@ -54,7 +51,7 @@ from storage.epochs import LeaderEpochCache
 from storage.index import NO_TIMESTAMP
 from storage.log_slice import LogSlice
 from storage.records import record_timestamps
-from storage.segment import Segment, SharedFd, parse_segment_name, pread_exact
+from storage.segment import Segment, parse_segment_name, read_batches
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +59,6 @@ LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
 CLEAN_SHUTDOWN = "clean-shutdown"
-
-_BATCH_CHUNK = 1 << 20
 
 
 class OffsetOutOfRange(Exception):
@@ -466,7 +461,9 @@ class PartitionLog:
                 except FileNotFoundError:
                     continue  # deleted by retention meanwhile
                 end = segment.size
-            yield from _batches(fd, position, end, start)
+            for _position, header, batch in read_batches(fd.fd, end, position):
+                if header.next_offset > start:
+                    yield header, batch
 
     # -- timestamps ---------------------------------------------------------------------
 
@@ -827,33 +824,3 @@ class PartitionLog:
 
 def _base(segment: Segment) -> int:
     return segment.base_offset
-
-
-def _batches(
-    file: SharedFd, position: int, end: int, start_offset: int
-) -> Iterator[tuple[BatchHeader, bytes]]:
-    """The batches in [position, end) of a segment file, read a chunk at a time."""
-    fd = file.fd
-    while position < end:
-        chunk = pread_exact(fd, min(_BATCH_CHUNK, end - position), position)
-        at = 0
-        while at < len(chunk):
-            try:
-                header = read_header(chunk, at)
-            except TruncatedBatch:
-                break
-            if header.next_offset > start_offset:
-                batch = chunk[at : at + header.size]
-                yield read_header(batch), batch
-            at += header.size
-        if at == 0:  # one batch larger than the chunk
-            head = pread_exact(fd, LOG_OVERHEAD, position)
-            size = int.from_bytes(head[8:12], "big", signed=True) + LOG_OVERHEAD
-            if not LOG_OVERHEAD < size <= end - position:
-                raise InvalidBatch(f"no whole batch at byte {position} of a segment")
-            batch = pread_exact(fd, size, position)
-            header = read_header(batch)
-            if header.next_offset > start_offset:
-                yield header, batch
-            at = size
-        position += at

@@ -35,6 +35,7 @@ TIME_INDEX_SUFFIX = ".timeindex"
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _SCAN_CHUNK = 16 * 1024
 _RECOVERY_CHUNK = 1 << 20
+_READ_CHUNK = 1 << 20
 _LENGTH = struct.Struct(">i")
 INT32_MAX = (1 << 31) - 1
 
@@ -128,6 +129,30 @@ def pread_exact(fd: int, size: int, position: int) -> bytes:
         parts.append(more)
         got += len(more)
     return b"".join(parts)
+
+
+def read_batches(fd: int, end: int, position: int = 0) -> Iterator[tuple[int, BatchHeader, bytes]]:
+    """(file position, header at position 0, batch) for each batch in [position, end),
+    read a chunk at a time."""
+    while position < end:
+        chunk = pread_exact(fd, min(_READ_CHUNK, end - position), position)
+        at = 0
+        while at < len(chunk):
+            try:
+                header = read_header(chunk, at)
+            except TruncatedBatch:
+                break
+            batch = chunk[at : at + header.size]
+            yield position + at, read_header(batch), batch
+            at += header.size
+        if at == 0:  # one batch larger than the chunk
+            length = int.from_bytes(chunk[8:12], "big", signed=True) + LOG_OVERHEAD
+            if not HEADER_SIZE <= length <= end - position:
+                raise TruncatedBatch(f"no whole batch at byte {position} of a segment")
+            batch = pread_exact(fd, length, position)
+            yield position, read_header(batch), batch
+            at = length
+        position += at
 
 
 def peek_header(buf: bytes, offset: int, position: int) -> BatchHeader:
