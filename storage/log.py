@@ -10,6 +10,11 @@ Files in the partition directory:
     clean-shutdown                                       written by close(), removed
                                                          at the first change after open
 
+Opening and crash recovery live in storage/log_recovery.py, DeleteRecords, retention
+and a follower's truncation in storage/log_removal.py, lookups by time in
+storage/log_time.py, compaction in storage/cleaner.py: each works on this class's state
+under its lock.
+
 Threads: every method is meant for the event loop's thread except flush() and
 compact(), which may run in a worker thread at the same time; they hold the lock
 only to take a snapshot and to record the result, never while they fsync or
@@ -31,38 +36,32 @@ from pathlib import Path
 
 from protocol.batch import (
     BatchHeader,
-    read_header,
     set_base_offset,
     set_max_timestamp,
     set_partition_leader_epoch,
 )
+from storage import log_recovery, log_removal, log_time
 from storage.checkpoint import (
     fsync_dir,
     fsync_path,
-    read_lines,
-    read_offset,
     write_atomic,
     write_offset,
 )
 from storage.cleaner import CompactionState, CompactionStats, compact_log
-from storage.cleaner_files import recover_cleaner_files
 from storage.config import INT32_MAX, LogConfig
 from storage.epochs import LeaderEpochCache
 from storage.index import NO_TIMESTAMP
+from storage.log_files import (
+    CLEAN_SHUTDOWN,
+    LEADER_EPOCH_CHECKPOINT,
+    RECOVERY_CHECKPOINT,
+    OffsetOutOfRange,
+    segment_base,
+)
 from storage.log_slice import LogSlice
-from storage.records import record_timestamps
-from storage.segment import Segment, parse_segment_name, read_batches
+from storage.segment import Segment, read_batches
 
 logger = logging.getLogger(__name__)
-
-LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
-LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
-RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
-CLEAN_SHUTDOWN = "clean-shutdown"
-
-
-class OffsetOutOfRange(Exception):
-    """The offset is below the log start offset or above the log end offset."""
 
 
 @dataclass(frozen=True)
@@ -105,110 +104,15 @@ class PartitionLog:
         self._deleted = False
         self._compaction = CompactionState()
 
-    # -- opening and recovery ----------------------------------------------------------
+    # -- opening and recovery (storage/log_recovery.py) --------------------------------
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig) -> PartitionLog:
         """Open the log in `directory`, creating it, or recovering it after a crash."""
         directory.mkdir(parents=True, exist_ok=True)
         log = cls(directory, config)
-        log._load()
+        log_recovery.load(log)
         return log
-
-    def _load(self) -> None:
-        directory = self.directory
-        recover_cleaner_files(directory)
-        bases = sorted(
-            base for name in os.listdir(directory) if (base := parse_segment_name(name)) is not None
-        )
-        segments = []
-        for i, base in enumerate(bases):
-            size = os.stat(directory / f"{base:020d}.log").st_size
-            next_offset = bases[i + 1] if i + 1 < len(bases) else base
-            segments.append(Segment(directory, base, size, next_offset))
-        self._segments = segments
-        self._epochs, epochs_readable = LeaderEpochCache.load(directory / LEADER_EPOCH_CHECKPOINT)
-        start_checkpoint = read_offset(directory / LOG_START_CHECKPOINT) or 0
-
-        marker = self._read_marker()
-        if marker is not None and segments and epochs_readable:
-            end_offset, base, size = marker
-            active = segments[-1]
-            if active.base_offset == base and active.size == size and end_offset >= base:
-                active.next_offset = end_offset
-                self._recovery_point = end_offset
-                self._persisted_recovery_base = base
-                self._marker_present = True
-        if not self._marker_present:
-            with contextlib.suppress(FileNotFoundError):
-                (directory / CLEAN_SHUTDOWN).unlink()
-            if segments:
-                self._recover(epochs_readable)
-
-        if not self._segments:
-            self._segments = [Segment.create(directory, start_checkpoint)]
-            self._dir_dirty = True
-            self._writes += 1
-        active = self._segments[-1]
-        active.open_writable()
-        self.log_end_offset = active.next_offset
-        self.log_start_offset = min(
-            max(start_checkpoint, self._segments[0].base_offset), self.log_end_offset
-        )
-        self._drop_segments_below(self.log_start_offset)
-        if self._epochs.truncate_from_start(self.log_start_offset):
-            self._epochs.save()
-
-    def _read_marker(self) -> tuple[int, int, int] | None:
-        lines = read_lines(self.directory / CLEAN_SHUTDOWN)
-        if not lines:
-            return None
-        try:
-            end_offset, base, size = (int(part) for part in lines[0].split())
-        except ValueError:
-            return None
-        return end_offset, base, size
-
-    def _recover(self, epochs_readable: bool) -> None:
-        """Check the segments written since the last flush; cut at the first bad batch."""
-        segments = self._segments
-        recovery_point = read_offset(self.directory / RECOVERY_CHECKPOINT) or 0
-        first = max(0, bisect.bisect_right(segments, recovery_point, key=_base) - 1)
-        self._persisted_recovery_base = segments[first].base_offset
-        interval = self.config.index_interval_bytes
-        if not epochs_readable:
-            logger.warning("rebuilding the leader epochs of %s from the batches", self.directory)
-            for segment in segments[:first]:
-                for header in segment.headers():
-                    self._epochs.assign(
-                        header.partition_leader_epoch, header.base_offset, persist=False
-                    )
-        epochs_before = self._epochs.entries
-        min_offset = segments[first].base_offset
-        for i in range(first, len(segments)):
-            segment = segments[i]
-            result = segment.recover(min_offset, interval)
-            self.scanned_segments += 1
-            for epoch, offset in result.epochs:
-                self._epochs.assign(epoch, offset, persist=False)
-            later = segments[i + 1 :]
-            if later and (result.truncated or later[0].base_offset < segment.next_offset):
-                logger.warning(
-                    "dropping %d segments of %s after a bad batch", len(later), self.directory
-                )
-                for dropped in later:
-                    dropped.delete_files()
-                del segments[i + 1 :]
-                break
-            min_offset = segment.next_offset
-        self.recovered_by_scan = True
-        self._unflushed = segments[first:-1]
-        end_offset = segments[-1].next_offset
-        self._recovery_point = min(recovery_point, end_offset)
-        self._writes += 1
-        self._epochs.truncate_from_end(end_offset)
-        if self._epochs.entries != epochs_before or not epochs_readable:
-            self._epochs.save()
 
     # -- appending ----------------------------------------------------------------------
 
@@ -379,7 +283,7 @@ class PartitionLog:
     # -- reading ------------------------------------------------------------------------
 
     def _segment_at(self, offset: int) -> int:
-        return max(0, bisect.bisect_right(self._segments, offset, key=_base) - 1)
+        return max(0, bisect.bisect_right(self._segments, offset, key=segment_base) - 1)
 
     def _check_range(self, offset: int) -> None:
         if not self.log_start_offset <= offset <= self.log_end_offset:
@@ -469,147 +373,30 @@ class PartitionLog:
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with a timestamp >= `timestamp`."""
-        with self._lock:
-            self._check_open()
-            interval = self.config.index_interval_bytes
-            start = self.log_start_offset
-            for segment in self._segments:
-                index = segment.index(interval)
-                if index.max_timestamp < timestamp:
-                    continue
-                from_offset = max(index.offset_before_time(timestamp), start)
-                for header in segment.headers(index.position_for(from_offset)):
-                    if header.next_offset <= from_offset or header.max_timestamp < timestamp:
-                        continue
-                    found = self._find_in_batch(segment, header, timestamp)
-                    if found is not None:
-                        return found
-            return None
-
-    def _find_in_batch(
-        self, segment: Segment, header: BatchHeader, timestamp: int
-    ) -> tuple[int, int] | None:
-        data = segment.read(header.position, header.size)
-        records = record_timestamps(read_header(data), data)
-        start = self.log_start_offset
-        if records is None:
-            return max(header.base_offset, start), header.max_timestamp
-        for offset, stamp in records:
-            if offset >= start and stamp >= timestamp:
-                return offset, stamp
-        return None
+        return log_time.offset_for_timestamp(self, timestamp)
 
     def max_timestamp(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with the largest timestamp."""
-        with self._lock:
-            self._check_open()
-            interval = self.config.index_interval_bytes
-            largest = max(
-                (segment.index(interval).max_timestamp for segment in self._segments),
-                default=NO_TIMESTAMP,
-            )
-            if largest < 0:
-                return None
-            found = self.offset_for_timestamp(largest)
-            if found is not None:
-                return found
-            # The largest timestamp is on records below the log start offset, which
-            # only the first segment holds: find the largest of the records left.
-            live = max(
-                (segment.index(interval).max_timestamp for segment in self._segments[1:]),
-                default=NO_TIMESTAMP,
-            )
-            first = self._segments[0]
-            start = self.log_start_offset
-            for header in first.headers(first.index(interval).position_for(start)):
-                if header.base_offset >= start:
-                    live = max(live, header.max_timestamp)
-                elif header.next_offset > start:
-                    data = first.read(header.position, header.size)
-                    records = record_timestamps(read_header(data), data)
-                    if records is None:
-                        live = max(live, header.max_timestamp)
-                    else:
-                        live = max([live, *(stamp for o, stamp in records if o >= start)])
-            return self.offset_for_timestamp(live) if live >= 0 else None
+        return log_time.max_timestamp(self)
 
-    # -- removing data ------------------------------------------------------------------
+    # -- removing data (storage/log_removal.py) ---------------------------------------
 
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: the log now starts at `offset`; returns the log start offset."""
-        with self._lock:
-            self._check_open()
-            if offset > self.log_end_offset or offset < 0:
-                raise OffsetOutOfRange(
-                    f"cannot delete before {offset}: the log ends at {self.log_end_offset}"
-                )
-            if offset <= self.log_start_offset:
-                return self.log_start_offset
-            self._mark_dirty()
-            write_offset(self.directory / LOG_START_CHECKPOINT, offset)
-            self.log_start_offset = offset
-            self._drop_segments_below(offset)
-            if self._epochs.truncate_from_start(offset):
-                self._epochs.save()
-            return offset
+        return log_removal.delete_records_before(self, offset)
 
     def truncate_to(self, offset: int) -> int:
         """A follower's log diverged from its leader's: drop every batch from the one
         holding `offset` on. Returns the new log end offset (a batch boundary)."""
-        with self._lock:
-            self._check_open()
-            if offset >= self.log_end_offset:
-                return self.log_end_offset
-            if offset <= self.log_start_offset:
-                return self.start_over_at(offset)
-            self._mark_dirty()
-            keep = self._segment_at(offset)
-            for dropped in self._segments[keep + 1 :]:
-                self._delete_segment(dropped)
-            del self._segments[keep + 1 :]
-            segment = self._segments[keep]
-            if segment in self._unflushed:
-                self._unflushed.remove(segment)
-            cut, end = segment.size, segment.base_offset
-            for header in segment.headers(
-                segment.index(self.config.index_interval_bytes).position_for(offset)
-            ):
-                if header.next_offset > offset:
-                    cut = header.position
-                    break
-                end = header.next_offset
-            else:
-                end = segment.next_offset
-            segment.open_writable()
-            os.ftruncate(segment.file.fd, cut)
-            segment.size = cut
-            segment.next_offset = max(end, segment.base_offset)
-            segment.rebuild_index(self.config.index_interval_bytes)
-            self.log_end_offset = segment.next_offset
-            self._recovery_point = min(self._recovery_point, self.log_end_offset)
-            self._persisted_recovery_base = min(self._persisted_recovery_base, segment.base_offset)
-            write_offset(self.directory / RECOVERY_CHECKPOINT, self._recovery_point)
-            self._dir_dirty = True
-            if self._epochs.truncate_from_end(self.log_end_offset):
-                self._epochs.save()
-            return self.log_end_offset
+        return log_removal.truncate_to(self, offset)
 
     def start_over_at(self, offset: int) -> int:
-        """Empty the log; the next batch gets `offset` (a follower behind the leader's
-        log start, or one whose every batch diverged)."""
-        self._mark_dirty()
-        for segment in self._segments:
-            self._delete_segment(segment)
-        self._segments = [Segment.create(self.directory, offset)]
-        self.log_start_offset = self.log_end_offset = offset
-        write_offset(self.directory / LOG_START_CHECKPOINT, offset)
-        self._recovery_point = offset
-        self._persisted_recovery_base = offset
-        write_offset(self.directory / RECOVERY_CHECKPOINT, offset)
-        self._dir_dirty = True
-        if self._epochs.truncate_from_end(offset):
-            self._epochs.save()
-        return offset
+        """Empty the log; the next batch gets `offset`."""
+        return log_removal.start_over_at(self, offset)
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete the oldest segments past retention.ms or retention.bytes."""
+        return log_removal.apply_retention(self, now_ms)
 
     def _drop_segments_below(self, offset: int) -> int:
         """Delete the segments whose every offset is below `offset` (never the active one)."""
@@ -624,46 +411,6 @@ class PartitionLog:
         segment.delete_files()
         if segment in self._unflushed:
             self._unflushed.remove(segment)
-
-    def apply_retention(self, now_ms: int) -> int:
-        """Delete the oldest segments past retention.ms or retention.bytes.
-
-        As in Kafka, an expired active segment goes too: a new empty one is rolled first.
-        """
-        with self._lock:
-            self._check_open()
-            config = self.config
-            if not config.deletes or (config.retention_ms < 0 and config.retention_bytes < 0):
-                return 0
-            interval = config.index_interval_bytes
-            remaining = self.size_bytes()
-            count = 0
-            for segment in self._segments:
-                if not segment.size and segment is self._segments[-1]:
-                    break  # (compaction may leave an older segment empty)
-                expired = (
-                    config.retention_ms >= 0
-                    and now_ms - segment.largest_timestamp(interval) > config.retention_ms
-                )
-                oversized = (
-                    config.retention_bytes >= 0
-                    and remaining - segment.size >= config.retention_bytes
-                )
-                if not (expired or oversized):
-                    break
-                remaining -= segment.size
-                count += 1
-            if not count:
-                return 0
-            if count == len(self._segments):
-                self._roll(now_ms)
-            for segment in self._segments[:count]:
-                self._delete_segment(segment)
-            del self._segments[:count]
-            self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
-            if self._epochs.truncate_from_start(self.log_start_offset):
-                self._epochs.save()
-            return count
 
     def compact(
         self, now_ms: int, *, producer_ids: Collection[int] | None = None
@@ -820,7 +567,3 @@ class PartitionLog:
             self._deleted = True
             self._unflushed = []
         shutil.rmtree(self.directory, ignore_errors=True)
-
-
-def _base(segment: Segment) -> int:
-    return segment.base_offset
