@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import logging
 import os
 import shutil
 import threading
@@ -60,8 +59,6 @@ from storage.log_files import (
 )
 from storage.log_slice import LogSlice
 from storage.segment import Segment, read_batches
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
