@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from broker import cluster_admin, memory, metrics
+from broker import cluster_admin, housekeeping, metrics
 from broker.cluster_member import ClusterMember
 from broker.config import BrokerConfig
 from broker.connection import Chunks
@@ -173,9 +173,9 @@ class Broker:
             for server in self._servers:
                 if not server.is_serving():
                     await server.start_serving()
-        self._tasks.append(asyncio.create_task(self._housekeeping()))
-        self._tasks.append(asyncio.create_task(self._log_cleaner()))
-        self._tasks.append(asyncio.create_task(self._sweep_connections()))
+        self._tasks.append(asyncio.create_task(housekeeping.keep_house(self)))
+        self._tasks.append(asyncio.create_task(housekeeping.clean_logs(self)))
+        self._tasks.append(asyncio.create_task(housekeeping.sweep_connections(self)))
         if self.topics.get(OFFSETS_TOPIC) is not None:
             self._tasks.append(asyncio.create_task(self.groups.ensure_started()))
         if self.topics.get(TRANSACTION_TOPIC) is not None:
@@ -275,73 +275,6 @@ class Broker:
 
     def _log_size(self) -> float:
         return float(sum(p.log.size_bytes() for p in self.topics.hosted_partitions()))
-
-    async def _log_cleaner(self) -> None:
-        """Compaction of compacted topics (the internal ones among them), off the event loop."""
-        backoff = self.config.log_cleaner_backoff_ms / 1000
-        while True:
-            await asyncio.sleep(backoff)
-            for partition in self.topics.hosted_partitions():
-                topic = partition.topic
-                plog = partition.log
-                if not plog.config.compacts:
-                    continue
-                await self.flusher.flush([plog])
-                producers = set(partition.producers.producers)
-                try:
-                    stats = await asyncio.to_thread(
-                        plog.compact, self.now_ms(), producer_ids=producers
-                    )
-                except Exception:
-                    log.exception("compaction failed", topic=topic.name, partition=partition.index)
-                    continue
-                if stats.cleaned:
-                    log.info(
-                        "compacted",
-                        topic=topic.name,
-                        partition=partition.index,
-                        **dataclasses.asdict(stats),
-                    )
-
-    async def _sweep_connections(self) -> None:
-        while True:
-            await asyncio.sleep(1)
-            self.connections.sweep()
-
-    async def _housekeeping(self) -> None:
-        """Retention, time-based rolls and flushes, producer id expiry."""
-        interval = min(self.config.log_retention_check_interval_ms, 1000) / 1000
-        last_retention = last_prune = 0.0
-        appended_before = self.appended_bytes
-        trimmed = True
-        while True:
-            await asyncio.sleep(interval)
-            if self.appended_bytes != appended_before:
-                appended_before, trimmed = self.appended_bytes, False
-            elif not trimmed:  # Produce traffic has stopped: hand back the freed buffers
-                memory.release_free_memory()
-                trimmed = True
-            now_ms = int(time.time() * 1000)
-            check_retention = time.monotonic() - last_retention >= (
-                self.config.log_retention_check_interval_ms / 1000
-            )
-            due = []
-            for partition in self.topics.hosted_partitions():
-                plog = partition.log
-                plog.roll_if_due(now_ms)
-                if check_retention and plog.apply_retention(now_ms):
-                    partition.producers.drop_below(plog.log_start_offset)
-                partition.producers.expire(now_ms, self.config.producer_id_expiration_ms)
-                if plog.needs_flush(now_ms):
-                    due.append(plog)
-            if check_retention:
-                last_retention = time.monotonic()
-            prune_interval = self.config.share_coordinator_state_topic_prune_interval_ms / 1000
-            if time.monotonic() - last_prune >= prune_interval:
-                last_prune = time.monotonic()
-                self.share.prune()
-            if due:
-                await self.flusher.flush(due)
 
     # -- data plane --------------------------------------------------------------
 
