@@ -6,7 +6,7 @@ so a client's next request to it sees the topic as it answered."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from broker.node_client import NodeUnreachable
@@ -59,16 +59,9 @@ async def create_topic(
     }
     answer = await _ask(broker, CREATE_TOPICS, 7, request)
     result = answer.topics[0]
-    _raise_for(result.error_code, result.error_message)
-    topic_id: uuid.UUID = result.topic_id
-
-    def created() -> bool:
-        topic = broker.topics.get(name)
-        return topic is not None and topic.topic_id == topic_id
-
-    await _member(broker).wait_for_view(created, VIEW_WAIT_S)
+    await _settled(broker, result)
     topic = broker.topics.get(name)
-    if topic is None or topic.topic_id != topic_id:
+    if topic is None or topic.topic_id != result.topic_id:
         raise TopicError(ErrorCode.request_timed_out, "the new topic did not reach this broker")
     return topic
 
@@ -79,9 +72,7 @@ async def delete_topic(broker: Broker, name: str) -> None:
         "timeout_ms": int(VIEW_WAIT_S * 1000),
     }
     answer = await _ask(broker, DELETE_TOPICS, 6, request)
-    result = answer.responses[0]
-    _raise_for(result.error_code, result.error_message)
-    await _member(broker).wait_for_view(lambda: broker.topics.get(name) is None, VIEW_WAIT_S)
+    await _settled(broker, answer.responses[0])
 
 
 async def create_partitions(broker: Broker, name: str, count: int) -> None:
@@ -91,7 +82,7 @@ async def create_partitions(broker: Broker, name: str, count: int) -> None:
         "validate_only": False,
     }
     answer = await _ask(broker, CREATE_PARTITIONS, 3, request)
-    await _applied(broker, answer.results[0], name, lambda t: len(t.partitions) >= count)
+    await _settled(broker, answer.results[0])
 
 
 async def set_topic_configs(broker: Broker, name: str, configs: dict[str, str]) -> None:
@@ -110,18 +101,17 @@ async def set_topic_configs(broker: Broker, name: str, configs: dict[str, str]) 
         "validate_only": False,
     }
     answer = await _ask(broker, ALTER_CONFIGS, 1, request)
-    await _applied(broker, answer.responses[0], name, lambda t: t.configs == configs)
+    await _settled(broker, answer.responses[0])
 
 
-async def _applied(broker: Broker, result: Any, name: str, done: Callable[[Topic], bool]) -> None:
-    """The controller's answer for a topic, then its change in this broker's view."""
+async def _settled(broker: Broker, result: Any) -> None:
+    """The controller's answer for a topic; once it is a change, this broker's view
+    (and so its local topics) has everything the controller wrote until then."""
     _raise_for(result.error_code, result.error_message)
-
-    def arrived() -> bool:
-        topic = broker.topics.get(name)
-        return topic is not None and done(topic)
-
-    await _member(broker).wait_for_view(arrived, VIEW_WAIT_S)
+    try:
+        await _member(broker).settle()
+    except NodeUnreachable as exc:
+        raise TopicError(ErrorCode.request_timed_out, f"controller unreachable: {exc}") from exc
 
 
 async def through_controller(broker: Broker, api_key: int, version: int, request: Any) -> Any:
