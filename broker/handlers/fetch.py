@@ -105,11 +105,16 @@ def _read_all(
                 answer["error_code"] = ErrorCode.unknown_leader_epoch
             elif 0 <= epoch < partition.leader_epoch:
                 answer["error_code"] = ErrorCode.fenced_leader_epoch
-            elif replica_id >= 0:
-                total += _replicate(ctx, partition, cached, answer, max_bytes - total, replica_id)
             else:
                 total += _read_partition(
-                    ctx, partition, cached, answer, max_bytes - total, total == 0, isolation
+                    ctx,
+                    partition,
+                    cached,
+                    answer,
+                    max_bytes - total,
+                    total == 0,
+                    isolation,
+                    replica_id,
                 )
         results.append((key, cached, answer))
     return results, total
@@ -123,6 +128,7 @@ def _read_partition(
     budget: int,
     min_one: bool,
     isolation: int,
+    replica_id: int,
 ) -> int:
     log = partition.log
     high_watermark = partition.high_watermark
@@ -131,13 +137,20 @@ def _read_partition(
     answer["last_stable_offset"] = last_stable
     answer["log_start_offset"] = log.log_start_offset
     limit = last_stable if isolation == READ_COMMITTED else high_watermark
+    read_to: int | None = limit
+    if replica_id >= 0:
+        # A follower (or a broker reading the controller's metadata log) copies up to
+        # the log end, and its fetch offset tells the leader how far it got.
+        if ctx.broker.replicas is not None:
+            ctx.broker.replicas.follower_fetched(partition, replica_id, cached.fetch_offset)
+        read_to, min_one, isolation = None, True, 0
     if isolation == READ_COMMITTED:
         answer["aborted_transactions"] = []
     try:
         piece = log.read(
             cached.fetch_offset,
             max(min(cached.max_bytes, budget), 0),
-            max_offset=limit,
+            max_offset=read_to,
             min_one=min_one,
         )
     except OffsetOutOfRange:
@@ -150,34 +163,6 @@ def _read_partition(
         answer["aborted_transactions"] = ctx.broker.aborted_transactions(
             partition, cached.fetch_offset, limit
         )
-    return piece.size
-
-
-def _replicate(
-    ctx: RequestContext,
-    partition: Partition,
-    cached: CachedPartition,
-    answer: dict[str, Any],
-    budget: int,
-    replica_id: int,
-) -> int:
-    """A follower's fetch (or a broker's of the controller's metadata log): everything
-    up to the log end, and the follower's progress noted."""
-    replicas = ctx.broker.replicas
-    if replicas is not None:
-        replicas.follower_fetched(partition, replica_id, cached.fetch_offset)
-    log = partition.log
-    answer["high_watermark"] = partition.high_watermark
-    answer["last_stable_offset"] = ctx.broker.last_stable_offset(partition)
-    answer["log_start_offset"] = log.log_start_offset
-    try:
-        piece = log.read(cached.fetch_offset, max(min(cached.max_bytes, budget), 0))
-    except OffsetOutOfRange:
-        answer["error_code"] = ErrorCode.offset_out_of_range
-        return 0
-    if piece is None:
-        return 0
-    answer["records"] = piece
     return piece.size
 
 
