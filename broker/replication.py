@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +32,7 @@ from broker import high_watermarks
 from broker.controller import METADATA_TOPIC
 from broker.node_client import NodeUnreachable
 from coordinator.cluster import records as rec
-from coordinator.cluster.shard import ClusterShard
+from coordinator.cluster.shard import ClusterShard, now_ms
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -55,13 +54,9 @@ class Follower:
     """What the leader knows of one follower, from its fetches."""
 
     log_end_offset: int = -1
-    caught_up_ms: int = field(default_factory=lambda: now_ms())
+    caught_up_ms: int = field(default_factory=now_ms)
     last_fetch_ms: int = 0
     leader_end_at_last_fetch: int = 0
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class PartitionReplica:
