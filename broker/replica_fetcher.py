@@ -232,7 +232,7 @@ class LeaderFetcher:
             return True
         if code != ErrorCode.none:
             return False  # not the leader (yet, or any more): the view will say
-        records = bytes(result.records or b"")
+        records = memoryview(result.records or b"")  # a view into the answer, not a copy
         if records:
             headers = [h for h in iter_batches(records) if h.base_offset >= plog.log_end_offset]
             if headers:
@@ -242,8 +242,10 @@ class LeaderFetcher:
                 plog.append_as_is(data, headers, gaps=True)
                 for header in headers:
                     if header.producer_id >= 0:
-                        batch = data[header.position : header.position + header.size]
-                        commit = control_type(batch) if header.is_control else None
+                        commit = None
+                        if header.is_control:
+                            batch = bytes(data[header.position : header.position + header.size])
+                            commit = control_type(batch)
                         partition.producers.record(header, commit)
                 self.broker.appended_bytes += len(data)
         if result.log_start_offset > plog.log_start_offset:

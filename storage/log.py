@@ -154,7 +154,7 @@ class PartitionLog:
 
     def append_as_is(
         self,
-        data: bytes,
+        data: bytes | bytearray | memoryview,
         headers: Sequence[BatchHeader],
         *,
         now_ms: int | None = None,
