@@ -298,7 +298,7 @@ class ReplicaManager:
         if not isinstance(replica, PartitionReplica) or not replica.is_leader:
             return
         if replica.update_high_watermark(partition.log.log_end_offset):
-            partition.data_arrived()
+            partition.high_watermark_moved()
 
     async def _check_isr(self) -> None:
         """Followers that fell behind for replica.lag.time.max.ms leave the ISR."""

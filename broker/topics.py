@@ -61,6 +61,7 @@ class Partition:
         self._log = log
         self.producers = _load_producer_state(log) if log is not None else ProducerStateTable()
         self._arrival: asyncio.Future[None] | None = None
+        self._replica_arrival: asyncio.Future[None] | None = None
         self.replication: Replication | None = None
 
     @property
@@ -113,15 +114,32 @@ class Partition:
         return replication.wait_for(end_offset)
 
     def data_arrived(self) -> None:
-        if self._arrival is not None and not self._arrival.done():
-            self._arrival.set_result(None)
+        """Records were appended (or leadership changed): every parked fetch looks."""
+        _wake(self._replica_arrival)
+        self._replica_arrival = None
+        self.high_watermark_moved()
+
+    def high_watermark_moved(self) -> None:
+        """Consumers' fetches look; followers' do not, as in Kafka: they learn the high
+        watermark with their next records."""
+        _wake(self._arrival)
         self._arrival = None
 
-    def arrival(self) -> asyncio.Future[None]:
-        """A future that completes at the next append."""
+    def arrival(self, replica: bool = False) -> asyncio.Future[None]:
+        """A future that completes at the next append, or for a consumer (not a
+        `replica`) when the high watermark moves."""
+        if replica:
+            if self._replica_arrival is None or self._replica_arrival.done():
+                self._replica_arrival = asyncio.get_running_loop().create_future()
+            return self._replica_arrival
         if self._arrival is None or self._arrival.done():
             self._arrival = asyncio.get_running_loop().create_future()
         return self._arrival
+
+
+def _wake(future: asyncio.Future[None] | None) -> None:
+    if future is not None and not future.done():
+        future.set_result(None)
 
 
 class Replication(Protocol):

@@ -234,7 +234,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         if total >= request.min_bytes or remaining <= 0 or errors or not results:
             break
         waiters = [
-            partition.arrival()
+            partition.arrival(replica_id >= 0)
             for key, _ in plan.partitions
             if (partition := _resolve(ctx, key)[0]) is not None
         ]
