@@ -11,6 +11,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any, cast
 
+from broker import addresses
 from protocol import decoder, encoder, messages
 from protocol.header import skip_tagged_fields
 
@@ -140,7 +141,8 @@ class NodeClient:
     async def _call(self, api_key: int, version: int, request: Mapping[str, Any]) -> Any:
         if self._answers is None:
             loop = asyncio.get_running_loop()
-            _, self._answers = await loop.create_connection(_Answers, self.host, self.port)
+            address = await addresses.peers.resolve(self.host)
+            _, self._answers = await loop.create_connection(_Answers, address, self.port)
         self._correlation += 1
         flexible = messages.is_flexible(api_key, version)
         client = CLIENT_ID.encode()

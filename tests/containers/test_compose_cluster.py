@@ -45,7 +45,7 @@ def test_three_brokers_in_containers_fail_over(cluster: ClusterCompose) -> None:
     run(["podman", "kill", cluster.container(cluster.service_of(partition.leader))])
     for i in range(100, 200):
         producer.produce("payments", str(i).encode(), partition=0)
-    assert producer.flush(60) == 0
+    assert producer.flush(60) == 0, cluster.logs()
     after = admin.list_topics("payments", timeout=10).topics["payments"].partitions[0]
     assert after.leader != partition.leader
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "check"})

@@ -170,6 +170,13 @@ class ClusterCompose:
                 if run(check, check=False, timeout=30).returncode == 0:
                     break
                 if time.monotonic() > deadline:
-                    logs = run(["podman", "logs", self.container(service)], check=False)
-                    raise AssertionError(f"{service} not healthy\n{logs.stdout}{logs.stderr}")
+                    raise AssertionError(f"{service} not healthy\n{self.logs(service)}")
                 time.sleep(0.2)
+
+    def logs(self, *services: str) -> str:
+        """The services' logs (all of them by default), for a failure's message."""
+        texts = []
+        for service in services or ("controller-1", *self.BROKERS):
+            logs = run(["podman", "logs", self.container(service)], check=False)
+            texts.append(f"--- {service}\n{logs.stdout}{logs.stderr}")
+        return "\n".join(texts)
