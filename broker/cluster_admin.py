@@ -6,7 +6,7 @@ so a client's next request to it sees the topic as it answered."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from broker.node_client import NodeUnreachable
@@ -39,18 +39,32 @@ def _raise_for(code: int, message: str | None) -> None:
         raise TopicError(code, message or ErrorCode(code).name)
 
 
+def _assignments(replicas: Sequence[Sequence[int]], first: int = 0) -> list[dict[str, Any]]:
+    return [
+        {"partition_index": index, "broker_ids": list(nodes)}
+        for index, nodes in enumerate(replicas, start=first)
+    ]
+
+
 async def create_topic(
-    broker: Broker, name: str, partitions: int, configs: Mapping[str, str], factor: int
+    broker: Broker,
+    name: str,
+    partitions: int,
+    configs: Mapping[str, str],
+    factor: int,
+    assignments: Sequence[Sequence[int]] | None = None,
 ) -> Topic:
     if factor <= 0:
         factor = broker.config.default_replication_factor
+    if assignments:  # the count and factor are the assignments' (-1 in the request)
+        partitions, factor = -1, -1
     request = {
         "topics": [
             {
                 "name": name,
                 "num_partitions": partitions,
                 "replication_factor": factor,
-                "assignments": [],
+                "assignments": _assignments(assignments or []),
                 "configs": [{"name": k, "value": v} for k, v in configs.items()],
             }
         ],
@@ -75,9 +89,12 @@ async def delete_topic(broker: Broker, name: str) -> None:
     await _settled(broker, answer.responses[0])
 
 
-async def create_partitions(broker: Broker, name: str, count: int) -> None:
+async def create_partitions(
+    broker: Broker, name: str, count: int, assignments: Sequence[Sequence[int]] | None = None
+) -> None:
+    placed = None if assignments is None else [{"broker_ids": list(a)} for a in assignments]
     request = {
-        "topics": [{"name": name, "count": count, "assignments": None}],
+        "topics": [{"name": name, "count": count, "assignments": placed}],
         "timeout_ms": int(VIEW_WAIT_S * 1000),
         "validate_only": False,
     }

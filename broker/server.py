@@ -288,11 +288,13 @@ class Broker:
         partitions: int,
         configs: Mapping[str, str],
         replication_factor: int = -1,
+        assignments: Sequence[Sequence[int]] | None = None,
     ) -> Topic:
-        """A new topic; in a cluster the controller places it (raises TopicError)."""
+        """A new topic; in a cluster the controller places it, or puts each partition
+        on the `assignments` replicas (raises TopicError)."""
         if self.member is not None:
             return await cluster_admin.create_topic(
-                self, name, partitions, configs, replication_factor
+                self, name, partitions, configs, replication_factor, assignments
             )
         topic = self.topics.create(name, partitions, configs)
         log.info("topic created", topic=name, partitions=partitions, configs=dict(configs))
@@ -305,9 +307,11 @@ class Broker:
         else:
             self.topics.set_configs(name, configs)
 
-    async def add_partitions(self, name: str, count: int) -> None:
+    async def add_partitions(
+        self, name: str, count: int, assignments: Sequence[Sequence[int]] | None = None
+    ) -> None:
         if self.member is not None:
-            await cluster_admin.create_partitions(self, name, count)
+            await cluster_admin.create_partitions(self, name, count, assignments)
         else:
             self.topics.add_partitions(name, count)
 

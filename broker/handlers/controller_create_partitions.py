@@ -1,6 +1,6 @@
 """CreatePartitions (37), v3, on the controller listener: a broker of the cluster asks
 for a topic to grow; the new partitions are placed as at creation, with the topic's
-replication factor."""
+replication factor, or where the request's assignments say."""
 
 from __future__ import annotations
 
@@ -13,15 +13,19 @@ from broker.handlers.controller_common import answered_by_controller
 MIN_VERSION, MAX_VERSION = 3, 3
 
 
-def _grow(shard: Any, name: str, count: int) -> Any:
-    return shard.create_partitions(name, count)
+def _grow(shard: Any, name: str, count: int, assignments: list[list[int]] | None) -> Any:
+    return shard.create_partitions(name, count, assignments)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     results = []
     for topic in request.topics:
         name, count = topic.name, topic.count
-        answer = await answered_by_controller(ctx, partial(_grow, name=name, count=count))
+        assignments = None
+        if topic.assignments is not None:
+            assignments = [list(a.broker_ids) for a in topic.assignments]
+        grow = partial(_grow, name=name, count=count, assignments=assignments)
+        answer = await answered_by_controller(ctx, grow)
         results.append(
             {
                 "name": name,

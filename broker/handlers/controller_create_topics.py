@@ -1,8 +1,10 @@
 """CreateTopics (19), v7, on the controller listener: a broker of the cluster asks,
 having checked names, counts and configs as it would alone; the controller places
 the replicas round-robin over the live brokers (INVALID_REPLICATION_FACTOR when there
-are fewer than asked for) and answers TOPIC_ALREADY_EXISTS for a name taken
-meanwhile."""
+are fewer than asked for), or where the request's assignments say
+(INVALID_REPLICA_ASSIGNMENT for unregistered brokers, a broker twice, uneven
+replica counts, or no live replica), and answers TOPIC_ALREADY_EXISTS for a name
+taken meanwhile."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             "partitions": topic.num_partitions,
             "replication_factor": topic.replication_factor,
             "configs": {c.name: c.value for c in topic.configs if c.value is not None},
+            "assignments": {a.partition_index: list(a.broker_ids) for a in topic.assignments},
         }
         answer = await answered_by_controller(ctx, partial(_create, details=details))
         results.append(

@@ -2,7 +2,9 @@
 
 - The count is the new total; it must be larger than the current one
   (INVALID_PARTITIONS otherwise). Assignments, if given, must name only this
-  broker (INVALID_REPLICA_ASSIGNMENT). Unknown topic:
+  broker (INVALID_REPLICA_ASSIGNMENT); in a cluster the controller checks them
+  (one replica list per new partition, of the topic's replication factor, registered
+  brokers, one live at least) and places the partitions there. Unknown topic:
   UNKNOWN_TOPIC_OR_PARTITION. validate_only changes nothing.
 - Consumers subscribed to the topic see the new partitions on their next
   metadata refresh.
@@ -34,7 +36,7 @@ def _check(ctx: RequestContext, topic: Any) -> tuple[ErrorCode, str | None]:
             ErrorCode.invalid_partitions,
             f"topic has {current} partitions, {topic.count} is not more",
         )
-    if topic.assignments is not None:
+    if topic.assignments is not None and ctx.broker.member is None:
         node = ctx.broker.config.node_id
         if len(topic.assignments) != topic.count - current or any(
             list(a.broker_ids) != [node] for a in topic.assignments
@@ -49,7 +51,10 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         code, message = _check(ctx, topic)
         if code == ErrorCode.none and not request.validate_only:
             try:
-                await ctx.broker.add_partitions(topic.name, topic.count)
+                assignments = None
+                if topic.assignments is not None:
+                    assignments = [list(a.broker_ids) for a in topic.assignments]
+                await ctx.broker.add_partitions(topic.name, topic.count, assignments)
             except TopicError as exc:
                 code, message = ErrorCode(exc.code), exc.message
         results.append({"name": topic.name, "error_code": code, "error_message": message})

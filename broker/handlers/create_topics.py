@@ -4,7 +4,8 @@
   of its own a replication factor above 1 is INVALID_REPLICATION_FACTOR and manual
   assignments must place every partition on this broker; in a cluster the controller
   places the replicas (broker/cluster_admin.py), and refuses a factor above the
-  number of live brokers.
+  number of live brokers, or puts them where manual assignments say (with
+  num_partitions and replication_factor -1, INVALID_REQUEST otherwise).
 - Unknown config names or bad values are INVALID_CONFIG; an existing topic is
   TOPIC_ALREADY_EXISTS; a name given twice in one request is INVALID_REQUEST.
 - validate_only checks everything and creates nothing.
@@ -43,20 +44,26 @@ def _replication_factor(ctx: RequestContext, topic: Any) -> int:
     return int(topic.replication_factor)
 
 
-def _partition_count(ctx: RequestContext, topic: Any) -> int:
+def _assignments(ctx: RequestContext, topic: Any) -> list[list[int]] | None:
+    """The replicas the client chose for each partition, in partition order; the
+    controller checks the brokers (alone, each must be exactly this one)."""
+    if not topic.assignments:
+        return None
+    if topic.num_partitions != -1 or topic.replication_factor != -1:
+        raise TopicError(42, "give either assignments or partitions and replication factor")
+    by_index = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+    if sorted(by_index) != list(range(len(topic.assignments))):
+        raise TopicError(39, "assignments must cover partitions 0..n-1, each once")
     node = ctx.broker.config.node_id
-    if topic.assignments and ctx.broker.member is not None:
-        raise TopicError(39, "manual replica assignments are not supported in a cluster yet")
-    if topic.assignments:
-        if topic.num_partitions != -1 or topic.replication_factor != -1:
-            raise TopicError(42, "give either assignments or partitions and replication factor")
-        indexes = sorted(a.partition_index for a in topic.assignments)
-        if indexes != list(range(len(indexes))):
-            raise TopicError(39, "assignments must cover partitions 0..n-1")
-        for assignment in topic.assignments:
-            if list(assignment.broker_ids) != [node]:
-                raise TopicError(39, f"replicas must be exactly this broker ({node})")
-        return len(indexes)
+    if ctx.broker.member is None and any(nodes != [node] for nodes in by_index.values()):
+        raise TopicError(39, f"replicas must be exactly this broker ({node})")
+    return [by_index[index] for index in range(len(by_index))]
+
+
+def _partition_count(ctx: RequestContext, topic: Any) -> int:
+    assignments = _assignments(ctx, topic)
+    if assignments is not None:
+        return len(assignments)
     if topic.replication_factor not in (-1, 1) and ctx.broker.member is None:
         raise TopicError(
             38, f"replication factor {topic.replication_factor} is larger than the 1 broker"
@@ -84,9 +91,12 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             topic_configs.validate(configs)
             set_configs = {k: v for k, v in configs.items() if v is not None}
             broker.topics.validate_new(topic.name, partitions, set_configs)
-            factor = _replication_factor(ctx, topic)
+            assignments = _assignments(ctx, topic)
+            factor = _replication_factor(ctx, topic) if assignments is None else len(assignments[0])
             if not request.validate_only:
-                created = await broker.create_topic(topic.name, partitions, set_configs, factor)
+                created = await broker.create_topic(
+                    topic.name, partitions, set_configs, factor, assignments
+                )
         except TopicError as exc:
             results.append(_result(topic.name, exc.code, exc.message))
             continue

@@ -295,10 +295,14 @@ class ClusterShard:
     # -- topics --------------------------------------------------------------------
 
     def create_topic(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
-        """request: name, partitions, replication_factor, configs."""
+        """request: name, partitions, replication_factor, configs, and assignments (the
+        replicas of each partition, by index) when the client placed them itself."""
         name = request["name"]
         if name in self.topics:
             return _refused(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+        assignments: dict[int, list[int]] | None = request.get("assignments")
+        if assignments:
+            return self._create_assigned(name, assignments, request.get("configs") or {})
         count, factor = request["partitions"], request["replication_factor"]
         if count <= 0:
             return _refused(
@@ -322,8 +326,70 @@ class ClusterShard:
         ]
         return Result(records, {"error_code": ErrorCode.none, "topic_id": topic_id})
 
-    def create_partitions(self, name: str, count: int) -> Result[dict[str, Any]]:
-        """Grow a topic to `count` partitions, the new ones placed as at creation."""
+    def _create_assigned(
+        self, name: str, assignments: dict[int, list[int]], configs: dict[str, str]
+    ) -> Result[dict[str, Any]]:
+        if sorted(assignments) != list(range(len(assignments))):
+            return _refused(
+                ErrorCode.invalid_replica_assignment,
+                "The partitions of a manual assignment must be numbered 0 to n-1.",
+            )
+        ordered = [assignments[index] for index in range(len(assignments))]
+        refusal = self._check_assignments(ordered, len(ordered[0]))
+        if refusal is not None:
+            return refusal
+        topic_id = uuid.uuid4()
+        records: list[Record] = [
+            (
+                rec.encode_key(rec.TopicKey(name)),
+                rec.encode_topic(rec.TopicValue(topic_id, dict(configs))),
+            ),
+            *self._assigned(name, 0, ordered),
+        ]
+        return Result(records, {"error_code": ErrorCode.none, "topic_id": topic_id})
+
+    def _check_assignments(
+        self, assignments: list[list[int]], factor: int
+    ) -> Result[dict[str, Any]] | None:
+        """Why the replicas a client chose cannot be used, or None."""
+
+        def refused(message: str) -> Result[dict[str, Any]]:
+            return _refused(ErrorCode.invalid_replica_assignment, message)
+
+        live = set(self.live_brokers())
+        for replicas in assignments:
+            if not replicas:
+                return refused("A manual assignment gives a partition no replicas.")
+            if len(set(replicas)) != len(replicas):
+                return refused(f"A manual assignment names a broker twice: {replicas}.")
+            if len(replicas) != factor:
+                return refused(
+                    f"A manual assignment gives a partition {len(replicas)} replica(s) where "
+                    f"the topic's partitions have {factor}."
+                )
+            for node in replicas:
+                if node not in self.brokers:
+                    return refused(f"A manual assignment names broker {node}, not registered.")
+            if not live.intersection(replicas):
+                return refused(f"Every broker of the manual assignment {replicas} is fenced.")
+        return None
+
+    def _assigned(self, topic: str, first: int, assignments: list[list[int]]) -> list[Record]:
+        """Partitions placed as the client said: the live replicas in sync, the first
+        of them leading."""
+        live = set(self.live_brokers())
+        records = []
+        for index, replicas in enumerate(assignments, start=first):
+            isr = tuple(node for node in replicas if node in live)
+            value = rec.PartitionValue(tuple(replicas), isr, isr[0], 0, 0)
+            records.append(_partition_record(topic, index, value))
+        return records
+
+    def create_partitions(
+        self, name: str, count: int, assignments: list[list[int]] | None = None
+    ) -> Result[dict[str, Any]]:
+        """Grow a topic to `count` partitions, the new ones placed as at creation or as
+        `assignments` (one replica list per new partition) say."""
         state = self.topics.get(name)
         if state is None:
             return _refused(ErrorCode.unknown_topic_or_partition)
@@ -335,6 +401,17 @@ class ClusterShard:
                 f"{count}.",
             )
         factor = len(next(iter(state.partitions.values())).replicas) if have else 1
+        if assignments is not None:
+            if len(assignments) != count - have:
+                return _refused(
+                    ErrorCode.invalid_replica_assignment,
+                    f"A manual assignment lists {len(assignments)} new partition(s), the "
+                    f"request adds {count - have}.",
+                )
+            refusal = self._check_assignments(assignments, factor)
+            if refusal is not None:
+                return refusal
+            return Result(self._assigned(name, have, assignments), {"error_code": ErrorCode.none})
         live = self.live_brokers()
         if factor > len(live):
             return _refused(ErrorCode.invalid_replication_factor)

@@ -15,7 +15,14 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
-from confluent_kafka import Consumer, ElectionType, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ElectionType,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -475,6 +482,51 @@ def test_topic_changes_reach_every_broker(cluster: Cluster) -> None:
     while any(list(b.data_dir.glob("changing-*")) for b in cluster.nodes.values()):
         assert time.monotonic() < deadline, "replicas of a deleted topic stay"
         time.sleep(0.1)
+
+
+def test_manual_replica_assignments_place_partitions_where_asked(cluster: Cluster) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    placed = [[3, 1], [1, 2], [2, 3]]
+    topic = NewTopic("placed", len(placed), replica_assignment=placed)
+    for future in admin.create_topics([topic]).values():
+        future.result(15)
+    for future in admin.create_partitions([NewPartitions("placed", 4, [[2, 1]])]).values():
+        future.result(15)
+    placed.append([2, 1])
+    partitions = admin.list_topics("placed", timeout=10).topics["placed"].partitions
+    assert [partitions[i].replicas for i in range(4)] == placed
+    assert [partitions[i].leader for i in range(4)] == [r[0] for r in placed]
+    assert [sorted(partitions[i].isrs) for i in range(4)] == [sorted(r) for r in placed]
+
+    def replicas_on_disk() -> list[list[int]]:
+        return [
+            sorted(n for n, b in cluster.nodes.items() if (b.data_dir / f"placed-{i}").is_dir())
+            for i in range(4)
+        ]
+
+    deadline = time.monotonic() + 10
+    while replicas_on_disk() != [sorted(r) for r in placed]:
+        assert time.monotonic() < deadline, replicas_on_disk()
+        time.sleep(0.1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(4):
+        producer.produce("placed", f"to-{i}".encode(), partition=i)
+    assert producer.flush(15) == 0
+    assert [read_all(cluster, "placed", i, 1) for i in range(4)] == [
+        [f"to-{i}".encode()] for i in range(4)
+    ]
+    refused = {
+        "unknown-broker": NewTopic("unknown-broker", 1, replica_assignment=[[1, 9]]),
+        "twice": NewTopic("twice", 1, replica_assignment=[[2, 2]]),
+    }
+    for name, future in admin.create_topics(list(refused.values())).items():
+        with pytest.raises(KafkaException) as raised:
+            future.result(15)
+        assert raised.value.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT, name
+    grow = admin.create_partitions([NewPartitions("placed", 5, [[1, 2, 3]])])["placed"]
+    with pytest.raises(KafkaException) as raised:
+        grow.result(15)
+    assert raised.value.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
 
 
 def test_acls_and_scram_credentials_are_the_clusters(tmp_path: Path) -> None:

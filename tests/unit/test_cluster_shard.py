@@ -300,3 +300,61 @@ def test_preferred_leader_election_and_more_partitions() -> None:
     assert sorted(h.shard.topics["t"].partitions) == [0, 1, 2]
     assert all(len(p.replicas) == 2 for p in h.shard.topics["t"].partitions.values())
     assert view(h.replayed()) == view(h.shard)
+
+
+def test_manual_assignments_place_replicas_where_the_client_said() -> None:
+    h = Harness()
+    h.start(1, 2, 3)
+    h.register(4)  # registered, not yet caught up: fenced
+    assignments = {0: [3, 1], 1: [4, 2], 2: [1, 2]}
+    answer = h.apply(h.shard.create_topic({"name": "m", "assignments": assignments}))
+    assert answer["error_code"] == 0
+    placed = [h.shard.partition("m", i) for i in range(3)]
+    assert [(p.replicas, p.isr, p.leader) for p in placed if p is not None] == [
+        ((3, 1), (3, 1), 3),
+        ((4, 2), (2,), 2),  # the fenced broker is a replica, out of sync, not the leader
+        ((1, 2), (1, 2), 1),
+    ]
+    grown = h.apply(h.shard.create_partitions("m", 5, [[2, 3], [4, 1]]))
+    assert grown["error_code"] == 0
+    p3, p4 = h.shard.partition("m", 3), h.shard.partition("m", 4)
+    assert p3 is not None and (p3.replicas, p3.leader) == ((2, 3), 2)
+    assert p4 is not None and (p4.replicas, p4.isr, p4.leader) == ((4, 1), (1,), 1)
+    assert view(h.replayed()) == view(h.shard)
+
+
+@pytest.mark.parametrize(
+    ("assignments", "why"),
+    [
+        ({0: [1, 9]}, "broker 9, not registered"),
+        ({0: [1, 1]}, "names a broker twice"),
+        ({0: [1, 2], 1: [3]}, "1 replica(s) where the topic's partitions have 2"),
+        ({0: []}, "no replicas"),
+        ({0: [1], 2: [2]}, "numbered 0 to n-1"),
+        ({0: [4]}, "is fenced"),
+    ],
+)
+def test_manual_assignments_that_cannot_be_used_are_refused(
+    assignments: dict[int, list[int]], why: str
+) -> None:
+    h = Harness()
+    h.start(1, 2, 3)
+    h.register(4)
+    answer = h.apply(h.shard.create_topic({"name": "m", "assignments": assignments}))
+    assert answer["error_code"] == ErrorCode.invalid_replica_assignment
+    assert why in answer["error_message"]
+    assert "m" not in h.shard.topics
+
+
+def test_more_partitions_by_assignment_keep_the_topics_replication_factor() -> None:
+    h = Harness()
+    h.start(1, 2, 3)
+    h.create("t", 1, 2)
+    for count, assignments, why in (
+        (2, [[1, 2, 3]], "3 replica(s) where the topic's partitions have 2"),
+        (3, [[1, 2]], "lists 1 new partition(s), the request adds 2"),
+    ):
+        answer = h.apply(h.shard.create_partitions("t", count, assignments))
+        assert answer["error_code"] == ErrorCode.invalid_replica_assignment
+        assert why in answer["error_message"]
+    assert len(h.shard.topics["t"].partitions) == 1
