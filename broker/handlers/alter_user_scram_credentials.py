@@ -74,26 +74,22 @@ def _result(user: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
     return {"user": user, "error_code": code, "error_message": message}
 
 
+def _all_failed(request: Any, code: ErrorCode, message: str) -> Reply:
+    """The same error for every user named, each once."""
+    users = dict.fromkeys(x.name for x in (*request.deletions, *request.upsertions))
+    return {"throttle_time": 0, "results": [_result(user, code, message) for user in users]}
+
+
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     on_controller = ctx.listener.controller and ctx.broker.controller is not None
     if not on_controller and not ctx.allowed(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
-        users = dict.fromkeys(x.name for x in (*request.deletions, *request.upsertions))
-        return {
-            "throttle_time": 0,
-            "results": [
-                _result(
-                    user, ErrorCode.cluster_authorization_failed, "Cluster authorization failed."
-                )
-                for user in users
-            ],
-        }
+        refused = ErrorCode.cluster_authorization_failed
+        return _all_failed(request, refused, "Cluster authorization failed.")
     if not on_controller and ctx.broker.member is not None:
         try:
             return await through_controller(ctx.broker, 51, ctx.version, request)
         except NodeUnreachable as exc:
-            users = dict.fromkeys(x.name for x in (*request.deletions, *request.upsertions))
-            timed_out = ErrorCode.request_timed_out
-            return {"throttle_time": 0, "results": [_result(u, timed_out, str(exc)) for u in users]}
+            return _all_failed(request, ErrorCode.request_timed_out, str(exc))
     store: CredentialStore | ControllerCredentials = ctx.broker.scram_credentials
     if on_controller and ctx.broker.controller is not None:
         store = ctx.broker.controller.credentials  # the cluster's, in the metadata log

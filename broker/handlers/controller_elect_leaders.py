@@ -9,7 +9,7 @@ from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
 from broker.handlers.controller_common import answered_by_controller
-from broker.handlers.elect_leaders import answer
+from broker.handlers.elect_leaders import Results, answer
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 2, 2
@@ -21,7 +21,7 @@ def _elect(shard: Any, topic: str, index: int, unclean: bool) -> Any:
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     unclean = request.election_type == 1
-    results: dict[str, list[tuple[int, int, str | None]]] = {}
+    results: Results = {}
     for entry in request.topic_partitions or ():
         for index in entry.partitions:
             outcome = await answered_by_controller(
@@ -30,4 +30,4 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             code = outcome["error_code"]
             message = outcome.get("error_message")
             results.setdefault(entry.topic, []).append((index, code, message))
-    return answer(ctx.version, ErrorCode.none, results)
+    return answer(ErrorCode.none, results)

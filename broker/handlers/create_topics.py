@@ -61,9 +61,7 @@ def _assignments(ctx: RequestContext, topic: Any) -> list[list[int]] | None:
 
 
 def _partition_count(ctx: RequestContext, topic: Any) -> int:
-    assignments = _assignments(ctx, topic)
-    if assignments is not None:
-        return len(assignments)
+    """Without manual assignments: the count asked for, or the broker default."""
     if topic.replication_factor not in (-1, 1) and ctx.broker.member is None:
         raise TopicError(
             38, f"replication factor {topic.replication_factor} is larger than the 1 broker"
@@ -87,12 +85,15 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             continue
         configs = {c.name: c.value for c in topic.configs}
         try:
-            partitions = _partition_count(ctx, topic)
+            assignments = _assignments(ctx, topic)
+            if assignments is None:
+                partitions = _partition_count(ctx, topic)
+                factor = _replication_factor(ctx, topic)
+            else:
+                partitions, factor = len(assignments), len(assignments[0])
             topic_configs.validate(configs)
             set_configs = {k: v for k, v in configs.items() if v is not None}
             broker.topics.validate_new(topic.name, partitions, set_configs)
-            assignments = _assignments(ctx, topic)
-            factor = _replication_factor(ctx, topic) if assignments is None else len(assignments[0])
             if not request.validate_only:
                 created = await broker.create_topic(
                     topic.name, partitions, set_configs, factor, assignments

@@ -44,15 +44,11 @@ def _matched(binding: AclBinding) -> dict[str, Any]:
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     count = len(request.filters)
-    store, answer = await acl_store(
-        ctx,
-        31,
-        request,
-        lambda code, message: {
-            "throttle_time": 0,
-            "filter_results": [_failed(code, message)] * count,
-        },
-    )
+
+    def every_filter_failed(code: ErrorCode, message: str) -> Reply:
+        return {"throttle_time": 0, "filter_results": [_failed(code, message)] * count}
+
+    store, answer = await acl_store(ctx, 31, request, every_filter_failed)
     if store is None:
         return answer
     filters = [
@@ -72,8 +68,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     try:
         matched = iter(await store.delete(usable))
     except OSError as exc:
-        failed = _failed(ErrorCode.unknown_server_error, f"cannot store the ACLs: {exc}")
-        return {"throttle_time": 0, "filter_results": [failed] * count}
+        return every_filter_failed(ErrorCode.unknown_server_error, f"cannot store the ACLs: {exc}")
     results = []
     for problem in problems:
         if problem is not None:

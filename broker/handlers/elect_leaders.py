@@ -30,10 +30,11 @@ def wanted_partitions(ctx: RequestContext, request: Any) -> list[tuple[str, list
     return [(t.topic, list(t.partitions)) for t in request.topic_partitions]
 
 
-def answer(
-    version: int, code: int, results: dict[str, list[tuple[int, int, str | None]]]
-) -> dict[str, Any]:
-    reply: dict[str, Any] = {
+Results = dict[str, list[tuple[int, int, str | None]]]  # topic -> (index, code, message)
+
+
+def answer(code: int, results: Results) -> dict[str, Any]:
+    return {
         "throttle_time": 0,
         "error_code": code,
         "replica_election_results": [
@@ -47,17 +48,19 @@ def answer(
             for topic, partitions in results.items()
         ],
     }
-    return reply
+
+
+def _all_failed(code: int, message: str | None, wanted: list[tuple[str, list[int]]]) -> Reply:
+    return answer(code, {t: [(i, code, message) for i in p] for t, p in wanted})
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     wanted = wanted_partitions(ctx, request)
     if not cluster_allowed(ctx, Operation.ALTER):
-        refused = ErrorCode.cluster_authorization_failed
-        return answer(ctx.version, refused, {t: [(i, refused, None) for i in p] for t, p in wanted})
+        return _all_failed(ErrorCode.cluster_authorization_failed, None, wanted)
     member = ctx.broker.member
     if member is None:
-        results: dict[str, list[tuple[int, int, str | None]]] = {}
+        results: Results = {}
         for topic, indexes in wanted:
             for index in indexes:
                 known = ctx.broker.topics.partition(topic, index) is not None
@@ -65,7 +68,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                     ErrorCode.election_not_needed if known else ErrorCode.unknown_topic_or_partition
                 )
                 results.setdefault(topic, []).append((index, code, None))
-        return answer(ctx.version, ErrorCode.none, results)
+        return answer(ErrorCode.none, results)
     forwarded = {
         "election_type": getattr(request, "election_type", 0),
         "topic_partitions": [{"topic": t, "partitions": p} for t, p in wanted],
@@ -74,12 +77,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     try:
         reply = await member.ask_controller(ELECT_LEADERS, 2, forwarded)
     except NodeUnreachable as exc:
-        timed_out = ErrorCode.request_timed_out
-        return answer(
-            ctx.version, timed_out, {t: [(i, timed_out, str(exc)) for i in p] for t, p in wanted}
-        )
+        return _all_failed(ErrorCode.request_timed_out, str(exc), wanted)
     return answer(
-        ctx.version,
         reply.error_code,
         {
             r.topic: [(p.partition_id, p.error_code, p.error_message) for p in r.partition_result]

@@ -316,15 +316,8 @@ class ClusterShard:
                 f"factor of {factor} cannot be reached because only {len(live)} broker(s) "
                 "are registered.",
             )
-        topic_id = uuid.uuid4()
-        records: list[Record] = [
-            (
-                rec.encode_key(rec.TopicKey(name)),
-                rec.encode_topic(rec.TopicValue(topic_id, dict(request.get("configs") or {}))),
-            ),
-            *self._place(name, range(count), factor, live),
-        ]
-        return Result(records, {"error_code": ErrorCode.none, "topic_id": topic_id})
+        configs = request.get("configs") or {}
+        return _new_topic(name, configs, self._place(name, range(count), factor, live))
 
     def _create_assigned(
         self, name: str, assignments: dict[int, list[int]], configs: dict[str, str]
@@ -338,15 +331,7 @@ class ClusterShard:
         refusal = self._check_assignments(ordered, len(ordered[0]))
         if refusal is not None:
             return refusal
-        topic_id = uuid.uuid4()
-        records: list[Record] = [
-            (
-                rec.encode_key(rec.TopicKey(name)),
-                rec.encode_topic(rec.TopicValue(topic_id, dict(configs))),
-            ),
-            *self._assigned(name, 0, ordered),
-        ]
-        return Result(records, {"error_code": ErrorCode.none, "topic_id": topic_id})
+        return _new_topic(name, configs, self._assigned(name, 0, ordered))
 
     def _check_assignments(
         self, assignments: list[list[int]], factor: int
@@ -521,6 +506,16 @@ class ClusterShard:
         ]
         records.append((rec.encode_key(rec.TopicKey(name)), None))
         return Result(records, {"error_code": ErrorCode.none, "topic_id": state.topic_id})
+
+
+def _new_topic(
+    name: str, configs: dict[str, str], partitions: list[Record]
+) -> Result[dict[str, Any]]:
+    """A topic's record (with a new id) and its partitions' records."""
+    topic_id = uuid.uuid4()
+    topic = rec.encode_topic(rec.TopicValue(topic_id, dict(configs)))
+    records: list[Record] = [(rec.encode_key(rec.TopicKey(name)), topic), *partitions]
+    return Result(records, {"error_code": ErrorCode.none, "topic_id": topic_id})
 
 
 def _refused(code: int, message: str | None = None) -> Result[dict[str, Any]]:
