@@ -73,19 +73,40 @@ def podman_compose() -> str:
     return found
 
 
-class Compose:
+def passes_health_check(container: str) -> bool:
+    return run(["podman", "healthcheck", "run", container], check=False, timeout=30).returncode == 0
+
+
+def container_logs(container: str) -> str:
+    done = run(["podman", "logs", container], check=False)
+    return done.stdout + done.stderr
+
+
+class _Project:
+    """A compose project: `self(...)` runs podman-compose on its files."""
+
+    def __init__(self, project: str, files: Sequence[str], env: dict[str, str]) -> None:
+        self.project = project
+        self.files = [part for name in files for part in ("-f", name)]
+        self.env = {**podman_env(), "ODRADEK_IMAGE": BROKER_IMAGE, **env}
+
+    def __call__(
+        self, *args: str, check: bool = True, timeout: float = 180
+    ) -> subprocess.CompletedProcess[str]:
+        command = [podman_compose(), "-p", self.project, *self.files, *args]
+        return run(command, env=self.env, timeout=timeout, check=check)
+
+
+class Compose(_Project):
     """One compose project of docker/compose.yaml (+ the example applications)."""
 
     def __init__(self, project: str, external_port: int) -> None:
-        self.project = project
+        super().__init__(
+            project,
+            ["docker/compose.yaml", "docker/compose.example.yaml"],
+            {"ODRADEK_EXAMPLE_IMAGE": APP_IMAGE, "ODRADEK_EXTERNAL_PORT": str(external_port)},
+        )
         self.external_port = external_port
-        self.env = {
-            **podman_env(),
-            "ODRADEK_IMAGE": BROKER_IMAGE,
-            "ODRADEK_EXAMPLE_IMAGE": APP_IMAGE,
-            "ODRADEK_EXTERNAL_PORT": str(external_port),
-        }
-        self.files = ["-f", "docker/compose.yaml", "-f", "docker/compose.example.yaml"]
 
     @property
     def bootstrap(self) -> str:
@@ -95,21 +116,14 @@ class Compose:
     def broker_container(self) -> str:
         return f"{self.project}_kafka_1"
 
-    def __call__(
-        self, *args: str, check: bool = True, timeout: float = 180
-    ) -> subprocess.CompletedProcess[str]:
-        command = [podman_compose(), "-p", self.project, *self.files, *args]
-        return run(command, env=self.env, timeout=timeout, check=check)
-
     def wait_healthy(self, timeout: float = 30) -> float:
         """Seconds until the image's health check passes."""
         started = time.monotonic()
         while time.monotonic() - started < timeout:
-            check = ["podman", "healthcheck", "run", self.broker_container]
-            if run(check, check=False, timeout=30).returncode == 0:
+            if passes_health_check(self.broker_container):
                 return time.monotonic() - started
             time.sleep(0.1)
-        logs = run(["podman", "logs", self.broker_container], check=False).stderr
+        logs = self.logs()
         raise AssertionError(f"{self.broker_container} not healthy in {timeout} s\n{logs}")
 
     def state(self) -> tuple[str, int]:
@@ -126,24 +140,24 @@ class Compose:
         return status, int(code)
 
     def logs(self) -> str:
-        done = run(["podman", "logs", self.broker_container], check=False)
-        return done.stdout + done.stderr
+        return container_logs(self.broker_container)
 
 
-class ClusterCompose:
+class ClusterCompose(_Project):
     """One compose project of docker/compose.cluster.yaml: a controller, three brokers."""
 
     BROKERS = ("kafka-1", "kafka-2", "kafka-3")  # node ids 2, 3, 4
 
     def __init__(self, project: str, ports: Sequence[int], session_timeout_ms: int) -> None:
-        self.project = project
+        super().__init__(
+            project,
+            ["docker/compose.cluster.yaml"],
+            {
+                "ODRADEK_SESSION_TIMEOUT_MS": str(session_timeout_ms),
+                **{f"ODRADEK_PORT_{i + 1}": str(port) for i, port in enumerate(ports)},
+            },
+        )
         self.ports = list(ports)
-        self.env = {
-            **podman_env(),
-            "ODRADEK_IMAGE": BROKER_IMAGE,
-            "ODRADEK_SESSION_TIMEOUT_MS": str(session_timeout_ms),
-            **{f"ODRADEK_PORT_{i + 1}": str(port) for i, port in enumerate(self.ports)},
-        }
 
     @property
     def bootstrap(self) -> str:
@@ -155,28 +169,17 @@ class ClusterCompose:
     def service_of(self, node_id: int) -> str:
         return self.BROKERS[node_id - 2]
 
-    def __call__(
-        self, *args: str, check: bool = True, timeout: float = 180
-    ) -> subprocess.CompletedProcess[str]:
-        files = ["-f", "docker/compose.cluster.yaml"]
-        command = [podman_compose(), "-p", self.project, *files, *args]
-        return run(command, env=self.env, timeout=timeout, check=check)
-
     def wait_healthy(self, services: Sequence[str], timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         for service in services:
-            while True:
-                check = ["podman", "healthcheck", "run", self.container(service)]
-                if run(check, check=False, timeout=30).returncode == 0:
-                    break
+            while not passes_health_check(self.container(service)):
                 if time.monotonic() > deadline:
                     raise AssertionError(f"{service} not healthy\n{self.logs(service)}")
                 time.sleep(0.2)
 
     def logs(self, *services: str) -> str:
         """The services' logs (all of them by default), for a failure's message."""
-        texts = []
-        for service in services or ("controller-1", *self.BROKERS):
-            logs = run(["podman", "logs", self.container(service)], check=False)
-            texts.append(f"--- {service}\n{logs.stdout}{logs.stderr}")
-        return "\n".join(texts)
+        return "\n".join(
+            f"--- {service}\n{container_logs(self.container(service))}"
+            for service in services or ("controller-1", *self.BROKERS)
+        )
