@@ -391,7 +391,16 @@ def test_consume_transform_produce_across_the_death_of_its_coordinators(cluster:
     )
     consumer.subscribe(["etl-in"])
     producer = Producer(
-        {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "etl-tx"}
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "transactional.id": "etl-tx",
+            # librdkafka (confluentinc/librdkafka#5511, open): once the dead group
+            # coordinator leaves Metadata, send_offsets_to_transaction waits, past its
+            # timeout, for some broker connection to change state. Closing idle
+            # connections makes such changes happen; Kafka's brokers drop a dead one
+            # from Metadata the same way.
+            "connections.max.idle.ms": 1000,
+        }
     )
     producer.init_transactions(30)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
