@@ -3,7 +3,9 @@ ShareFetch requests so later ones name only the partitions that change.
 
 A session belongs to (group id, member id). The request's share session epoch says:
 
-     0   open a session (one still open for the member is replaced)
+     0   open a session (one still open for the member is replaced; what the member
+         holds stays its own until a final epoch, its connection closing, or the
+         acquisition locks running out)
     -1   close the session once this request's acknowledgements are done
      n   the session's next epoch: the request adds its topics to the session and
          drops its forgotten ones; the epoch then moves on by one
@@ -58,18 +60,17 @@ class ShareSessionCache:
         self.max_sessions = max_sessions
         self.sessions: dict[SessionKey, ShareSession] = {}
 
-    def open(
-        self, group_id: str, member_id: str, connection_id: str = ""
-    ) -> tuple[ShareSession, ShareSession | None]:
-        """A new session for the member; also the one it replaces, if any."""
+    def open(self, group_id: str, member_id: str, connection_id: str = "") -> ShareSession:
+        """A new session for the member, in place of one it had (what the member holds
+        is not touched: records are held by the member, not by its session)."""
         key = (group_id, member_id)
-        replaced = self.sessions.pop(key, None)
+        self.sessions.pop(key, None)
         if len(self.sessions) >= self.max_sessions:
             raise ShareSessionError(
                 SHARE_SESSION_LIMIT_REACHED, "The limit of share sessions has been reached."
             )
         session = self.sessions[key] = ShareSession(group_id, member_id, 1, connection_id)
-        return session, replaced
+        return session
 
     def check(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
         """The session a request with `epoch` (not 0) continues or closes."""

@@ -1,8 +1,11 @@
 """AlterShareGroupOffsets (91), v0: set where share-partitions of an empty share group
 start again (everything in flight there is forgotten).
 
-- A group with members answers NON_EMPTY_GROUP, one of another type GROUP_ID_NOT_FOUND;
-  a group that does not exist yet gets the state it will start from.
+- A group with members answers NON_EMPTY_GROUP, one of another type GROUP_ID_NOT_FOUND.
+- A group that does not exist yet is created, empty, with the state it will start
+  from: a client may set where a new share group starts before any consumer joins,
+  then describe or delete it (as on Kafka, the group exists once a known partition is
+  named).
 - Unknown topics or partitions: UNKNOWN_TOPIC_OR_PARTITION; a negative offset or one
   past the log end: INVALID_REQUEST.
 - With ACLs: READ on the group (GROUP_AUTHORIZATION_FAILED) and on each topic
@@ -15,30 +18,46 @@ import uuid
 from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
-from broker.handlers.share_admin import group_problem, topic_problem
-from broker.security.resources import Operation
+from broker.handlers.groups_common import on_group_shard
+from broker.handlers.share_admin import topic_problem
+from broker.security.resources import Operation, ResourceType
+from broker.topics import Topic
+from coordinator.runtime import CoordinatorError
 from coordinator.share.records import ShareKey
 from protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 0
 
+Answer = tuple[ErrorCode, str | None]
+
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    problem = await group_problem(
-        ctx, request.group_id, Operation.READ, must_be_empty=True, may_be_missing=True
-    )
-    if problem is not None:
-        code, message = problem
-        return {"throttle_time": 0, "error_code": code, "error_message": message, "responses": []}
-    responses = []
+    group_id = request.group_id
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, group_id):
+        return _top_error(ErrorCode.group_authorization_failed, None)
+    checked: list[tuple[Any, Topic | None, list[tuple[Any, Answer]]]] = []
+    to_set: dict[uuid.UUID, tuple[str, frozenset[int]]] = {}
     for requested in request.topics:
-        topic, code = topic_problem(ctx, requested.topic_name, Operation.READ)
-        answers = []
-        for p in requested.partitions:
-            error, message = code, None
-            if topic is not None:
-                error, message = await _alter(ctx, request.group_id, topic, p)
-            answers.append(
+        topic, refused = topic_problem(ctx, requested.topic_name, Operation.READ)
+        answers = [
+            (p, _check(topic, p) if topic is not None else (refused, None))
+            for p in requested.partitions
+        ]
+        checked.append((requested, topic, answers))
+        valid = frozenset(p.partition_index for p, (error, _) in answers if error == ErrorCode.none)
+        if topic is not None and valid:
+            name, before = topic.name, to_set.get(topic.topic_id, ("", frozenset()))[1]
+            to_set[topic.topic_id] = (name, before | valid)
+    unreachable, (code, message) = await _on_group(ctx, group_id, to_set)
+    if unreachable or code:
+        return _top_error(ErrorCode(unreachable or code), message)
+    responses = []
+    for requested, topic, answers in checked:
+        partitions = []
+        for p, (error, message) in answers:
+            if error == ErrorCode.none and topic is not None:
+                error, message = await _set_start(ctx, group_id, topic, p)
+            partitions.append(
                 {
                     "partition_index": p.partition_index,
                     "error_code": error,
@@ -49,7 +68,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             {
                 "topic_name": requested.topic_name,
                 "topic_id": topic.topic_id if topic is not None else uuid.UUID(int=0),
-                "partitions": answers,
+                "partitions": partitions,
             }
         )
     return {
@@ -60,9 +79,18 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     }
 
 
-async def _alter(
-    ctx: RequestContext, group_id: str, topic: Any, p: Any
-) -> tuple[ErrorCode, str | None]:
+async def _on_group(
+    ctx: RequestContext, group_id: str, to_set: dict[uuid.UUID, tuple[str, frozenset[int]]]
+) -> tuple[int, tuple[int, str | None]]:
+    """(the shard's error, the group's (error, message)): the group is checked, and
+    created when missing, before any share-partition is set."""
+    code, answer = await on_group_shard(
+        ctx, group_id, lambda s: s.prepare_share_offsets_alter(group_id, to_set)
+    )
+    return code, (answer if not code else (code, None))
+
+
+def _check(topic: Topic, p: Any) -> Answer:
     if not 0 <= p.partition_index < len(topic.partitions):
         return ErrorCode.unknown_topic_or_partition, None
     partition = topic.partitions[p.partition_index]
@@ -71,11 +99,23 @@ async def _alter(
             f"The start offset {p.start_offset} is outside the partition "
             f"(0 to {partition.high_watermark})."
         )
+    return ErrorCode.none, None
+
+
+async def _set_start(ctx: RequestContext, group_id: str, topic: Topic, p: Any) -> Answer:
+    partition = topic.partitions[p.partition_index]
     share = ctx.broker.share
     await share.ensure_started()
     key = ShareKey(group_id, topic.topic_id, p.partition_index)
     start = (
         max(p.start_offset, partition.log.log_start_offset) if partition.hosted else p.start_offset
     )
-    await share.run(key, lambda s: s.alter_start(key, start))
+    try:
+        await share.run(key, lambda s: s.alter_start(key, start))
+    except CoordinatorError as exc:
+        return ErrorCode(exc.code), None
     return ErrorCode.none, None
+
+
+def _top_error(code: ErrorCode, message: str | None) -> Reply:
+    return {"throttle_time": 0, "error_code": code, "error_message": message, "responses": []}

@@ -15,6 +15,7 @@ from coordinator.runtime import CoordinatorError
 UNKNOWN_TOPIC_OR_PARTITION = 3
 TOPIC_AUTHORIZATION_FAILED = 29
 GROUP_AUTHORIZATION_FAILED = 30
+GROUP_ID_NOT_FOUND = 69
 
 
 async def on_group_shard(
@@ -78,19 +79,20 @@ async def describe_each(
     include_authorized_operations: bool,
     describe: Callable[[str], Callable[[Any], Any]],
     shape: Callable[[dict[str, Any]], dict[str, Any]],
-    missing: Callable[[str, int | None], dict[str, Any]],
+    missing: Callable[[str, int, str | None], dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """ConsumerGroupDescribe and ShareGroupDescribe: each group described by its shard
-    (`describe(group_id)` is the operation), `shape`d for the answer; a group not
-    described (unknown, not of the kind, not authorized) is `missing` with its error."""
+    (`describe(group_id)` is the operation; it gives the group, or why there is none),
+    `shape`d for the answer; a group not described (unknown, not of the kind, not
+    authorized) is `missing` with its error and message."""
     groups = []
     for group_id in group_ids:
         if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
-            groups.append(missing(group_id, GROUP_AUTHORIZATION_FAILED))
+            groups.append(missing(group_id, GROUP_AUTHORIZATION_FAILED, None))
             continue
         code, described = await on_group_shard(ctx, group_id, describe(group_id))
-        if code or described is None:
-            groups.append(missing(group_id, code or None))
+        if code or not isinstance(described, dict):
+            groups.append(missing(group_id, code or GROUP_ID_NOT_FOUND, described))
             continue
         answer = shape(described)
         if include_authorized_operations:

@@ -20,19 +20,20 @@ async def group_problem(
     operation: Operation,
     *,
     must_be_empty: bool,
-    may_be_missing: bool = False,
 ) -> tuple[ErrorCode, str | None] | None:
-    """The group-level error: not authorized, not a share group (or, unless
-    `may_be_missing`, no group at all), or still with members when `must_be_empty`."""
+    """The group-level error: not authorized, no such group, not a share group, or
+    still with members when `must_be_empty`."""
     if not ctx.allowed(operation, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed, None
     code, status = await on_group_shard(ctx, group_id, lambda s: s.share_group_status(group_id))
     if code:
         return ErrorCode(code), None
-    if status == "other" or (status == "missing" and not may_be_missing):
+    if status == "other":
         return ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
+    if status == "missing":
+        return ErrorCode.group_id_not_found, f"Group {group_id} not found."
     if must_be_empty and status == "share":
-        return ErrorCode.non_empty_group, f"Share group {group_id} has members."
+        return ErrorCode.non_empty_group, "The group is not empty."
     return None
 
 

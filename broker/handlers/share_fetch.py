@@ -1,8 +1,9 @@
 """ShareFetch (78), v1-v2: a share-group member's fetch (KIP-932).
 
-- Share session: epoch 0 opens one (acknowledgements are refused then), n continues
-  it, -1 closes it after its acknowledgements and releases what the member holds
-  (see broker/share_sessions.py). SHARE_SESSION_NOT_FOUND / INVALID_SHARE_SESSION_EPOCH
+- Share session: epoch 0 opens one (acknowledgements are refused then; one the member
+  already has is replaced, and what the member holds stays its own), n continues it,
+  -1 closes it after its acknowledgements and releases what the member holds (see
+  broker/share_sessions.py). SHARE_SESSION_NOT_FOUND / INVALID_SHARE_SESSION_EPOCH
   change nothing.
 - Piggybacked acknowledgements are applied first, each partition's written before the
   answer (acknowledge_error_code per partition; INVALID_RECORD_STATE for offsets the
@@ -10,11 +11,20 @@
 - Then records are acquired for this member from every partition of the session,
   starting at each share-partition's first available offset: whole stored batches are
   returned as they are, and `acquired_records` says which offsets of them are the
-  member's, with their delivery counts. `max_records` bounds the acquired records
-  (whole batches: it may be exceeded to a batch's end), `max_bytes` the data.
-  Transaction markers are never handed out; with `share.isolation.level`
-  read_committed, neither are aborted records, and nothing at or past the last stable
-  offset.
+  member's, with their delivery counts.
+  - `max_records` bounds the acquired records. In the batch-optimized acquire mode
+    (the default) whole stored batches are taken, so the bound may be passed up to a
+    batch's end, and new records are locked in pieces of at least `batch_size`,
+    cut at stored-batch boundaries. In the record-limit mode (v2) no more than
+    `max_records` are taken, a stored batch cut where the bound falls.
+  - `max_records` or `max_bytes` 0: nothing is fetched, the answer comes at once.
+  - `max_bytes` bounds the data.
+  - Transaction markers are never handed out; with `share.isolation.level`
+    read_committed, neither are aborted records, and nothing at or past the last
+    stable offset.
+- v2 `is_renew_ack`: the request only acknowledges (RENEW among them); it must have
+  max_bytes, min_bytes, max_records and max_wait all 0 (INVALID_REQUEST otherwise),
+  and fetches nothing.
 - A share-partition seen for the first time starts where `share.auto.offset.reset`
   says: latest (the default), earliest, or by_duration:<ISO 8601 duration> ago.
 - Long poll: with nothing acquired the request waits for new records or released
@@ -28,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from broker import metrics
@@ -54,14 +65,38 @@ from storage import OffsetOutOfRange
 from storage.log_slice import LogSlice
 
 MIN_VERSION, MAX_VERSION = 1, 2
-DEFAULT_MAX_RECORDS = 500
 WAITER_TURNS = 4
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1
+
+
+def _fields_problem(request: Any) -> str | None:
+    """What is wrong with the request's v2 fields, as Kafka words it."""
+    if getattr(request, "is_renew_ack", False):
+        wrong = [
+            f"{name} must be set to 0, "
+            for name, value in (
+                ("maxBytes", request.max_bytes),
+                ("minBytes", request.min_bytes),
+                ("maxRecords", request.max_records),
+                ("maxWaitMs", request.max_wait.total_seconds()),
+            )
+            if value != 0
+        ]
+        if wrong:
+            return "".join(wrong) + "if isRenewAck is true."
+    mode = getattr(request, "share_acquire_mode", BATCH_OPTIMIZED)
+    if mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
+        return f"Unknown share acquire mode {mode}."
+    return None
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     problem = share_common.request_problem(ctx, request)
     if problem is not None:
         return _top_error(*problem)
+    wrong = _fields_problem(request)
+    if wrong is not None:
+        return _top_error(ErrorCode.invalid_request, wrong)
     share = ctx.broker.share
     await share.ensure_started()
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
@@ -84,9 +119,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 return _top_error(
                     ErrorCode.invalid_request, "A session's first request cannot acknowledge."
                 )
-            session, replaced = share.sessions.open(group_id, member_id, ctx.connection_id)
-            if replaced is not None:
-                await share.release_member(group_id, member_id, list(replaced.partitions))
+            # a session the member already has is replaced; what the member holds
+            # stays its own (acknowledgements are checked against the member)
+            session = share.sessions.open(group_id, member_id, ctx.connection_id)
         else:
             session = share.sessions.check(group_id, member_id, epoch)
     except ShareSessionError as exc:
@@ -104,9 +139,10 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         session.update(wanted, forgotten)
         if epoch != INITIAL_EPOCH:
             await share_common.end_session(ctx, session, epoch)
-        fetched = await _fetch(ctx, session, request, settings)
-        for tp, answer in fetched.items():
-            answers[tp] = {**answers.get(tp, _answer()), **answer}
+        if _fetches(request):
+            fetched = await _fetch(ctx, session, request, settings)
+            for tp, answer in fetched.items():
+                answers[tp] = {**answers.get(tp, _answer()), **answer}
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,
@@ -117,13 +153,27 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     }
 
 
+def _fetches(request: Any) -> bool:
+    """Does the request fetch at all? Not when it only renews locks, nor when it may
+    take no record or no byte."""
+    if getattr(request, "is_renew_ack", False):
+        return False
+    return request.max_records > 0 and request.max_bytes > 0
+
+
 async def _fetch(
     ctx: RequestContext, session: ShareSession, request: Any, settings: Any
 ) -> dict[TopicPartition, dict[str, Any]]:
     """Acquire records for the member from the session's partitions, waiting up to
     max_wait for some."""
     deadline = time.monotonic() + request.max_wait.total_seconds()
-    max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
+    max_records = request.max_records
+    acquiring = Acquiring(
+        session.member_id,
+        getattr(request, "share_acquire_mode", BATCH_OPTIMIZED) == RECORD_LIMIT,
+        request.batch_size,
+        settings,
+    )
     while True:
         answers: dict[TopicPartition, dict[str, Any]] = {}
         waits: list[asyncio.Future[None]] = []
@@ -137,9 +187,7 @@ async def _fetch(
             if records_left <= 0 or bytes_left <= 0:
                 continue
             try:
-                got = await _acquire(
-                    ctx, key, partition, session.member_id, records_left, bytes_left, settings
-                )
+                got = await _acquire(ctx, key, partition, acquiring, records_left, bytes_left)
             except CoordinatorError as exc:
                 answers[tp] = _answer(error_code=exc.code)
                 continue
@@ -207,17 +255,27 @@ def _resolve(ctx: RequestContext, tp: TopicPartition) -> tuple[Partition | None,
     return partition, ErrorCode.none
 
 
+@dataclass(frozen=True)
+class Acquiring:
+    """Who acquires, and how (the request's acquire mode and batch size)."""
+
+    member_id: str
+    record_limit: bool
+    batch_size: int
+    settings: Any
+
+
 async def _acquire(
     ctx: RequestContext,
     key: ShareKey,
     partition: Partition,
-    member_id: str,
+    acquiring: Acquiring,
     max_records: int,
     max_bytes: int,
-    settings: Any,
 ) -> tuple[LogSlice | bytes, list[tuple[int, int, int]]] | None:
     """(batches, acquired ranges) from one partition, or None when nothing is there."""
     share = ctx.broker.share
+    settings = acquiring.settings
     log = partition.log
     initial = _initial_offset(partition, settings.share_auto_offset_reset)
     offset, below = await share.run(
@@ -242,7 +300,13 @@ async def _acquire(
     acquired = await share.run(
         key,
         lambda s: s.acquire(
-            key, member_id, batches, max_records, settings.share_record_lock_duration_ms
+            key,
+            acquiring.member_id,
+            batches,
+            max_records,
+            settings.share_record_lock_duration_ms,
+            acquiring.record_limit,
+            acquiring.batch_size,
         ),
     )
     if not acquired:

@@ -24,7 +24,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         request.include_authorized_operations,
         _describe,
         _described,
-        lambda group_id, code: _missing(group_id, ErrorCode(code) if code else None),
+        _missing,
     )
     return {"throttle_time": 0, "groups": groups}
 
@@ -59,10 +59,10 @@ def _described(group: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _missing(group_id: str, code: ErrorCode | None) -> dict[str, Any]:
+def _missing(group_id: str, code: int, message: str | None) -> dict[str, Any]:
     return {
-        "error_code": code or ErrorCode.group_id_not_found,
-        "error_message": None if code else f"Group {group_id} is not a share group.",
+        "error_code": code,
+        "error_message": message,
         "group_id": group_id,
         "group_state": "Dead",
         "group_epoch": -1,

@@ -2,8 +2,11 @@
 
 A member joins with epoch 0, the member id it made itself and the topics it
 subscribes to; it heartbeats with its epoch; the answer carries its epoch and, when
-it changed, the partitions it reads (shared with other members). Epoch -1 leaves:
-what it holds is released at once. The shard does the work
+it changed, the partitions it reads (shared with other members). Epoch -1 leaves the
+group, and only that: records the member holds are given back when its share session
+closes (a ShareFetch or ShareAcknowledge with the final epoch, which a closing
+consumer sends), when its connection closes, or when their acquisition locks run
+out, as on Kafka. The shard does the work
 (coordinator/group/share_protocol.py). The group's own `share.session.timeout.ms` and
 `share.heartbeat.interval.ms` (group configs) win over the broker's. With ACLs the
 group needs READ (GROUP_AUTHORIZATION_FAILED) and the subscribed topics DESCRIBE

@@ -423,10 +423,18 @@ class ConsumerProtocol(ShardState):
 
     # -- describe --------------------------------------------------------------------
 
-    def describe_consumer_group(self, group_id: str) -> Result[dict[str, Any]]:
+    def describe_consumer_group(self, group_id: str) -> Result[dict[str, Any] | str]:
+        """The group, or (no consumer group of that id) the reason GROUP_ID_NOT_FOUND
+        gives."""
         group = self.consumer_groups.get(group_id)
         if group is None:
-            return Result([], None)
+            other = any(group_id in g for g in (self.share_groups, self.groups, self.offsets))
+            return Result(
+                [],
+                f"Group {group_id} is not a consumer group."
+                if other
+                else f"Group {group_id} not found.",
+            )
         return Result(
             [],
             {

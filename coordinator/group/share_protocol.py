@@ -14,6 +14,7 @@ heartbeat within the session timeout is removed.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from coordinator.group import share_records as shr
@@ -62,9 +63,7 @@ class ShareProtocol(ShardState):
             request["member_epoch"],
         )
         if self._is_other_group_type(group_id):
-            raise HeartbeatError(
-                ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
-            )
+            raise HeartbeatError(ErrorCode.group_id_not_found, _not_share(group_id))
         records: list[Record] = []
         live = self.share_groups.get(group_id)
         group = live.copy() if live is not None else ShareGroup(group_id)
@@ -222,10 +221,12 @@ class ShareProtocol(ShardState):
 
     # -- describe and delete ----------------------------------------------------------
 
-    def describe_share_group(self, group_id: str) -> Result[dict[str, Any] | None]:
+    def describe_share_group(self, group_id: str) -> Result[dict[str, Any] | str]:
+        """The group, or (no share group of that id) the reason GROUP_ID_NOT_FOUND gives."""
         group = self.share_groups.get(group_id)
         if group is None:
-            return Result([], None)
+            status = self.share_group_status(group_id).response
+            return Result([], _not_share(group_id) if status == "other" else _not_found(group_id))
         return Result(
             [],
             {
@@ -238,6 +239,35 @@ class ShareProtocol(ShardState):
                 "topic_names": {topic_id: name for name, (topic_id, _) in group.topics.items()},
             },
         )
+
+    def prepare_share_offsets_alter(
+        self, group_id: str, topics: dict[uuid.UUID, tuple[str, frozenset[int]]]
+    ) -> Result[tuple[int, str | None]]:
+        """AlterShareGroupOffsets' turn on the group: (error code, message). A group that
+        does not exist yet is created empty, by the record of the share-partitions whose
+        state is about to be set (`topics`: id -> (name, partitions)), as on Kafka."""
+        status = self.share_group_status(group_id).response
+        if status == "other":
+            return Result([], (ErrorCode.group_id_not_found, _not_share(group_id)))
+        if status == "share":
+            return Result([], (ErrorCode.non_empty_group, "The group is not empty."))
+        if not topics:
+            return Result([], (ErrorCode.none, None))
+        group = self.share_groups.get(group_id)
+        known = group.state_partitions if group is not None else shr.StatePartitions()
+        initialized = {t.topic_id: t for t in known.initialized}
+        for topic_id, (name, partitions) in topics.items():
+            before = initialized.get(topic_id)
+            merged = partitions | (before.partitions if before is not None else frozenset())
+            initialized[topic_id] = shr.TopicPartitionsNamed(topic_id, name, merged)
+        value = shr.StatePartitions(
+            tuple(t for t in known.initializing if t.topic_id not in topics),
+            tuple(initialized.values()),
+            tuple(d for d in known.deleting if d[0] not in topics),
+        )
+        key = shr.ShareKey(shr.STATE_PARTITIONS, group_id)
+        record = (shr.encode_key(key), shr.encode_state_partitions(value))
+        return Result([record], (ErrorCode.none, None))
 
     def share_group_status(self, group_id: str) -> Result[str]:
         """ "share" (with members), "empty" (a share group without any), "missing", or
@@ -262,6 +292,14 @@ class ShareProtocol(ShardState):
             shr.ShareKey(shr.GROUP_EPOCH, group.group_id),
         ]
         return [(shr.encode_key(key), None) for key in keys]
+
+
+def _not_found(group_id: str) -> str:
+    return f"Group {group_id} not found."
+
+
+def _not_share(group_id: str) -> str:
+    return f"Group {group_id} is not a share group."
 
 
 def _session_timer(group_id: str, member_id: str) -> str:

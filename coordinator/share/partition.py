@@ -138,14 +138,22 @@ class SharePartition:
         batches: list[FetchedBatch],
         max_records: int,
         max_in_flight: int,
-    ) -> tuple[int, list[tuple[int, int, int]]]:
-        """Hand what is AVAILABLE in `batches` to `member`, whole batches at a time, until
-        `max_records` are acquired; new offsets only while fewer than `max_in_flight` are
-        in flight. Returns (lock id, [(first, last, delivery count)])."""
-        lock = self.next_lock
-        self.next_lock += 1
-        acquired: list[tuple[int, int, int]] = []
+        *,
+        record_limit: bool = False,
+        batch_size: int = 0,
+    ) -> list[tuple[int, int, int, int]]:
+        """Hand what is AVAILABLE in `batches` to `member` until `max_records` are
+        acquired; new offsets only while fewer than `max_in_flight` are in flight.
+
+        By default whole stored batches are taken (the limit may be passed up to a
+        batch's end), and new records are cut into pieces of at least `batch_size`
+        records at stored-batch boundaries, each piece under a lock of its own. With
+        `record_limit` no more than `max_records` are taken, a stored batch cut where
+        the limit falls. Returns [(first, last, delivery count, lock)]."""
+        acquired: list[tuple[int, int, int, int]] = []
         budget = max_records
+        lock = self._new_lock()
+        piece_first = -1  # the first new offset under `lock`
         for batch in batches:
             if budget <= 0:
                 break
@@ -155,25 +163,40 @@ class SharePartition:
             if low < self.end:
                 top = min(batch.last_offset, self.end - 1)
                 for run in self._take(low, top, AVAILABLE):
+                    if budget <= 0:
+                        break
+                    if record_limit and run.last - run.first + 1 > budget:
+                        self._split_at(run.first + budget)
                     run.state, run.member, run.lock = ACQUIRED, member, lock
                     run.delivery_count += 1
-                    acquired.append((run.first, run.last, run.delivery_count))
+                    acquired.append((run.first, run.last, run.delivery_count, lock))
                     budget -= run.last - run.first + 1
-            if batch.last_offset >= self.end:
-                if self.in_flight() >= max_in_flight:
-                    break
-                if batch.base_offset > self.end:  # offsets the log no longer has
-                    self._extend(Run(self.end, batch.base_offset - 1, ARCHIVED, 0))
-                first = self.end
-                if batch.skip:
-                    self._extend(Run(first, batch.last_offset, ARCHIVED, 0))
-                else:
-                    self._extend(Run(first, batch.last_offset, ACQUIRED, 1, member, lock))
-                    acquired.append((first, batch.last_offset, 1))
-                    budget -= batch.last_offset - first + 1
+            if batch.last_offset < self.end or budget <= 0:
+                continue
+            if self.in_flight() >= max_in_flight:
+                break
+            if batch.base_offset > self.end:  # offsets the log no longer has
+                self._extend(Run(self.end, batch.base_offset - 1, ARCHIVED, 0))
+            first = self.end
+            if batch.skip:
+                self._extend(Run(first, batch.last_offset, ARCHIVED, 0))
+                continue
+            last = min(batch.last_offset, first + budget - 1) if record_limit else batch.last_offset
+            if piece_first >= 0 and 0 < batch_size <= first - piece_first:
+                lock = self._new_lock()
+                piece_first = first
+            elif piece_first < 0:
+                piece_first = first
+            self._extend(Run(first, last, ACQUIRED, 1, member, lock))
+            acquired.append((first, last, 1, lock))
+            budget -= last - first + 1
         self._merge()
         self._advance()
-        return lock, _coalesce(acquired)
+        return _coalesce(acquired)
+
+    def _new_lock(self) -> int:
+        self.next_lock += 1
+        return self.next_lock - 1
 
     def _extend(self, run: Run) -> None:
         self.runs.append(run)
@@ -358,11 +381,12 @@ def _spans(first: int, last: int, types: tuple[int, ...]) -> list[tuple[int, int
     return spans
 
 
-def _coalesce(ranges: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    out: list[tuple[int, int, int]] = []
-    for first, last, count in sorted(ranges):
-        if out and out[-1][1] + 1 == first and out[-1][2] == count:
-            out[-1] = (out[-1][0], last, count)
+def _coalesce(ranges: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """Neighbouring ranges of one lock and one delivery count as one."""
+    out: list[tuple[int, int, int, int]] = []
+    for first, last, count, lock in sorted(ranges):
+        if out and out[-1][1] + 1 == first and out[-1][2:] == (count, lock):
+            out[-1] = (out[-1][0], last, count, lock)
         else:
-            out.append((first, last, count))
+            out.append((first, last, count, lock))
     return out

@@ -176,17 +176,27 @@ class ShareShard:
         batches: list[FetchedBatch],
         max_records: int,
         lock_ms: int,
+        record_limit: bool = False,
+        batch_size: int = 0,
     ) -> Result[list[tuple[int, int, int]]]:
+        """[(first, last, delivery count)] acquired for `member`, each piece's lock
+        armed (see SharePartition.acquire)."""
         partition = self.partitions.get(key)
         if partition is None:
             return Result([], [])
-        lock, acquired = partition.acquire(
-            member, batches, max_records, self.config.max_record_locks
+        acquired = partition.acquire(
+            member,
+            batches,
+            max_records,
+            self.config.max_record_locks,
+            record_limit=record_limit,
+            batch_size=batch_size,
         )
-        if acquired:
+        for lock in dict.fromkeys(lock for *_, lock in acquired):
             self._arm_lock(key, lock, lock_ms)
+        if acquired:
             self.lock_durations[key] = lock_ms
-        return Result([], acquired)
+        return Result([], [(first, last, count) for first, last, count, _ in acquired])
 
     def acknowledge(
         self, key: ShareKey, member: str, acknowledgements: list[tuple[int, int, tuple[int, ...]]]

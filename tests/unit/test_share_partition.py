@@ -26,6 +26,11 @@ def batches(*spans: tuple[int, int]) -> list[FetchedBatch]:
     return [FetchedBatch(first, last) for first, last in spans]
 
 
+def ranges(acquired: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int]]:
+    """What a ShareFetch answer lists: (first, last, delivery count), locks left out."""
+    return [(first, last, count) for first, last, count, _lock in acquired]
+
+
 def ack(sp: SharePartition, member: str, first: int, last: int, *types: int) -> None:
     delta, _ = sp.plan_acknowledge(member, [(first, last, types)], LIMIT)
     sp.apply(delta)
@@ -33,9 +38,9 @@ def ack(sp: SharePartition, member: str, first: int, last: int, *types: int) -> 
 
 def test_acquire_hands_out_whole_batches_once() -> None:
     sp = SharePartition(0)
-    _, got = sp.acquire("a", batches((0, 4), (5, 9)), max_records=3, max_in_flight=100)
+    got = ranges(sp.acquire("a", batches((0, 4), (5, 9)), max_records=3, max_in_flight=100))
     assert got == [(0, 4, 1)]  # the whole first batch, then the budget is spent
-    _, got = sp.acquire("b", batches((0, 4), (5, 9)), max_records=100, max_in_flight=100)
+    got = ranges(sp.acquire("b", batches((0, 4), (5, 9)), max_records=100, max_in_flight=100))
     assert got == [(5, 9, 1)]
     assert sp.next_fetch_offset() == 10
     assert sp.in_flight() == 10
@@ -59,15 +64,16 @@ def test_release_makes_records_available_with_their_count() -> None:
     ack(sp, "a", 0, 4, RELEASE, RELEASE, ACCEPT, RELEASE, RELEASE)
     assert sp.start == 0
     assert sp.next_fetch_offset() == 0
-    _, got = sp.acquire("b", batches((0, 4)), 100, 100)
+    got = ranges(sp.acquire("b", batches((0, 4)), 100, 100))
     assert got == [(0, 1, 2), (3, 4, 2)]
 
 
 def test_delivery_limit_archives() -> None:
     sp = SharePartition(0)
     for delivery in range(1, LIMIT + 1):
-        lock, got = sp.acquire("a", batches((0, 0)), 100, 100)
-        assert got == [(0, 0, delivery)]
+        acquired = sp.acquire("a", batches((0, 0)), 100, 100)
+        lock = acquired[0][3]
+        assert ranges(acquired) == [(0, 0, delivery)]
         sp.apply(sp.plan_release(None, lock, LIMIT))
     assert sp.start == 1 and sp.runs == []
 
@@ -88,7 +94,7 @@ def test_acknowledging_what_one_does_not_hold_changes_nothing() -> None:
 def test_skipped_batches_are_archived_and_gaps_filled() -> None:
     sp = SharePartition(0)
     fetched = [FetchedBatch(0, 2), FetchedBatch(3, 3, skip=True), FetchedBatch(6, 7)]
-    _, got = sp.acquire("a", fetched, 100, 100)
+    got = ranges(sp.acquire("a", fetched, 100, 100))
     assert got == [(0, 2, 1), (6, 7, 1)]
     ack(sp, "a", 0, 2, ACCEPT)
     assert sp.start == 6  # the marker at 3 and the missing 4-5 are done
@@ -99,10 +105,10 @@ def test_skipped_batches_are_archived_and_gaps_filled() -> None:
 def test_in_flight_cap_stops_new_offsets_but_not_redeliveries() -> None:
     sp = SharePartition(0)
     sp.acquire("a", batches((0, 4)), 100, max_in_flight=5)
-    _, got = sp.acquire("b", batches((5, 9)), 100, max_in_flight=5)
+    got = ranges(sp.acquire("b", batches((5, 9)), 100, max_in_flight=5))
     assert got == []
     sp.apply(sp.plan_release("a", None, LIMIT))
-    _, got = sp.acquire("b", batches((0, 4), (5, 9)), 100, max_in_flight=5)
+    got = ranges(sp.acquire("b", batches((0, 4), (5, 9)), 100, max_in_flight=5))
     assert got == [(0, 4, 2)]
 
 
@@ -137,6 +143,46 @@ def test_apply_past_the_end_fills_never_delivered_offsets() -> None:
         (0, 4, AVAILABLE, 0),
         (5, 6, ACKNOWLEDGED, 1),
     ]
-    _, got = sp.acquire("a", batches((0, 9)), 100, 100)
+    got = ranges(sp.acquire("a", batches((0, 9)), 100, 100))
     assert got == [(0, 4, 1), (7, 9, 1)]
     assert ARCHIVED != ACKNOWLEDGED
+
+
+def test_record_limit_mode_cuts_stored_batches_at_the_limit() -> None:
+    sp = SharePartition(0)
+    got = ranges(sp.acquire("a", batches((0, 9)), 3, 100, record_limit=True))
+    assert got == [(0, 2, 1)]
+    # the rest of the stored batch is taken where the last acquisition stopped
+    got = ranges(sp.acquire("b", batches((0, 9)), 4, 100, record_limit=True))
+    assert got == [(3, 6, 1)]
+    ack(sp, "a", 0, 2, RELEASE)
+    # released records go first, and are cut at the limit too
+    got = ranges(sp.acquire("c", batches((0, 9)), 2, 100, record_limit=True))
+    assert got == [(0, 1, 2)]
+    assert [(r.first, r.last, r.state) for r in sp.runs[:2]] == [
+        (0, 1, ACQUIRED),
+        (2, 2, AVAILABLE),
+    ]
+    # the batch-optimized default passes the limit up to a stored batch's end
+    got = ranges(sp.acquire("d", batches((0, 9)), 2, 100))
+    assert got == [(2, 2, 2), (7, 9, 1)]
+
+
+def test_batch_size_puts_new_records_under_separate_locks_at_batch_boundaries() -> None:
+    sp = SharePartition(0)
+    stored = batches((0, 2), (3, 5), (6, 8), (9, 9), (10, 14))
+    acquired = sp.acquire("a", stored, 100, 100, batch_size=5)
+    # a new piece starts at the first stored batch at least 5 records after the last
+    assert [(first, last) for first, last, _, _ in acquired] == [(0, 5), (6, 14)]
+    locks = {lock for *_, lock in acquired}
+    assert len(locks) == 2
+    # a lock running out gives back only its own piece
+    sp.apply(sp.plan_release(None, acquired[0][3], LIMIT))
+    assert [(r.first, r.last, r.state) for r in sp.runs] == [
+        (0, 5, AVAILABLE),
+        (6, 14, ACQUIRED),
+    ]
+    # without a batch size everything new is under one lock
+    sp = SharePartition(0)
+    acquired = sp.acquire("a", stored, 100, 100)
+    assert [(first, last) for first, last, _, _ in acquired] == [(0, 14)]

@@ -1,0 +1,358 @@
+"""Share groups where Kafka 4.x answers in particular ways: offsets set before a share
+group exists, a member opening a new share session while it holds records, and the
+ShareFetch v2 fields (acquire mode, renew-only requests, record and batch sizes).
+
+These run on the broker's default settings (30 s record locks, default batch sizes)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import Counter
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from helpers.broker import Broker, BrokerFactory
+from helpers.topics import create_topic
+from helpers.wire import WireClient
+
+from share.sharing import (
+    Delivery,
+    earliest_group,
+    poll_once,
+    poll_until,
+    produce,
+    share_consumer,
+)
+from share.test_share_wire import (
+    ALTER_OFFSETS,
+    GROUP_ID_NOT_FOUND,
+    INVALID_RECORD_STATE,
+    INVALID_REQUEST,
+    INVALID_SHARE_SESSION_EPOCH,
+    LIST_GROUPS,
+    NONE,
+    SHARE_DESCRIBE,
+    SHARE_FETCH,
+    SHARE_HEARTBEAT,
+    describe_offsets,
+    topic_id,
+)
+
+ACCEPT, RENEW = 1, 4
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1
+
+
+def alter(client: WireClient, group: str, topic: str, start: int) -> Any:
+    body = {
+        "group_id": group,
+        "topics": [
+            {"topic_name": topic, "partitions": [{"partition_index": 0, "start_offset": start}]}
+        ],
+    }
+    return client.call(ALTER_OFFSETS, 0, body)
+
+
+def join(client: WireClient, group: str, topic: str) -> str:
+    member = str(uuid.uuid4())
+    joined = client.call(
+        SHARE_HEARTBEAT,
+        1,
+        {
+            "group_id": group,
+            "member_id": member,
+            "member_epoch": 0,
+            "subscribed_topic_names": [topic],
+        },
+    )
+    assert joined.error_code == NONE, joined
+    return member
+
+
+def fetch(
+    client: WireClient,
+    group: str,
+    member: str,
+    epoch: int,
+    topic: uuid.UUID,
+    acks: list[dict[str, Any]] | None = None,
+    **fields: Any,
+) -> Any:
+    """ShareFetch v2 of partition 0 of `topic`; `fields` override the defaults."""
+    partition: dict[str, Any] = {"partition_index": 0}
+    if acks:
+        partition["acknowledgement_batches"] = acks
+    body = {
+        "group_id": group,
+        "member_id": member,
+        "share_session_epoch": epoch,
+        "max_wait": 500,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "max_records": 500,
+        "batch_size": 500,
+        "topics": [{"topic_id": topic, "partitions": [partition]}],
+        **fields,
+    }
+    return client.call(SHARE_FETCH, 2, body)
+
+
+def acquired(answer: Any) -> list[tuple[int, int, int]]:
+    assert answer.error_code == NONE, answer
+    return [
+        (a.first_offset, a.last_offset, a.delivery_count)
+        for topic in answer.responses
+        for p in topic.partitions
+        for a in p.acquired_records
+    ]
+
+
+def ack_error(answer: Any) -> int:
+    assert answer.error_code == NONE, answer
+    code: int = answer.responses[0].partitions[0].acknowledge_error_code
+    return code
+
+
+def produce_batches(bootstrap: str, topic: str, sizes: list[int]) -> None:
+    """One stored batch of each size, in order."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
+    for size in sizes:
+        for i in range(size):
+            producer.produce(topic, f"r{i}".encode(), partition=0)
+        assert producer.flush(30) == 0
+
+
+def test_offsets_set_before_a_share_group_exists_create_it(
+    broker_factory: BrokerFactory, unique_topic: str, unique_group: str
+) -> None:
+    broker = broker_factory()  # the defaults: share.auto.offset.reset is latest
+    group, classic = unique_group, unique_group + "-classic"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    with WireClient(broker.bootstrap) as client:
+        client.create_topic(unique_topic, 1)
+        produce(broker.bootstrap, unique_topic, [f"v{i}".encode() for i in range(10)])
+        gone = describe_offsets(client, group, unique_topic).groups[0]
+        assert (gone.error_code, gone.error_message) == (
+            GROUP_ID_NOT_FOUND,
+            f"Group {group} not found.",
+        )
+        # an unknown topic alone creates nothing
+        assert alter(client, group, "no-such-topic", 0).responses[0].partitions[0].error_code == 3
+        assert client.call(SHARE_DESCRIBE, 1, {"group_ids": [group]}).groups[0].error_code == (
+            GROUP_ID_NOT_FOUND
+        )
+        altered = alter(client, group, unique_topic, 4)
+        assert altered.error_code == NONE
+        assert altered.responses[0].partitions[0].error_code == NONE
+        # the group now exists, empty, and its state can be read
+        described = client.call(SHARE_DESCRIBE, 1, {"group_ids": [group]}).groups[0]
+        assert (described.error_code, described.group_state, described.members) == (
+            NONE,
+            "Empty",
+            (),
+        )
+        offsets = describe_offsets(client, group, unique_topic).groups[0]
+        assert offsets.error_code == NONE
+        assert (
+            offsets.topics[0].partitions[0].start_offset,
+            offsets.topics[0].partitions[0].lag,
+        ) == (
+            4,
+            6,
+        )
+        listed = client.call(LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["share"]})
+        assert (group, "share", "Empty") in [
+            (g.group_id, g.group_type, g.group_state) for g in listed.groups
+        ]
+    # it survives a kill -9
+    broker.restart(hard=True)
+    with WireClient(broker.bootstrap) as client:
+        described = client.call(SHARE_DESCRIBE, 1, {"group_ids": [group]}).groups[0]
+        assert (described.error_code, described.group_state) == (NONE, "Empty")
+    # a consumer joining later starts where the offsets were set, not at the latest
+    consumer = share_consumer(broker.bootstrap, group, [unique_topic])
+    try:
+        got = poll_until(consumer, 6, timeout=30)
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+    assert sorted(d.offset for d in got) == list(range(4, 10))
+    # and the group can be deleted through the Admin client, once the member has left
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            admin.delete_consumer_groups([group], request_timeout=15)[group].result(timeout=15)
+            break
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.NON_EMPTY_GROUP or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    # a group of another kind is not made a share group
+    committer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": classic})
+    try:
+        committer.commit(offsets=[TopicPartition(unique_topic, 0, 1)], asynchronous=False)
+    finally:
+        committer.close()
+    with WireClient(broker.bootstrap) as client:
+        described = client.call(SHARE_DESCRIBE, 1, {"group_ids": [group]}).groups[0]
+        assert (described.error_code, described.error_message) == (
+            GROUP_ID_NOT_FOUND,
+            f"Group {group} not found.",
+        )
+        refused = alter(client, classic, unique_topic, 0)
+        assert (refused.error_code, refused.error_message) == (
+            GROUP_ID_NOT_FOUND,
+            f"Group {classic} is not a share group.",
+        )
+        described = client.call(SHARE_DESCRIBE, 1, {"group_ids": [classic]}).groups[0]
+        assert described.error_message == f"Group {classic} is not a share group."
+
+
+def test_a_new_share_session_leaves_the_members_records_with_it(
+    shared_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
+    """Opening a share session again (epoch 0), as a client does after
+    SHARE_SESSION_NOT_FOUND or INVALID_SHARE_SESSION_EPOCH, replaces the session only:
+    the records the member holds stay its own."""
+    bootstrap = shared_broker.bootstrap
+    with (
+        WireClient(bootstrap) as client,
+        WireClient(bootstrap) as again,
+        WireClient(bootstrap) as other_client,
+    ):
+        client.create_topic(unique_topic, 1)
+        tid = topic_id(client, unique_topic)
+        member, other = (
+            join(client, unique_group, unique_topic),
+            join(other_client, unique_group, unique_topic),
+        )
+        assert acquired(fetch(client, unique_group, member, 0, tid)) == []  # starts at latest
+        produce(bootstrap, unique_topic, [f"v{i}".encode() for i in range(5)])
+        deadline = time.monotonic() + 15
+        got: list[tuple[int, int, int]] = []
+        epoch = 1
+        while not got and time.monotonic() < deadline:
+            got = acquired(fetch(client, unique_group, member, epoch, tid))
+            epoch += 1
+        assert got == [(0, 4, 1)]
+        # a new session, from another connection: nothing is given back
+        assert acquired(fetch(again, unique_group, member, 0, tid, max_wait=0)) == []
+        assert acquired(fetch(other_client, unique_group, other, 0, tid, max_wait=200)) == []
+        # the old session is gone; the member's acknowledgement in the new one holds
+        accept = [{"first_offset": 0, "last_offset": 4, "acknowledge_types": [ACCEPT]}]
+        stale = fetch(client, unique_group, member, epoch, tid, accept)
+        assert stale.error_code == INVALID_SHARE_SESSION_EPOCH
+        assert ack_error(fetch(again, unique_group, member, 1, tid, accept, max_wait=0)) == NONE
+        offsets = describe_offsets(client, unique_group, unique_topic).groups[0]
+        assert offsets.topics[0].partitions[0].start_offset == 5
+        # what a member holds under a new session still goes back when its connection closes
+        produce(bootstrap, unique_topic, [b"w"])
+        deadline = time.monotonic() + 15
+        got, epoch = [], 2
+        while not got and time.monotonic() < deadline:
+            got = acquired(fetch(again, unique_group, member, epoch, tid))
+            epoch += 1
+        assert got == [(5, 5, 1)]
+    with WireClient(bootstrap) as client:
+        member = join(client, unique_group, unique_topic)
+        assert acquired(fetch(client, unique_group, member, 0, tid, max_wait=2000)) == [(5, 5, 2)]
+        not_held = [{"first_offset": 0, "last_offset": 4, "acknowledge_types": [ACCEPT]}]
+        assert ack_error(fetch(client, unique_group, member, 1, tid, not_held)) == (
+            INVALID_RECORD_STATE
+        )
+
+
+def test_share_fetch_v2_fields(shared_broker: Broker, unique_topic: str, unique_group: str) -> None:
+    bootstrap = shared_broker.bootstrap
+    with WireClient(bootstrap) as client:
+        client.create_topic(unique_topic, 1)
+        tid = topic_id(client, unique_topic)
+        member = join(client, unique_group, unique_topic)
+        assert acquired(fetch(client, unique_group, member, 0, tid, max_wait=0)) == []
+        produce_batches(bootstrap, unique_topic, [4, 4, 4, 10])
+        epoch = 1
+
+        def next_fetch(**fields: Any) -> Any:
+            nonlocal epoch
+            answer = fetch(client, unique_group, member, epoch, tid, **fields)
+            epoch += 1
+            return answer
+
+        # renew-only requests must not ask for records
+        wrong = next_fetch(is_renew_ack=True)
+        assert (wrong.error_code, wrong.error_message) == (
+            INVALID_REQUEST,
+            "maxBytes must be set to 0, minBytes must be set to 0, maxRecords must be set "
+            "to 0, maxWaitMs must be set to 0, if isRenewAck is true.",
+        )
+        epoch -= 1  # the refused request did not move the session on
+        # max_records 0: an answer at once, with nothing acquired though records wait
+        began = time.monotonic()
+        assert acquired(next_fetch(max_records=0, max_wait=5000)) == []
+        assert time.monotonic() - began < 2
+        # the record-limit mode cuts a stored batch where the limit falls
+        assert acquired(next_fetch(max_records=3, share_acquire_mode=RECORD_LIMIT)) == [(0, 2, 1)]
+        assert acquired(next_fetch(max_records=2, share_acquire_mode=RECORD_LIMIT)) == [(3, 4, 1)]
+        # batch-optimized: whole stored batches, cut in locked pieces of >= batch_size
+        got = acquired(next_fetch(max_records=100, batch_size=4))
+        assert got == [(5, 11, 1), (12, 21, 1)]
+        # a renew-only request renews and fetches nothing
+        renew = [{"first_offset": 0, "last_offset": 21, "acknowledge_types": [RENEW]}]
+        fields = {"max_wait": 0, "min_bytes": 0, "max_bytes": 0, "max_records": 0}
+        renewed = fetch(
+            client, unique_group, member, epoch, tid, renew, is_renew_ack=True, **fields
+        )
+        epoch += 1
+        assert ack_error(renewed) == NONE
+        assert acquired(renewed) == []
+        # every record is still the member's: all of them can be accepted
+        accept = [{"first_offset": 0, "last_offset": 21, "acknowledge_types": [ACCEPT]}]
+        done = fetch(client, unique_group, member, epoch, tid, accept, max_wait=0)
+        assert ack_error(done) == NONE
+        offsets = describe_offsets(client, unique_group, unique_topic).groups[0]
+        assert offsets.topics[0].partitions[0].start_offset == 22
+        # an acquire mode Kafka does not know
+        unknown = fetch(client, unique_group, member, epoch + 1, tid, share_acquire_mode=7)
+        assert unknown.error_code == INVALID_REQUEST
+
+
+def test_members_share_a_partition_on_the_defaults(
+    shared_broker: Broker, unique_topic: str, unique_group: str
+) -> None:
+    """librdkafka ShareConsumers on the broker's defaults (2000 record locks a
+    partition, 30 s locks, the batch size the client asks for): every record is
+    delivered once, and more than one member gets records."""
+    bootstrap = shared_broker.bootstrap
+    create_topic(bootstrap, unique_topic, 1)
+    group = earliest_group(bootstrap, unique_group)
+    values = [f"r{i}".encode() for i in range(5000)]
+    produce(bootstrap, unique_topic, values, batch_records=50)
+    received: dict[int, list[Delivery]] = {0: [], 1: []}
+    done = threading.Event()
+
+    def member(index: int) -> None:
+        consumer = share_consumer(bootstrap, group, [unique_topic])
+        try:
+            while not done.is_set():
+                for _message, got in poll_once(consumer):
+                    received[index].append(got)
+                time.sleep(0.05)  # work on the records, holding their locks
+        finally:
+            consumer.close()
+
+    threads = [threading.Thread(target=member, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 60
+    while sum(map(len, received.values())) < len(values) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1)  # anything delivered twice would show now
+    done.set()
+    for thread in threads:
+        thread.join(30)
+    every = [d.value for got in received.values() for d in got]
+    assert Counter(every) == Counter(values)
+    assert all(received[i] for i in range(2)), {i: len(g) for i, g in received.items()}
+    assert {d.delivery_count for got in received.values() for d in got} == {1}
