@@ -6,7 +6,9 @@ orders to a topic of results, exactly once.
     spark-submit odradek_spark/examples/orders.py --bootstrap HOST:PORT --checkpoint DIR
 
 1. Produces a sample of orders (JSON, event times spread over a few minutes, some
-   arriving out of order) to the ``orders`` topic.
+   arriving out of order) to the ``orders`` topic, those of them it does not hold yet:
+   run again (after a crash, say, with the same checkpoint) it produces nothing, and the
+   query goes on from its checkpoint. A topic holding other records is an error.
 2. Runs the Spark job a user would write: read the topic as a stream, parse the JSON
    with a schema, join a small static table of products, count orders and sum revenue
    per one-minute event-time window and category (with a watermark), and write the
@@ -32,7 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -51,6 +53,9 @@ PRODUCTS = [
 ]
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 WINDOW = timedelta(minutes=1)
+# spark.sql.shuffle.partitions: the aggregation's state and the sink's tasks (one Kafka
+# transaction each per micro-batch) are split this many ways; the table is small.
+SHUFFLE_PARTITIONS = 2
 
 
 # ---------------------------------------------------------------- the sample data
@@ -94,11 +99,61 @@ def expected_revenue(orders: list[dict[str, Any]]) -> dict[tuple[str, str], tupl
 
 
 def produce_orders(bootstrap: str, topic: str, orders: list[dict[str, Any]]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    # Idempotent: a retried send does not write an order twice.
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True}
+    )
     for order in orders:
         producer.produce(topic, json.dumps(order).encode(), key=order["customer"].encode())
     if producer.flush(60) != 0:
         raise RuntimeError("could not produce the sample orders")
+
+
+class InputTopicError(Exception):
+    """The input topic holds records that are not the sample's (another sample, another
+    program's records, or orders twice)."""
+
+
+def missing_orders(
+    topic: str, present: list[tuple[int, int, bytes | None]], orders: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The orders of the sample that ``present`` (partition, offset, value of each record
+    in the topic) does not hold yet. Raises InputTopicError when a record is not one of
+    the sample's orders or an order is there twice: counting them would give other sums
+    than the check expects."""
+    by_id = {order["order_id"]: order for order in orders}
+    seen: set[str] = set()
+    advice = (
+        f"run with new --input-topic and --output-topic names and a new --checkpoint, or with "
+        f"the --orders and --seed that produced {topic!r}"
+    )
+    for partition, offset, value in present:
+        try:
+            order = json.loads(value or b"")
+        except ValueError:
+            order = None
+        order_id = order.get("order_id") if isinstance(order, dict) else None
+        if not isinstance(order_id, str) or by_id.get(order_id) != order:
+            raise InputTopicError(
+                f"topic {topic!r} holds a record that is not one of this sample's "
+                f"{len(orders)} orders (partition {partition}, offset {offset}: "
+                f"{(value or b'')[:120]!r}); {advice}"
+            )
+        if order_id in seen:
+            raise InputTopicError(
+                f"topic {topic!r} holds order {order_id} twice (again at partition "
+                f"{partition}, offset {offset}), so its counts would not match; {advice}"
+            )
+        seen.add(order_id)
+    return [order for order in orders if order["order_id"] not in seen]
+
+
+def ensure_orders(bootstrap: str, topic: str, orders: list[dict[str, Any]]) -> int:
+    """Produce the orders ``topic`` does not hold yet; return how many that was."""
+    missing = missing_orders(topic, read_records(bootstrap, topic), orders)
+    if missing:
+        produce_orders(bootstrap, topic, missing)
+    return len(missing)
 
 
 # ---------------------------------------------------------------- the Spark job
@@ -174,33 +229,51 @@ def run_job(spark: Any, bootstrap: str, source: str, sink: str, checkpoint: str)
 # ---------------------------------------------------------------- reading the results
 
 
-def read_results(bootstrap: str, topic: str) -> dict[tuple[str, str], tuple[int, int]]:
-    """The last value per key of the results topic, as a read_committed consumer sees it."""
+def read_records(
+    bootstrap: str, topic: str, *, read_committed: bool = False, timeout: float = 60.0
+) -> list[tuple[int, int, bytes | None]]:
+    """(partition, offset, value) of every record in ``topic`` up to its current end, in
+    offset order per partition (read_uncommitted by default, as the Spark source reads)."""
     metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=30)
     partitions = list(metadata.topics[topic].partitions)
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": "orders-example-reader",
-            "isolation.level": "read_committed",
+            "isolation.level": "read_committed" if read_committed else "read_uncommitted",
             "enable.partition.eof": True,
             "enable.auto.commit": False,
         }
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    records: list[tuple[int, int, bytes | None]] = []
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        pending = set(partitions)
+        deadline = time.monotonic() + timeout
+        while pending:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"reading {topic!r} took over {timeout:.0f} s")
+            for message in consumer.consume(1000, timeout=1.0):
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        pending.discard(message.partition())
+                    elif error.fatal():
+                        raise RuntimeError(f"reading {topic!r}: {error}")
+                    continue
+                value = cast("bytes | None", message.value())
+                records.append((message.partition() or 0, message.offset() or 0, value))
+    finally:
+        consumer.close()
+    return records
+
+
+def read_results(bootstrap: str, topic: str) -> dict[tuple[str, str], tuple[int, int]]:
+    """The last value per key of the results topic, as a read_committed consumer sees it."""
     table: dict[tuple[str, str], tuple[int, int]] = {}
-    pending = set(partitions)
-    deadline = time.monotonic() + 60
-    while pending and time.monotonic() < deadline:
-        for message in consumer.consume(1000, timeout=1.0):
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(message.partition())
-                continue
-            row = json.loads(message.value() or b"{}")
-            table[(row["window_start"], row["category"])] = (row["orders"], row["revenue_cents"])
-    consumer.close()
+    for _, _, value in read_records(bootstrap, topic, read_committed=True):
+        row = json.loads(value or b"{}")
+        table[(row["window_start"], row["category"])] = (row["orders"], row["revenue_cents"])
     return table
 
 
@@ -250,40 +323,82 @@ def odradek(data_dir: Path) -> Iterator[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="a Kafka or Odradek; by default one is started")
-    parser.add_argument("--orders", type=int, default=20_000, help="orders in the sample")
+    parser.add_argument("--orders", type=positive_int, default=20_000, help="orders in the sample")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--input-topic", default="orders")
     parser.add_argument("--output-topic", default="revenue")
     parser.add_argument("--checkpoint", help="the query's checkpoint directory")
+    parser.add_argument(
+        "--shuffle-partitions",
+        type=positive_int,
+        help=f"spark.sql.shuffle.partitions for a new checkpoint (default: spark-submit's "
+        f"--conf if given, else {SHUFFLE_PARTITIONS}); a checkpoint keeps its first value",
+    )
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="odradek-orders-") as scratch:
-        if args.bootstrap:
-            return run(args, args.bootstrap, Path(scratch))
-        with odradek(Path(scratch) / "data") as bootstrap:
-            print(f"started Odradek on {bootstrap}")
-            return run(args, bootstrap, Path(scratch))
+        try:
+            if args.bootstrap:
+                return run(args, args.bootstrap, Path(scratch))
+            with odradek(Path(scratch) / "data") as bootstrap:
+                print(f"started Odradek on {bootstrap}")
+                return run(args, bootstrap, Path(scratch))
+        except InputTopicError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def spark_session(shuffle_partitions: int | None) -> Any:
+    """The local session, or under spark-submit the one spark-submit made (its master and
+    settings) with what the job needs: window starts formatted in UTC, as the table and
+    the check have them, whatever the driver's time zone; and few shuffle partitions,
+    not Spark's 200 (a task and a transaction per partition and micro-batch for a table
+    of a few dozen rows), unless spark-submit was given a number."""
+    import odradek_spark
+
+    partitions = shuffle_partitions or SHUFFLE_PARTITIONS
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return odradek_spark.local_session("orders-example", shuffle_partitions=partitions)
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.appName("orders-example").getOrCreate()
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    given = spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions")
+    if shuffle_partitions is not None or not given:
+        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    odradek_spark.register(spark)
+    return spark
 
 
 def run(args: argparse.Namespace, bootstrap: str, scratch: Path) -> int:
-    import odradek_spark
-
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for topic in (args.input_topic, args.output_topic):
         if topic not in admin.list_topics(timeout=30).topics:
             admin.create_topics([NewTopic(topic, num_partitions=2)])[topic].result(30)
 
     orders = sample_orders(args.orders, args.seed)
-    produce_orders(bootstrap, args.input_topic, orders)
-    print(f"produced {len(orders)} orders to {args.input_topic!r}")
-
-    if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit: its session and master
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.builder.appName("orders-example").getOrCreate()
-        odradek_spark.register(spark)
+    produced = ensure_orders(bootstrap, args.input_topic, orders)
+    if produced == len(orders):
+        print(f"produced {len(orders)} orders to {args.input_topic!r}")
+    elif produced == 0:
+        print(f"{args.input_topic!r} already holds the {len(orders)} sample orders")
     else:
-        spark = odradek_spark.local_session("orders-example")
+        print(
+            f"{args.input_topic!r} already held {len(orders) - produced} of the "
+            f"{len(orders)} sample orders; produced the other {produced}"
+        )
+
+    spark = spark_session(args.shuffle_partitions)
     began = time.monotonic()
     query = run_job(
         spark,
