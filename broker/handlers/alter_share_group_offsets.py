@@ -6,8 +6,9 @@ start again (everything in flight there is forgotten).
   from: a client may set where a new share group starts before any consumer joins,
   then describe or delete it (as on Kafka, the group exists once a known partition is
   named).
-- Unknown topics or partitions: UNKNOWN_TOPIC_OR_PARTITION; a negative offset or one
-  past the log end: INVALID_REQUEST.
+- Unknown topics or partitions: UNKNOWN_TOPIC_OR_PARTITION. The start offset is taken as
+  it is, as on Kafka: one before the log start moves up to it at the next fetch, one
+  past the end waits for the log to get there.
 - With ACLs: READ on the group (GROUP_AUTHORIZATION_FAILED) and on each topic
   (TOPIC_AUTHORIZATION_FAILED).
 """
@@ -29,6 +30,7 @@ from protocol.errors import ErrorCode
 MIN_VERSION, MAX_VERSION = 0, 0
 
 Answer = tuple[ErrorCode, str | None]
+UNKNOWN_TOPIC_OR_PARTITION = "This server does not host this topic-partition."
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
@@ -39,8 +41,11 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     to_set: dict[uuid.UUID, tuple[str, frozenset[int]]] = {}
     for requested in request.topics:
         topic, refused = topic_problem(ctx, requested.topic_name, Operation.READ)
+        why = (
+            UNKNOWN_TOPIC_OR_PARTITION if refused == ErrorCode.unknown_topic_or_partition else None
+        )
         answers = [
-            (p, _check(topic, p) if topic is not None else (refused, None))
+            (p, _check(topic, p) if topic is not None else (refused, why))
             for p in requested.partitions
         ]
         checked.append((requested, topic, answers))
@@ -92,24 +97,15 @@ async def _on_group(
 
 def _check(topic: Topic, p: Any) -> Answer:
     if not 0 <= p.partition_index < len(topic.partitions):
-        return ErrorCode.unknown_topic_or_partition, None
-    partition = topic.partitions[p.partition_index]
-    if partition.hosted and not 0 <= p.start_offset <= partition.high_watermark:
-        return ErrorCode.invalid_request, (
-            f"The start offset {p.start_offset} is outside the partition "
-            f"(0 to {partition.high_watermark})."
-        )
+        return ErrorCode.unknown_topic_or_partition, UNKNOWN_TOPIC_OR_PARTITION
     return ErrorCode.none, None
 
 
 async def _set_start(ctx: RequestContext, group_id: str, topic: Topic, p: Any) -> Answer:
-    partition = topic.partitions[p.partition_index]
     share = ctx.broker.share
     await share.ensure_started()
     key = ShareKey(group_id, topic.topic_id, p.partition_index)
-    start = (
-        max(p.start_offset, partition.log.log_start_offset) if partition.hosted else p.start_offset
-    )
+    start = p.start_offset
     try:
         await share.run(key, lambda s: s.alter_start(key, start))
     except CoordinatorError as exc:

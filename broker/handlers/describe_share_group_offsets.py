@@ -1,8 +1,10 @@
 """DescribeShareGroupOffsets (90), v0-v1: each share-partition's start offset (the
 first record not yet delivered for good), its leader epoch and (v1) its lag.
 
-- A group that is not a share group answers GROUP_ID_NOT_FOUND; null topics mean every
-  topic the group has state for. A partition without state answers start offset -1.
+- As on Kafka, the group is not looked up: a partition without state (of a group that
+  does not exist, of another kind, or of an unknown topic) answers start offset and
+  lag -1. Null topics mean every topic the group has state for. The lag is the log end
+  less the start less what is done, negative when the start lies past the end.
 - With ACLs: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) and on each topic
   (TOPIC_AUTHORIZATION_FAILED for its partitions).
 """
@@ -13,8 +15,8 @@ import uuid
 from typing import Any
 
 from broker.handlers.base import Reply, RequestContext
-from broker.handlers.share_admin import group_problem, lag, read_state, topic_problem
-from broker.security.resources import Operation
+from broker.handlers.share_admin import lag, read_state, topic_problem
+from broker.security.resources import Operation, ResourceType
 from coordinator.share.records import ShareKey
 from protocol.errors import ErrorCode
 
@@ -24,15 +26,13 @@ MIN_VERSION, MAX_VERSION = 0, 1
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     groups = []
     for group in request.groups:
-        problem = await group_problem(ctx, group.group_id, Operation.DESCRIBE, must_be_empty=False)
-        if problem is not None:
-            code, message = problem
+        if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group.group_id):
             groups.append(
                 {
                     "group_id": group.group_id,
                     "topics": [],
-                    "error_code": code,
-                    "error_message": message,
+                    "error_code": ErrorCode.group_authorization_failed,
+                    "error_message": None,
                 }
             )
             continue
@@ -67,12 +67,14 @@ async def _topic(
     ctx: RequestContext, group_id: str, name: str, partitions: list[int]
 ) -> dict[str, Any]:
     topic, code = topic_problem(ctx, name, Operation.DESCRIBE)
+    if code == ErrorCode.unknown_topic_or_partition:
+        code = ErrorCode.none  # a topic without state, as any other
     answers = []
     for index in partitions:
         answer: dict[str, Any] = {
             "partition_index": index,
             "start_offset": -1,
-            "leader_epoch": -1,
+            "leader_epoch": 0,
             "lag": -1,
             "error_code": code,
             "error_message": None,

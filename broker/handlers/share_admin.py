@@ -56,5 +56,6 @@ async def read_state(ctx: RequestContext, key: ShareKey) -> dict[str, Any] | Non
 
 
 def lag(state: dict[str, Any], end_offset: int) -> int:
-    """Records from the start offset to the end not yet delivered for good."""
-    return max(0, end_offset - state["start_offset"] - delivery_complete_count(state))
+    """Records from the start offset to the end not yet delivered for good (negative
+    when the start was set past the end, as Kafka reports it)."""
+    return end_offset - state["start_offset"] - delivery_complete_count(state)

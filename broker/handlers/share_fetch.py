@@ -69,8 +69,9 @@ WAITER_TURNS = 4
 BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1
 
 
-def _fields_problem(request: Any) -> str | None:
-    """What is wrong with the request's v2 fields, as Kafka words it."""
+def _fields_problem(request: Any) -> tuple[ErrorCode, str | None] | None:
+    """What is wrong with the request's v2 fields, answered as Kafka answers it (an
+    acquire mode it does not know fails in Kafka with UNKNOWN_SERVER_ERROR)."""
     if getattr(request, "is_renew_ack", False):
         wrong = [
             f"{name} must be set to 0, "
@@ -83,10 +84,10 @@ def _fields_problem(request: Any) -> str | None:
             if value != 0
         ]
         if wrong:
-            return "".join(wrong) + "if isRenewAck is true."
+            return ErrorCode.invalid_request, "".join(wrong) + "if isRenewAck is true."
     mode = getattr(request, "share_acquire_mode", BATCH_OPTIMIZED)
     if mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
-        return f"Unknown share acquire mode {mode}."
+        return ErrorCode.unknown_server_error, f"Unknown share acquire mode {mode}."
     return None
 
 
@@ -96,7 +97,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         return _top_error(*problem)
     wrong = _fields_problem(request)
     if wrong is not None:
-        return _top_error(ErrorCode.invalid_request, wrong)
+        return _top_error(*wrong)
     share = ctx.broker.share
     await share.ensure_started()
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch

@@ -244,8 +244,9 @@ class ShareProtocol(ShardState):
         self, group_id: str, topics: dict[uuid.UUID, tuple[str, frozenset[int]]]
     ) -> Result[tuple[int, str | None]]:
         """AlterShareGroupOffsets' turn on the group: (error code, message). A group that
-        does not exist yet is created empty, by the record of the share-partitions whose
-        state is about to be set (`topics`: id -> (name, partitions)), as on Kafka."""
+        does not exist yet is created empty, at epoch 1 as on Kafka, with the record of
+        the share-partitions whose state is about to be set (`topics`: id -> (name,
+        partitions))."""
         status = self.share_group_status(group_id).response
         if status == "other":
             return Result([], (ErrorCode.group_id_not_found, _not_share(group_id)))
@@ -265,9 +266,15 @@ class ShareProtocol(ShardState):
             tuple(initialized.values()),
             tuple(d for d in known.deleting if d[0] not in topics),
         )
+        records: list[Record] = []
+        if group is None:
+            epoch = shr.ShareKey(shr.GROUP_EPOCH, group_id)
+            target = shr.ShareKey(shr.TARGET_EPOCH, group_id)
+            records.append((shr.encode_key(epoch), shr.encode_group_epoch(1)))
+            records.append((shr.encode_key(target), shr.encode_assignment_epoch(1)))
         key = shr.ShareKey(shr.STATE_PARTITIONS, group_id)
-        record = (shr.encode_key(key), shr.encode_state_partitions(value))
-        return Result([record], (ErrorCode.none, None))
+        records.append((shr.encode_key(key), shr.encode_state_partitions(value)))
+        return Result(records, (ErrorCode.none, None))
 
     def share_group_status(self, group_id: str) -> Result[str]:
         """ "share" (with members), "empty" (a share group without any), "missing", or

@@ -77,9 +77,10 @@ class FetchedBatch:
 
 
 class AcknowledgeError(Exception):
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str | None) -> None:
         super().__init__(message)
         self.code = code
+        self.message = message
 
 
 INVALID_REQUEST = 42
@@ -149,10 +150,13 @@ class SharePartition:
         batch's end), and new records are cut into pieces of at least `batch_size`
         records at stored-batch boundaries, each piece under a lock of its own. With
         `record_limit` no more than `max_records` are taken, a stored batch cut where
-        the limit falls. Returns [(first, last, delivery count, lock)]."""
+        the limit falls (its rest is in flight, AVAILABLE). Records delivered before
+        and new ones are under different locks, as Kafka's in-flight batches are.
+        Returns [(first, last, delivery count, lock)]."""
         acquired: list[tuple[int, int, int, int]] = []
         budget = max_records
-        lock = self._new_lock()
+        again = self._new_lock()  # the lock of records acquired again
+        lock = 0  # the lock of the piece of new records being taken
         piece_first = -1  # the first new offset under `lock`
         for batch in batches:
             if budget <= 0:
@@ -167,9 +171,9 @@ class SharePartition:
                         break
                     if record_limit and run.last - run.first + 1 > budget:
                         self._split_at(run.first + budget)
-                    run.state, run.member, run.lock = ACQUIRED, member, lock
+                    run.state, run.member, run.lock = ACQUIRED, member, again
                     run.delivery_count += 1
-                    acquired.append((run.first, run.last, run.delivery_count, lock))
+                    acquired.append((run.first, run.last, run.delivery_count, again))
                     budget -= run.last - run.first + 1
             if batch.last_offset < self.end or budget <= 0:
                 continue
@@ -182,14 +186,13 @@ class SharePartition:
                 self._extend(Run(first, batch.last_offset, ARCHIVED, 0))
                 continue
             last = min(batch.last_offset, first + budget - 1) if record_limit else batch.last_offset
-            if piece_first >= 0 and 0 < batch_size <= first - piece_first:
-                lock = self._new_lock()
-                piece_first = first
-            elif piece_first < 0:
-                piece_first = first
+            if piece_first < 0 or 0 < batch_size <= first - piece_first:
+                lock, piece_first = self._new_lock(), first
             self._extend(Run(first, last, ACQUIRED, 1, member, lock))
             acquired.append((first, last, 1, lock))
             budget -= last - first + 1
+            if last < batch.last_offset:
+                self._extend(Run(last + 1, batch.last_offset, AVAILABLE, 0))
         self._merge()
         self._advance()
         return _coalesce(acquired)
@@ -211,16 +214,24 @@ class SharePartition:
         delivery_limit: int,
     ) -> tuple[Delta, list[tuple[int, int]]]:
         """Check every acknowledgement first (all or nothing); raises AcknowledgeError.
-        Returns the delta and the (first, last) ranges whose locks are renewed."""
+        Returns the delta and the (first, last) ranges whose locks are renewed.
+
+        As on Kafka, offsets below the start are done already and pass unremarked;
+        offsets past what is in flight are a bad request."""
         changes: list[StateBatch] = []
         renewed: list[tuple[int, int]] = []
         for first, last, types in acknowledgements:
             if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
-                raise AcknowledgeError(INVALID_REQUEST, "Invalid acknowledgement batch.")
+                raise AcknowledgeError(INVALID_REQUEST, None)
+            if any(kind not in (GAP, ACCEPT, RELEASE, REJECT, RENEW) for kind in types):
+                raise AcknowledgeError(INVALID_REQUEST, None)
+            if last < self.start:
+                continue
+            self._check_in_flight(first, last)
             for offset_first, offset_last, kind in _spans(first, last, types):
-                if kind not in (GAP, ACCEPT, RELEASE, REJECT, RENEW):
-                    raise AcknowledgeError(INVALID_REQUEST, f"Invalid acknowledge type {kind}.")
-                for run in self._held(member, offset_first, offset_last):
+                if offset_last < self.start:
+                    continue
+                for run in self._held(member, max(offset_first, self.start), offset_last):
                     if kind == RENEW:
                         renewed.append((run[0], run[1]))
                         continue
@@ -238,20 +249,37 @@ class SharePartition:
         ]
         return Delta(self.start, tuple(changes))
 
+    def _check_in_flight(self, first: int, last: int) -> None:
+        """[first, last] (not all below the start) must lie within what is in flight."""
+        if not self.runs:
+            raise AcknowledgeError(
+                INVALID_RECORD_STATE,
+                "Batch record not found. The request batch offsets are not found in the cache.",
+            )
+        if first >= self.end:
+            raise AcknowledgeError(
+                INVALID_REQUEST,
+                "Batch record not found. The first offset in request is past acquired records.",
+            )
+        if last >= self.end:
+            raise AcknowledgeError(
+                INVALID_REQUEST,
+                "Batch record not found. The last offset in request is past acquired records.",
+            )
+
     def _held(self, member: str, first: int, last: int) -> list[tuple[int, int, int]]:
         """(first, last, delivery count) pieces of [first, last]: every offset must be
         ACQUIRED by `member`."""
-        if first < self.start or last >= self.end:
-            raise AcknowledgeError(
-                INVALID_RECORD_STATE, f"Offsets {first}-{last} are not acquired."
-            )
         pieces = []
         for run in self._overlapping(first, last):
-            if run.state != ACQUIRED or run.member != member:
+            if run.state != ACQUIRED:
                 raise AcknowledgeError(
                     INVALID_RECORD_STATE,
-                    f"Offsets {max(run.first, first)}-{min(run.last, last)} are not acquired "
-                    "by this member.",
+                    "The batch cannot be acknowledged. The batch is not in the acquired state.",
+                )
+            if run.member != member:
+                raise AcknowledgeError(
+                    INVALID_RECORD_STATE, "Member is not the owner of batch record"
                 )
             pieces.append((max(run.first, first), min(run.last, last), run.delivery_count))
         return pieces

@@ -211,7 +211,7 @@ class ShareShard:
                 member, acknowledgements, self.config.delivery_count_limit
             )
         except AcknowledgeError as exc:
-            return Result([], (exc.code, str(exc)))
+            return Result([], (exc.code, exc.message))
         for first, _last in renewed:
             self._renew(key, partition, first)
         return Result(self._delta_records(key, partition, delta), (ErrorCode.none, None))

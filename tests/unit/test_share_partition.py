@@ -163,9 +163,19 @@ def test_record_limit_mode_cuts_stored_batches_at_the_limit() -> None:
         (0, 1, ACQUIRED),
         (2, 2, AVAILABLE),
     ]
+    # the rest of a cut stored batch is in flight, AVAILABLE, never delivered
+    assert (sp.runs[-1].first, sp.runs[-1].last, sp.runs[-1].state) == (7, 9, AVAILABLE)
+    assert sp.runs[-1].delivery_count == 0
     # the batch-optimized default passes the limit up to a stored batch's end
     got = ranges(sp.acquire("d", batches((0, 9)), 2, 100))
     assert got == [(2, 2, 2), (7, 9, 1)]
+    # a cut batch's rest and a new batch are separate ranges, as on Kafka
+    sp = SharePartition(0)
+    assert ranges(sp.acquire("a", batches((0, 3), (4, 7)), 3, 100, record_limit=True)) == [
+        (0, 2, 1)
+    ]
+    got = ranges(sp.acquire("b", batches((0, 3), (4, 7)), 2, 100, record_limit=True))
+    assert got == [(3, 3, 1), (4, 4, 1)]
 
 
 def test_batch_size_puts_new_records_under_separate_locks_at_batch_boundaries() -> None:
