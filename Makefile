@@ -1,7 +1,7 @@
 # Odradek: developer and CI entry points.
 #   make run           start a broker on 127.0.0.1:9092 with ./data
 #   make install-test  install the package with its test extra, plus kcat, podman (with runc and
-#                      mmdebstrap) and a JDK where absent
+#                      mmdebstrap) and a JDK where absent, and Apache Kafka 4.4 (Maven Central)
 #   make image         the container image localhost/odradek:latest, on a local Debian base
 #   make lint          ruff + mypy
 #   make test          install-test + lint + pytest (PYTEST_ARGS="-k foo" to narrow)
@@ -22,7 +22,7 @@ PYTEST_ARGS ?=
 # Reinstall when the project metadata or the set of packages changes.
 INSTALL_DEPS := pyproject.toml $(wildcard */__init__.py)
 # Test harness code that is type-checked (on top of the packages in [tool.mypy]).
-TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py acl_admin.py broker.py certs.py containers.py env.py java.py logs.py messages.py names.py topics.py spark.py)
+TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py acl_admin.py broker.py certs.py containers.py env.py java.py logs.py messages.py names.py reference_kafka.py topics.py spark.py)
 TEST_TYPED += $(addprefix tests/soak/,__init__.py workload.py verify.py soak.py)
 STAMP_RUN := $(VENV)/.stamp-install
 STAMP_TEST := $(VENV)/.stamp-install-test
@@ -69,7 +69,14 @@ system-deps:
 	  fi; \
 	fi
 
-install-test: $(STAMP_TEST) system-deps
+# Apache Kafka 4.4, the reference broker the tests run beside Odradek, from Maven Central
+# (tests/reference/pom.xml; what Maven has cached is reused).
+REFERENCE_STAMP := tests/reference/lib/.stamp
+$(REFERENCE_STAMP): tests/reference/pom.xml
+	mvn -q -B -f tests/reference/pom.xml dependency:copy-dependencies
+	@touch $@
+
+install-test: $(STAMP_TEST) system-deps $(REFERENCE_STAMP)
 
 # Podman settings this host needs (runc, ulimits); the base image carries the host's apt
 # sources and stays local; the host's CA bundle is mounted for pip during the build only.
@@ -98,7 +105,7 @@ test: install-test lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf tests/java/classes .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
+	rm -rf tests/java/classes tests/reference/lib .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
 
 # Data-plane benchmark, Odradek beside librdkafka's mock cluster (bench/data_plane.py).
 #   make bench                       full run (~3 min), table + bench/results/data_plane.json

@@ -5,6 +5,9 @@
   matter (they must use unique topic / group names: ``unique_topic``, ``unique_group``).
 - ``broker_factory(overrides=None, **kw)``: start more brokers, with Kafka config
   overrides (``num_partitions=3`` or ``{"num.partitions": "3"}``).
+- ``kafka44``: Apache Kafka 4.4 (the reference broker), one for the session;
+  ``either_broker``: the bootstrap of the shared Odradek, then of Kafka 4.4, so that a
+  test runs against both.
 
 Every broker started here is killed at teardown; a broker that died by itself during a
 test turns the test into an error, and the broker log is attached to failing tests.
@@ -14,10 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
+from helpers import reference_kafka
 from helpers.broker import Broker, BrokerFactory, normalize_overrides
 from helpers.names import unique_name
+from helpers.reference_kafka import ReferenceKafka
 
 _BROKERS_KEY = pytest.StashKey[list[Broker]]()
 
@@ -136,3 +142,40 @@ def tmp_data_dir(tmp_path: Path) -> Path:
     path = tmp_path / "data"
     path.mkdir()
     return path
+
+
+_REFERENCE_KEY = pytest.StashKey[ReferenceKafka]()
+
+
+@pytest.fixture(scope="session")
+def kafka44(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ReferenceKafka]:
+    """Apache Kafka 4.4, one combined KRaft node shared by the whole session."""
+    reference_kafka.require()
+    kafka = ReferenceKafka(tmp_path_factory.mktemp("kafka44")).start()
+    request.config.stash[_REFERENCE_KEY] = kafka
+    yield kafka
+    kafka.last_rss_kib = kafka.rss_kib()
+    kafka.stop()
+
+
+@pytest.fixture(params=["odradek", "kafka44"])
+def either_broker(request: pytest.FixtureRequest) -> str:
+    """The bootstrap address of Odradek's shared broker, then of Apache Kafka 4.4: a
+    test asking for it runs against both, so that what it asserts holds on Kafka too."""
+    if request.param == "kafka44":
+        kafka: ReferenceKafka = request.getfixturevalue("kafka44")
+        return kafka.bootstrap
+    shared: Broker = request.getfixturevalue("shared_broker")
+    return shared.bootstrap
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    kafka = config.stash.get(_REFERENCE_KEY, None)
+    if kafka is not None and kafka.figures is not None:
+        terminalreporter.write_line(
+            f"Apache Kafka {reference_kafka.VERSION}: started in {kafka.figures.seconds:.1f} s, "
+            f"{kafka.figures.rss_kib // 1024} MiB resident then, "
+            f"{kafka.last_rss_kib // 1024} MiB at the end"
+        )
