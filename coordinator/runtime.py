@@ -10,8 +10,11 @@ one task), so no locks guard it. The write contract:
 If the append fails nothing is applied and the caller gets the error. Loading
 after a restart calls the same `replay` on every stored record, so normal
 operation and recovery share one code path. Until a shard has loaded, its
-callers get COORDINATOR_LOAD_IN_PROGRESS; keys hashing to another partition
-never reach it.
+callers get COORDINATOR_LOAD_IN_PROGRESS, whether they submit an operation or
+read its state (`ready_shard`); once it resigned (another node leads its
+partition), NOT_COORDINATOR, and nothing more is written. Keys hashing to
+another partition never reach it. A node that comes to lead a partition loads
+its shard at once, whether or not anything asked for the coordinator before.
 
 Timers (session expiry, rebalance timeouts, ...) fire by submitting an
 operation to the shard like any request.
@@ -169,6 +172,7 @@ class ShardRuntime:
         self._flush = flush
         self._make_shard = make_shard
         self.loaded = False
+        self.resigned = False  # another node leads the partition: no more operations
         self._loaded_event = asyncio.Event()
         self._worker: asyncio.Task[None] | None = None
         self._timers: dict[str, _Timer] = {}
@@ -187,10 +191,17 @@ class ShardRuntime:
         self._loop = asyncio.get_running_loop()
         self._worker = self._loop.create_task(self._run())
 
-    async def stop(self) -> None:
+    def resign(self) -> None:
+        """Stop taking operations at once: the partition's log is another leader's now.
+        Operations run since the last write are answered NOT_COORDINATOR by it."""
+        self.resigned = True
+        self._loaded_event.set()  # waiters for the load see the resignation instead
         for timer in self._timers.values():
             timer.handle.cancel()
         self._timers.clear()
+
+    async def stop(self) -> None:
+        self.resign()
         if self._worker is not None:
             self._worker.cancel()
             await asyncio.gather(self._worker, return_exceptions=True)
@@ -230,11 +241,25 @@ class ShardRuntime:
             raise
 
     async def wait_loaded(self) -> None:
+        """Until the shard has loaded, or resigned before it could."""
         await self._loaded_event.wait()
 
-    def submit(self, operation: Operation) -> asyncio.Future[Any]:
+    def check_ready(self) -> None:
+        """CoordinatorError unless the shard may be asked: COORDINATOR_LOAD_IN_PROGRESS
+        while it loads, NOT_COORDINATOR once it resigned."""
+        if self.resigned:
+            raise CoordinatorError(NOT_COORDINATOR, "the coordinator moved")
         if not self.loaded:
-            raise CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
+            raise CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS, "the coordinator is loading")
+
+    def ready_shard(self) -> Any:
+        """The shard, for a check that reads its state without an operation; raises as
+        `submit` does while it loads or after it resigned."""
+        self.check_ready()
+        return self.shard
+
+    def submit(self, operation: Operation) -> asyncio.Future[Any]:
+        self.check_ready()
         assert self._loop is not None
         future: asyncio.Future[Any] = self._loop.create_future()
         self._execute(operation, future)
@@ -312,6 +337,10 @@ class ShardRuntime:
         self._seal_plain()
         batches, self._batches = self._batches, []
         answers, self._answers = self._answers, []
+        if self.resigned:  # the log is another leader's now: nothing of this goes in it
+            error = CoordinatorError(NOT_COORDINATOR, "the coordinator moved")
+            self._answer([(future, None, error) for future, _response, _error in answers])
+            return
         if not batches:
             self._answer(answers)
             return
@@ -439,7 +468,7 @@ class ShardRuntime:
             timer.handle = loop.call_at(timer.due, self._fire, key)
             return
         del self._timers[key]
-        if not self.loaded:
+        if not self.loaded or self.resigned:
             return
         future: asyncio.Future[Any] = loop.create_future()
         future.add_done_callback(_consume_exception)
@@ -512,21 +541,29 @@ class CoordinatorRuntime:
         runtime.start()
 
     def lead(self, index: int, partition: Partition) -> None:
-        """This node leads the partition now (a cluster's failover): load its shard.
-        Before the runtime starts, starting loads it."""
-        if self._starting is None:
-            return
+        """This node leads the partition now (a cluster's failover): load its shard at
+        once, so that its callers get COORDINATOR_LOAD_IN_PROGRESS until it has loaded,
+        and start the runtime if nothing did yet (it loads the other partitions led
+        here)."""
         current = self.shards.get(index)
         if current is not None and current.partition is partition:
             return
         self.resign(index)
         self._load(index, partition)
+        if self._starting is None:
+            self._starting = asyncio.get_running_loop().create_task(self._start())
+            self._starting.add_done_callback(self._started_or_failed)
+
+    def _started_or_failed(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:  # ensure_started retries
+            log.error("coordinator failed to start", topic=self.topic, error=repr(task.exception()))
 
     def resign(self, index: int) -> None:
         """Another node leads the partition now: drop its shard (requests for its keys
         answer NOT_COORDINATOR, and clients look the coordinator up again)."""
         runtime = self.shards.pop(index, None)
         if runtime is not None:
+            runtime.resign()
             task = asyncio.get_running_loop().create_task(runtime.stop())
             self._stopping.add(task)
             task.add_done_callback(self._stopping.discard)
