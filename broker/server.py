@@ -355,9 +355,10 @@ class Broker:
         if not leads:
             runtime.resign(partition.index)
             return
-        runtime.lead(partition.index, partition)
         if name == TRANSACTION_TOPIC:
-            self.transactions.recover(partition.index)
+            self.transactions.lead(partition.index, partition)
+        else:
+            runtime.lead(partition.index, partition)
 
     async def ensure_transaction_coordinator(self) -> int:
         await self.transactions.ensure_started()

@@ -28,6 +28,7 @@ from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from broker.server import Broker
+    from broker.topics import Partition
 
 log = structlog.get_logger("transactions")
 
@@ -45,6 +46,11 @@ def crash_point(step: str) -> None:
 
 def _now() -> int:
     return int(time.time() * 1000)
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:  # the next request retries
+        log.error("transaction coordinator failed to start", error=repr(task.exception()))
 
 
 class TransactionCoordinator:
@@ -69,6 +75,7 @@ class TransactionCoordinator:
         )
         self._background: asyncio.Task[None] | None = None
         self._recoveries: set[asyncio.Task[None]] = set()
+        self._starting: asyncio.Task[None] | None = None
 
     async def ensure_started(self) -> None:
         await self.runtime.ensure_started()
@@ -86,6 +93,18 @@ class TransactionCoordinator:
         return await self.runtime.run(transactional_id, operation)
 
     # -- the periodic work: recovery, timeouts, expiry ---------------------------------
+
+    def lead(self, index: int, partition: Partition) -> None:
+        """This node leads a partition of the topic now (a cluster's failover): its shard
+        loads at once, the coordinator starts if nothing had asked for it on this node
+        (its first round ends what the old coordinator left unfinished), else that
+        partition's unfinished transactions are ended."""
+        self.runtime.lead(index, partition)
+        if self._background is not None:
+            self.recover(index)
+        elif self._starting is None or self._starting.done():
+            self._starting = asyncio.get_running_loop().create_task(self.ensure_started())
+            self._starting.add_done_callback(_log_failure)
 
     def recover(self, index: int) -> None:
         """This node took over a shard (a cluster's failover): end what its old
@@ -123,19 +142,28 @@ class TransactionCoordinator:
                 await self._abort_timed_out()
                 if time.monotonic() - last_expiry > expiry_interval:
                     last_expiry = time.monotonic()
-                    for shard in list(self.runtime.shards.values()):
-                        await shard.submit(lambda s: s.expire_idle(_now()))
+                    await self._on_each_shard(lambda s: s.expire_idle(_now()))
             except asyncio.CancelledError:
                 raise
             except Exception:  # keep scanning: a failed round is retried at the next one
                 log.exception("transaction maintenance failed")
 
     async def _abort_timed_out(self) -> None:
-        for shard in list(self.runtime.shards.values()):
-            plans = await shard.submit(lambda s: s.abort_timed_out(_now()))
+        for plans in await self._on_each_shard(lambda s: s.abort_timed_out(_now())):
             for plan in plans:
                 log.info("aborting a timed-out transaction", transactional_id=plan.transactional_id)
                 await self.finish(plan)
+
+    async def _on_each_shard(self, operation: Callable[[Any], Any]) -> list[Any]:
+        """`operation`'s answer from each shard here; one that is loading or moved away
+        is left for the next round, not the end of this one."""
+        answers = []
+        for shard in list(self.runtime.shards.values()):
+            try:
+                answers.append(await shard.submit(operation))
+            except CoordinatorError:
+                continue
+        return answers
 
     # -- ending transactions ------------------------------------------------------------
 
@@ -177,20 +205,11 @@ class TransactionCoordinator:
                     results[(topic, index)] = ErrorCode.not_leader_or_follower
                 continue
             if topic == groups.topic:
-                await groups.ensure_started()
-                shard = groups.shards.get(index)
-                if shard is None:
-                    results[(topic, index)] = 3
-                    continue
-                while True:
-                    try:
-                        await shard.submit(
-                            lambda _s: Result([], None, control=(producer_id, epoch, commit))
-                        )
-                        break
-                    except CoordinatorError:  # still loading: markers are retried, never dropped
-                        await asyncio.sleep(0.05)
-                results[(topic, index)] = 0
+                code = await self._offsets_marker(index, producer_id, epoch, commit)
+                if code == ErrorCode.not_leader_or_follower and forward:
+                    remote.append((topic, index))  # it moved meanwhile: its new leader
+                else:
+                    results[(topic, index)] = code
                 crash_point("mid-markers")
                 continue
             partition = self.broker.topics.partition(topic, index)
@@ -220,6 +239,26 @@ class TransactionCoordinator:
         if remote:
             results.update(await self._markers_elsewhere(producer_id, epoch, commit, remote))
         return results
+
+    async def _offsets_marker(self, index: int, producer_id: int, epoch: int, commit: bool) -> int:
+        """The marker on a `__consumer_offsets` partition led here, written through its
+        group shard: retried while the shard loads or its write fails (never dropped),
+        NOT_LEADER_OR_FOLLOWER once another node leads the partition."""
+        groups = self.broker.groups
+        await groups.ensure_started()
+        marker = Result[None]([], None, control=(producer_id, epoch, commit))
+        while True:
+            here = self.broker.topics.partition(groups.topic, index)
+            if here is not None and not here.led_here:
+                return ErrorCode.not_leader_or_follower
+            shard = groups.shards.get(index)  # looked up again: it may have moved and back
+            if here is None or shard is None:
+                return ErrorCode.unknown_topic_or_partition
+            try:
+                await shard.submit(lambda _s: marker)
+                return ErrorCode.none
+            except CoordinatorError:
+                await asyncio.sleep(0.05)
 
     async def _markers_elsewhere(
         self, producer_id: int, epoch: int, commit: bool, partitions: list[tuple[str, int]]
@@ -253,13 +292,11 @@ class TransactionCoordinator:
 
     # -- checks used by Produce and TxnOffsetCommit ----------------------------------------
 
-    def shard_of(self, transactional_id: str) -> TxnShard | None:
-        if not self.runtime.shards:
-            return None
-        runtime = self.runtime.shards.get(self.runtime.partition_for(transactional_id))
-        if runtime is None or not runtime.loaded:
-            return None
-        shard: TxnShard = runtime.shard
+    def shard_of(self, transactional_id: str) -> TxnShard:
+        """The id's shard, to read; CoordinatorError as an operation on it would get:
+        COORDINATOR_LOAD_IN_PROGRESS while it loads (a coordinator that just took over),
+        NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE when it is not here."""
+        shard: TxnShard = self.runtime.shard_for(transactional_id).ready_shard()
         return shard
 
     def coordinates(self, transactional_id: str) -> bool:
@@ -273,7 +310,8 @@ class TransactionCoordinator:
     def in_transaction(
         self, transactional_id: str, producer_id: int, epoch: int, partition: tuple[str, int]
     ) -> bool:
-        shard = self.shard_of(transactional_id)
-        return shard is not None and shard.in_transaction(
+        """The producer's open transaction has the partition; CoordinatorError while
+        the shard that knows cannot tell (see shard_of)."""
+        return self.shard_of(transactional_id).in_transaction(
             transactional_id, producer_id, epoch, partition
         )

@@ -9,6 +9,10 @@
 - Idempotent and transactional batches go through the partition's producer
   state: duplicates answer with the original offset, gaps and stale epochs with
   Kafka's codes (see storage/producer_state.py).
+- A transactional batch must belong to its producer's open transaction
+  (INVALID_TXN_STATE otherwise) when this node coordinates its transactional id;
+  while that coordinator loads or moves the answer is NOT_ENOUGH_REPLICAS, which
+  producers retry, as Kafka answers when it cannot verify the transaction.
 - A compacted topic refuses records without a key (INVALID_RECORD).
 - acks must be 0, 1 or -1; acks=0 gets no response at all. With acks=-1 a
   partition with fewer in-sync replicas than its `min.insync.replicas` answers
@@ -38,6 +42,7 @@ from broker.handlers.authorization import acls_enabled
 from broker.handlers.base import Reply, RequestContext
 from broker.security.resources import Operation, ResourceType
 from broker.topics import Partition
+from coordinator.runtime import CoordinatorError
 from protocol.batch import BatchHeader, InvalidBatch, TruncatedBatch, iter_batches
 from protocol.errors import ErrorCode
 from protocol.produce_request import ProduceRequest
@@ -77,8 +82,21 @@ def _transaction_error(
         # and the producer state fences old epochs, as Kafka before KIP-890
         return None
     tp = (partition.topic.name, partition.index)
-    if transactions.in_transaction(transactional_id, header.producer_id, header.producer_epoch, tp):
-        return None
+    try:
+        if transactions.in_transaction(
+            transactional_id, header.producer_id, header.producer_epoch, tp
+        ):
+            return None
+    except CoordinatorError as exc:
+        # The coordinator here is loading (it just took over) or moving: the producer
+        # retries. Kafka answers such a Produce NOT_ENOUGH_REPLICAS, which every client
+        # retries without a metadata refresh.
+        reason = ErrorCode(exc.code).name.upper()
+        return _error(
+            partition.index,
+            ErrorCode.not_enough_replicas,
+            f"cannot verify the partition is in the transaction yet: {reason}",
+        )
     return _error(
         partition.index, ErrorCode.invalid_txn_state, "partition not added to the transaction"
     )

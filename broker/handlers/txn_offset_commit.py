@@ -20,6 +20,7 @@ from broker.handlers.base import Reply, RequestContext
 from broker.handlers.groups_common import commit_offsets, refuse_all
 from broker.handlers.txn_common import fenced_code
 from broker.security.resources import Operation, ResourceType
+from coordinator.runtime import CoordinatorError
 from coordinator.txn.shard import INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE, PRODUCER_FENCED
 from protocol.errors import ErrorCode
 
@@ -30,8 +31,9 @@ def _transaction_code(ctx: RequestContext, request: Any) -> int:
     transactions = ctx.broker.transactions
     if not transactions.coordinates(request.transactional_id):
         return 0  # another node of the cluster coordinates it, and checked AddOffsetsToTxn
-    shard = transactions.shard_of(request.transactional_id)
-    if shard is None:
+    try:
+        shard = transactions.shard_of(request.transactional_id)
+    except CoordinatorError:  # the coordinator here is loading (it just took over): retry
         return ErrorCode.coordinator_load_in_progress
     meta = shard.transactions.get(request.transactional_id)
     if meta is None or meta.producer_id != request.producer_id:
