@@ -71,8 +71,16 @@ class ShareCoordinator:
         return await shard.submit(operation)
 
     def shard(self, key: ShareKey) -> ShareShard:
-        shard: ShareShard = self._runtime_of(key).shard
+        """The loaded shard owning `key` (CoordinatorError while it loads, or once it
+        resigned), for what reads its state outside an operation."""
+        shard: ShareShard = self._runtime_of(key).ready_shard()
         return shard
+
+    def woken(self, key: ShareKey) -> bool:
+        """Were members waiting on `key` woken since the last call? (Not while its shard
+        loads or after it resigned: nobody waits on it then.)"""
+        runtime = self._runtime_of(key)
+        return runtime.loaded and not runtime.resigned and runtime.shard.take_woken(key)
 
     def _runtime_of(self, key: ShareKey) -> ShardRuntime:
         # the key's hash walks its text character by character: worth remembering
@@ -102,6 +110,9 @@ class ShareCoordinator:
         ]
 
     async def delete_group_state(self, group_id: str) -> None:
+        # every shard loaded first: the keys of one still loading are not all known yet
+        for runtime in list(self.runtime.shards.values()):
+            await runtime.wait_loaded()
         for key in self.keys_of_group(group_id):
             await self.run(key, functools.partial(_delete, key=key))
 

@@ -189,12 +189,12 @@ async def _fetch(
                 continue
             try:
                 got = await _acquire(ctx, key, partition, acquiring, records_left, bytes_left)
+                if got is None:
+                    waits.append(ctx.broker.share.shard(key).availability(key))
+                    waits.append(partition.arrival())
+                    continue
             except CoordinatorError as exc:
                 answers[tp] = _answer(error_code=exc.code)
-                continue
-            if got is None:
-                waits.append(partition.arrival())
-                waits.append(ctx.broker.share.shard(key).availability(key))
                 continue
             data, acquired = got
             answers[tp] = _answer(
@@ -222,7 +222,7 @@ async def _let_waiters_go_first(
     few turns of the event loop let them reach their shards first."""
     for topic_id, index in acks:
         key = ShareKey(group_id, topic_id, index)
-        if share.shard(key).take_woken(key):
+        if share.woken(key):
             for _ in range(WAITER_TURNS):
                 await asyncio.sleep(0)
             return
