@@ -7,7 +7,7 @@
 #   make test          install-test + lint + pytest (PYTEST_ARGS="-k foo" to narrow)
 #   make soak          100 kill -9 cycles of a broker under mixed load, then the guarantees
 #                      checked (SOAK_ARGS="--cycles 20"; a 5-cycle version runs in make test)
-#   make pipeline      the example Spark pipeline on an Odradek of its own (odradek_spark/examples)
+#   make pipeline      the example Spark pipeline on an Odradek of its own (odradek_spark/examples, run as odradek.spark.examples.orders)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -20,7 +20,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 PYTEST_ARGS ?=
 # Reinstall when the project metadata or the set of packages changes.
-INSTALL_DEPS := pyproject.toml $(wildcard */__init__.py)
+INSTALL_DEPS := pyproject.toml $(wildcard */__init__.py) odradek/__init__.py
 # Test harness code that is type-checked (on top of the packages in [tool.mypy]).
 TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py acl_admin.py broker.py certs.py containers.py env.py java.py logs.py messages.py names.py reference_kafka.py topics.py spark.py)
 TEST_TYPED += $(addprefix tests/soak/,__init__.py workload.py verify.py soak.py)
@@ -48,7 +48,7 @@ $(STAMP_SPARK): $(INSTALL_DEPS) | $(PY)
 install: $(STAMP_RUN)
 
 run: install
-	exec $(PY) -m broker --data-dir ./data --host 127.0.0.1 --port 9092
+	exec $(PY) -m odradek --data-dir ./data --host 127.0.0.1 --port 9092
 
 # kcat, podman and a JDK come from Debian packages; apt-get runs only when one is missing.
 # Under CI=true a failed install is an error; elsewhere the tests that need it skip.
@@ -94,7 +94,7 @@ image: system-deps
 # prints the result table (PIPELINE_ARGS="--bootstrap HOST:PORT" to use another Kafka).
 PIPELINE_ARGS ?=
 pipeline: $(STAMP_SPARK) system-deps
-	$(PY) -m odradek_spark.examples.orders $(PIPELINE_ARGS)
+	$(PY) -m odradek.spark.examples.orders $(PIPELINE_ARGS)
 
 lint: $(STAMP_TEST)
 	$(PY) -m ruff check .

@@ -7,7 +7,7 @@ Run from the repository root:
 One run measures both peers with the same client (confluent-kafka / librdkafka)
 from this process, which hosts neither broker:
 
-- Odradek runs as `python -m broker` in a child process (free port, temp data dir).
+- Odradek runs as `python -m odradek` in a child process (free port, temp data dir).
 - The mock cluster runs in another child process (bench/peers.py).
 
 Cases, each run against Odradek and the mock one after the other:

@@ -1,6 +1,6 @@
 """The peers a benchmark measures side by side, and what talks to them.
 
-- Odradek runs as `python -m broker` in a child process (free port, temp data dir).
+- Odradek runs as `python -m odradek` in a child process (free port, temp data dir).
 - librdkafka's mock cluster runs in another child process (`python -m bench.peers
   --mock-host`), created through librdkafka's C API so that topics can be made with
   an exact partition count (the mock has no CreateTopics handler); it takes commands

@@ -45,8 +45,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.peers import REPO, own_cpu_seconds, process_cpu_times
-from broker.testing import Broker
-from broker.testing_cluster import Cluster
+from odradek.testing import Broker, Cluster
 
 RESULTS = REPO / "bench" / "results" / "replication.json"
 RECORD = b"x" * 1024

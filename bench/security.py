@@ -46,7 +46,7 @@ from bench.report import (
     report,
     start_run,
 )
-from broker.testing import Broker, free_port
+from odradek.testing import Broker, free_port
 
 sys.path.insert(0, str(REPO / "tests"))
 from helpers.certs import make_certs  # noqa: E402

@@ -5,8 +5,8 @@ Run from the repository root:
 
     .venv/bin/python -m bench.spark [--quick]
 
-Odradek runs as `python -m broker` in a child process (bench/peers.py starts it);
-Spark is a local[2] session from `odradek_spark.local_session()` in this process
+Odradek runs as `python -m odradek` in a child process (bench/peers.py starts it);
+Spark is a local[2] session from `odradek.spark.local_session()` in this process
 (started, then warmed up with a read and a write job of each format, before anything
 is timed).
 
@@ -263,7 +263,7 @@ class SparkBench:
     # steps
 
     def start(self, run: Run, peers: list[Peer]) -> None:
-        import odradek_spark
+        import odradek.spark as odradek_spark
 
         self.broker = OdradekPeer(run.python, run.workdir)
         peers.append(self.broker)

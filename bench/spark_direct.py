@@ -12,8 +12,8 @@ from bench.peers import (
     ErrorSink,
     payloads,
 )
-from odradek_spark.reader import CONSUME_CHUNK, consumer_config
-from odradek_spark.sink import producer_config
+from odradek.spark.reader import CONSUME_CHUNK, consumer_config
+from odradek.spark.sink import producer_config
 
 CLIENT_TIMEOUT = 120.0
 

@@ -30,7 +30,7 @@ def floor_data_source() -> type:
     )
     from pyspark.sql.types import StructType
 
-    from odradek_spark.schema import arrow_schema, source_schema
+    from odradek.spark.schema import arrow_schema, source_schema
 
     class FloorReader(DataSourceReader):
         def __init__(self, records: int, size: int, partitions: int) -> None:

@@ -1,4 +1,4 @@
-"""Command line: `python -m broker --data-dir DIR --port PORT` (or `odradek ...`)."""
+"""Command line: `python -m odradek --data-dir DIR --port PORT` (or `odradek ...`)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,16 @@ from pathlib import Path
 
 import structlog
 
-from broker import health, logs, memory, metrics
-from broker.cluster_member import ClusterJoinError
-from broker.config import BrokerConfig, ConfigError, read_properties, settings_from_environment
-from broker.listeners import ListenError, ignored_controller_listeners
+from odradek.broker.cluster.member import ClusterJoinError
+from odradek.broker.network import memory
+from odradek.broker.network.listeners import ListenError, ignored_controller_listeners
+from odradek.broker.observability import health, logs, metrics
+from odradek.broker.settings.config import (
+    BrokerConfig,
+    ConfigError,
+    read_properties,
+    settings_from_environment,
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -98,7 +104,7 @@ STOP_LIMIT_S = 60.0
 
 
 async def run(config: BrokerConfig) -> None:
-    from broker.server import Broker
+    from odradek.broker.server import Broker
 
     broker = Broker(config)
     await broker.start()

@@ -14,37 +14,39 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from broker import cluster_admin, housekeeping, metrics
-from broker.cluster_member import ClusterMember
-from broker.config import BrokerConfig
-from broker.connection import Chunks
-from broker.connections import ConnectionTable, Limits
-from broker.controller import METADATA_TOPIC, Controller
-from broker.controller_documents import ACLS, SCRAM
-from broker.fetch_sessions import FetchSessionCache
-from broker.flusher import Flusher
-from broker.group_configs import GroupConfigStore, GroupSettings
-from broker.handlers import API_TABLE, CONTROLLER_API_TABLE, sasl_authenticate
-from broker.handlers.api_versions import api_keys
-from broker.handlers.base import Api, RequestContext
-from broker.listener_connections import ListenerConnections
-from broker.listeners import Listener, ListenError
-from broker.producer_ids import ClusterProducerIds, ProducerIdAllocator
-from broker.security import tls
-from broker.security.authorizer import AclAuthorizer, Authorizer, build_authorizer
-from broker.security.credentials import CredentialStore
-from broker.security.sasl_listener import SaslListener, sasl_listener
-from broker.security.session import Session
-from broker.share_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
-from broker.topics import Partition, Topic, TopicRegistry
-from broker.transactions import TRANSACTION_TOPIC, TransactionCoordinator
-from coordinator.group.shard import GroupConfig, GroupShard
-from coordinator.group.shard_state import GroupTimeouts
-from coordinator.runtime import CoordinatorRuntime, control_batch
-from protocol import messages
-from protocol.batch import BatchHeader, iter_batches
-from protocol.errors import ErrorCode
-from protocol.header import (
+from odradek.broker.cluster import admin as cluster_admin
+from odradek.broker.cluster.controller import METADATA_TOPIC, Controller
+from odradek.broker.cluster.controller_documents import ACLS, SCRAM
+from odradek.broker.cluster.member import ClusterMember
+from odradek.broker.coordinators.producer_ids import ClusterProducerIds, ProducerIdAllocator
+from odradek.broker.coordinators.share import SHARE_STATE_TOPIC, ShareCoordinator
+from odradek.broker.coordinators.transactions import TRANSACTION_TOPIC, TransactionCoordinator
+from odradek.broker.dataplane import housekeeping
+from odradek.broker.dataplane.fetch_sessions import FetchSessionCache
+from odradek.broker.dataplane.flusher import Flusher
+from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
+from odradek.broker.handlers import API_TABLE, CONTROLLER_API_TABLE, sasl_authenticate
+from odradek.broker.handlers.api_versions import api_keys
+from odradek.broker.handlers.base import Api, RequestContext
+from odradek.broker.network.connection import Chunks
+from odradek.broker.network.connections import ConnectionTable, Limits
+from odradek.broker.network.listener_connections import ListenerConnections
+from odradek.broker.network.listeners import Listener, ListenError
+from odradek.broker.observability import metrics
+from odradek.broker.security import tls
+from odradek.broker.security.authorizer import AclAuthorizer, Authorizer, build_authorizer
+from odradek.broker.security.credentials import CredentialStore
+from odradek.broker.security.sasl_listener import SaslListener, sasl_listener
+from odradek.broker.security.session import Session
+from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings
+from odradek.coordinator.group.shard import GroupConfig, GroupShard
+from odradek.coordinator.group.shard_state import GroupTimeouts
+from odradek.coordinator.runtime import CoordinatorRuntime, control_batch
+from odradek.protocol import messages
+from odradek.protocol.batch import BatchHeader, iter_batches
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.header import (
     SIZE_PREFIX,
     FrameError,
     frame,
@@ -52,10 +54,10 @@ from protocol.header import (
     peek_fixed,
     response_header,
 )
-from storage import AppendInfo
+from odradek.storage import AppendInfo
 
 if TYPE_CHECKING:
-    from broker.replication import ReplicaManager
+    from odradek.broker.cluster.replication import ReplicaManager
 
 log = structlog.get_logger("broker")
 
@@ -110,7 +112,7 @@ class Broker:
         self.replicas: ReplicaManager | None = None
         if self.member is not None:
             # cluster-only modules load only in a cluster: one node starts as fast as ever
-            from broker.replication import ReplicaManager
+            from odradek.broker.cluster.replication import ReplicaManager
 
             self.replicas = ReplicaManager(self, cluster.node_id)
         self.authorizer: Authorizer = build_authorizer(config)  # ACLs when configured

@@ -32,17 +32,17 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import structlog
 
-from protocol.batch import (
+from odradek.protocol.batch import (
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
     build_batch,
     iter_batches,
     iter_records,
 )
-from storage import faults
+from odradek.storage import faults
 
 if TYPE_CHECKING:
-    from storage.log import PartitionLog
+    from odradek.storage.log import PartitionLog
 
 
 class _Named(Protocol):

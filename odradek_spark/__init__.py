@@ -1,8 +1,8 @@
 """Odradek's Spark connector: a source and an exactly-once sink for Spark Structured
 Streaming, on Spark 4's Python data source API.
 
-    import odradek_spark
-    odradek_spark.register(spark)
+    import odradek.spark
+    odradek.spark.register(spark)
     spark.readStream.format("odradek").option("kafka.bootstrap.servers", ...)
 
 Options and columns are those of Spark's Kafka connector. Spark's Python workers must
@@ -25,7 +25,7 @@ FORMAT = "odradek"
 
 def register(spark: SparkSession) -> None:
     """Make ``format("odradek")`` available in ``spark``."""
-    from odradek_spark.datasource import OdradekDataSource
+    from odradek.spark.datasource import OdradekDataSource
 
     spark.dataSource.register(OdradekDataSource)
 

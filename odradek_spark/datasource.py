@@ -11,20 +11,20 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from odradek_spark.options import (
+from odradek.spark.options import (
     OptionError,
     boolean_option,
     parse_sink_options,
     parse_source_options,
 )
-from odradek_spark.schema import source_schema
-from odradek_spark.sink import BatchWriter, KafkaSinkError, StreamWriter, check_sink_schema
-from odradek_spark.source import BatchReader, StreamReader
+from odradek.spark.schema import source_schema
+from odradek.spark.sink import BatchWriter, KafkaSinkError, StreamWriter, check_sink_schema
+from odradek.spark.source import BatchReader, StreamReader
 
 
 class OdradekDataSource(DataSource):
     """Reads and writes Kafka topics with the options and columns of Spark's Kafka
-    connector; writes are exactly once (see ``odradek_spark.sink``)."""
+    connector; writes are exactly once (see ``odradek.spark.sink``)."""
 
     @classmethod
     def name(cls) -> str:

@@ -9,15 +9,8 @@ from collections.abc import Iterable, Mapping
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from odradek_spark.options import (
-    EARLIEST,
-    LATEST,
-    OffsetBound,
-    Subscription,
-)
-from odradek_spark.options import (
-    TopicPartition as TP,
-)
+from odradek.spark.options import EARLIEST, LATEST, OffsetBound, Subscription
+from odradek.spark.options import TopicPartition as TP
 
 # Settings of one kind of client that another kind logs a warning about.
 CONSUMER_ONLY = frozenset(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 
-from odradek_spark.options import TopicPartition
+from odradek.spark.options import TopicPartition
 
 Offsets = Mapping[TopicPartition, int]
 

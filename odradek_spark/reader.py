@@ -18,9 +18,9 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from odradek_spark.metadata import PRODUCER_ONLY, KafkaSourceError
-from odradek_spark.ranges import OffsetRange
-from odradek_spark.schema import CREATE_TIME, LOG_APPEND_TIME
+from odradek.spark.metadata import PRODUCER_ONLY, KafkaSourceError
+from odradek.spark.ranges import OffsetRange
+from odradek.spark.schema import CREATE_TIME, LOG_APPEND_TIME
 
 # A batch is handed to Spark when it holds this many records or bytes.
 BATCH_RECORDS = 10_000

@@ -42,9 +42,9 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from odradek_spark.metadata import CONSUMER_ONLY, PRODUCER_ONLY
-from odradek_spark.options import SinkOptions
-from odradek_spark.schema import HEADERS_TYPE
+from odradek.spark.metadata import CONSUMER_ONLY, PRODUCER_ONLY
+from odradek.spark.options import SinkOptions
+from odradek.spark.schema import HEADERS_TYPE
 
 # Fault injection for tests: "before-commit" or "after-commit" fails the first attempt of
 # every write task at that point (its transaction left open, or committed).

@@ -25,18 +25,18 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from odradek_spark.metadata import ClusterView, KafkaSourceError
-from odradek_spark.options import SourceOptions
-from odradek_spark.options import TopicPartition as TP
-from odradek_spark.ranges import (
+from odradek.spark.metadata import ClusterView, KafkaSourceError
+from odradek.spark.options import SourceOptions
+from odradek.spark.options import TopicPartition as TP
+from odradek.spark.ranges import (
     OffsetRange,
     from_checkpoint,
     limit_offsets,
     split_ranges,
     to_checkpoint,
 )
-from odradek_spark.reader import read_range
-from odradek_spark.schema import arrow_schema, source_schema
+from odradek.spark.reader import read_range
+from odradek.spark.schema import arrow_schema, source_schema
 
 
 def check_schema(options: SourceOptions, schema: StructType) -> None:

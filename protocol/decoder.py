@@ -25,7 +25,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from protocol.kio_types import declared_default, entity_in, is_array, is_nullable
+from odradek.protocol.kio_types import declared_default, entity_in, is_array, is_nullable
 
 
 class DecodeError(ValueError):

@@ -28,8 +28,8 @@ from typing import Any
 from kio.serial._implicit_defaults import get_tagged_field_default
 from kio.serial._serialize import entity_writer, get_field_writer
 
-from protocol.batch import uvarint
-from protocol.kio_types import declared_default, entity_in, is_array, is_nullable
+from odradek.protocol.batch import uvarint
+from odradek.protocol.kio_types import declared_default, entity_in, is_array, is_nullable
 
 LARGE = 4096
 
@@ -368,7 +368,7 @@ def _write_tagged(
     out: Out, cls: type, data: Mapping[str, Any], present: list[tuple[int, Any]]
 ) -> None:
     """Tagged fields whose values differ from their defaults, through kio's writers."""
-    from protocol.messages import convert_field
+    from odradek.protocol.messages import convert_field
 
     written = []
     for tag, f in present:

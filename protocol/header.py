@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from protocol.decoder import DecodeError, read_uvarint
+from odradek.protocol.decoder import DecodeError, read_uvarint
 
 SIZE_PREFIX = struct.Struct(">i")
 _FIXED = struct.Struct(">hhi")

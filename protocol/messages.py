@@ -25,9 +25,9 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
-from protocol import decoder, encoder
-from protocol.kio_types import entity_in, is_array, is_nullable
-from protocol.produce_request import decode_produce_request
+from odradek.protocol import decoder, encoder
+from odradek.protocol.kio_types import entity_in, is_array, is_nullable
+from odradek.protocol.produce_request import decode_produce_request
 
 PRODUCE_KEY = 0
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 from typing import Any, NamedTuple
 
-from protocol.decoder import DecodeError, read_uvarint
+from odradek.protocol.decoder import DecodeError, read_uvarint
 
 FIRST_FLEXIBLE = 9
 

@@ -15,7 +15,7 @@ import struct
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from protocol.batch import uvarint
+from odradek.protocol.batch import uvarint
 
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")

@@ -1,9 +1,9 @@
 """The partition log: segments, sparse indexes, recovery, retention, compaction, leader epochs."""
 
-from storage.cleaner import CompactionStats
-from storage.config import LogConfig
-from storage.log import AppendInfo, OffsetOutOfRange, PartitionLog
-from storage.log_slice import LogSlice
+from odradek.storage.cleaner import CompactionStats
+from odradek.storage.config import LogConfig
+from odradek.storage.log import AppendInfo, OffsetOutOfRange, PartitionLog
+from odradek.storage.log_slice import LogSlice
 
 __all__ = [
     "AppendInfo",

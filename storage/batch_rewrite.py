@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import crc32c
 
-from protocol.batch import (
+from odradek.protocol.batch import (
     ATTR_COMPRESSION_MASK,
     CRC_START,
     HEADER_SIZE,
@@ -26,7 +26,7 @@ from protocol.batch import (
     read_varint,
     varint,
 )
-from storage.records import GZIP, LZ4, SNAPPY, ZSTD, decompress
+from odradek.storage.records import GZIP, LZ4, SNAPPY, ZSTD, decompress
 
 # KIP-534: the cleaner stamped the batch; its base timestamp is the delete horizon,
 # the time after which its tombstones (or the control record) may be removed.

@@ -55,34 +55,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from protocol.batch import BatchHeader
-from storage.batch_rewrite import decode_records, delete_horizon, rebuild_batch
-from storage.checkpoint import (
-    VERSION,
-    fsync_dir,
-    fsync_path,
-    read_lines,
-    write_atomic,
-)
-from storage.cleaner_files import (
-    CLEANED_SUFFIX,
-    Output,
-    index_of,
-    swap_name,
-    unlink,
-)
-from storage.config import INT32_MAX, LogConfig
-from storage.index import SegmentIndex
-from storage.segment import (
-    Segment,
-    SharedFd,
-    pread_exact,
-    read_batches,
-    scan_headers,
-)
+from odradek.protocol.batch import BatchHeader
+from odradek.storage.batch_rewrite import decode_records, delete_horizon, rebuild_batch
+from odradek.storage.checkpoint import VERSION, fsync_dir, fsync_path, read_lines, write_atomic
+from odradek.storage.cleaner_files import CLEANED_SUFFIX, Output, index_of, swap_name, unlink
+from odradek.storage.config import INT32_MAX, LogConfig
+from odradek.storage.index import SegmentIndex
+from odradek.storage.segment import Segment, SharedFd, pread_exact, read_batches, scan_headers
 
 if TYPE_CHECKING:
-    from storage.log import PartitionLog
+    from odradek.storage.log import PartitionLog
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"  # first dirty offset, next delete horizon
 MAX_MAP_ENTRIES = 1_000_000  # keys mapped per pass (soft: whole segments)

@@ -14,9 +14,9 @@ import contextlib
 import os
 from pathlib import Path
 
-from storage.checkpoint import fsync_dir, write_all
-from storage.index import SegmentIndex
-from storage.segment import (
+from odradek.storage.checkpoint import fsync_dir, write_all
+from odradek.storage.index import SegmentIndex
+from odradek.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 from pathlib import Path
 
-from storage.checkpoint import read_epochs, write_epochs
+from odradek.storage.checkpoint import read_epochs, write_epochs
 
 UNDEFINED = -1
 

@@ -33,32 +33,27 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.batch import (
+from odradek.protocol.batch import (
     BatchHeader,
     set_base_offset,
     set_max_timestamp,
     set_partition_leader_epoch,
 )
-from storage import log_recovery, log_removal, log_time
-from storage.checkpoint import (
-    fsync_dir,
-    fsync_path,
-    write_atomic,
-    write_offset,
-)
-from storage.cleaner import CompactionState, CompactionStats, compact_log
-from storage.config import INT32_MAX, LogConfig
-from storage.epochs import LeaderEpochCache
-from storage.index import NO_TIMESTAMP
-from storage.log_files import (
+from odradek.storage import log_recovery, log_removal, log_time
+from odradek.storage.checkpoint import fsync_dir, fsync_path, write_atomic, write_offset
+from odradek.storage.cleaner import CompactionState, CompactionStats, compact_log
+from odradek.storage.config import INT32_MAX, LogConfig
+from odradek.storage.epochs import LeaderEpochCache
+from odradek.storage.index import NO_TIMESTAMP
+from odradek.storage.log_files import (
     CLEAN_SHUTDOWN,
     LEADER_EPOCH_CHECKPOINT,
     RECOVERY_CHECKPOINT,
     OffsetOutOfRange,
     segment_base,
 )
-from storage.log_slice import LogSlice
-from storage.segment import Segment, read_batches
+from odradek.storage.log_slice import LogSlice
+from odradek.storage.segment import Segment, read_batches
 
 
 @dataclass(frozen=True)
@@ -130,7 +125,7 @@ class PartitionLog:
     ) -> AppendInfo:
         """Assign offsets to validated batches (patched in place in `data`) and store them.
 
-        `headers` are protocol.batch.iter_batches(data), positions relative to `data`.
+        `headers` are odradek.protocol.batch.iter_batches(data), positions relative to `data`.
         """
         if not headers:
             raise ValueError("no batches to append")

@@ -10,20 +10,20 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from storage.checkpoint import read_lines, read_offset
-from storage.cleaner_files import recover_cleaner_files
-from storage.epochs import LeaderEpochCache
-from storage.log_files import (
+from odradek.storage.checkpoint import read_lines, read_offset
+from odradek.storage.cleaner_files import recover_cleaner_files
+from odradek.storage.epochs import LeaderEpochCache
+from odradek.storage.log_files import (
     CLEAN_SHUTDOWN,
     LEADER_EPOCH_CHECKPOINT,
     LOG_START_CHECKPOINT,
     RECOVERY_CHECKPOINT,
     segment_base,
 )
-from storage.segment import Segment, parse_segment_name
+from odradek.storage.segment import Segment, parse_segment_name
 
 if TYPE_CHECKING:
-    from storage.log import PartitionLog
+    from odradek.storage.log import PartitionLog
 
 logger = logging.getLogger("storage.log")
 

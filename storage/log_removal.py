@@ -7,16 +7,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from storage.checkpoint import write_offset
-from storage.log_files import (
-    LOG_START_CHECKPOINT,
-    RECOVERY_CHECKPOINT,
-    OffsetOutOfRange,
-)
-from storage.segment import Segment
+from odradek.storage.checkpoint import write_offset
+from odradek.storage.log_files import LOG_START_CHECKPOINT, RECOVERY_CHECKPOINT, OffsetOutOfRange
+from odradek.storage.segment import Segment
 
 if TYPE_CHECKING:
-    from storage.log import PartitionLog
+    from odradek.storage.log import PartitionLog
 
 
 def delete_records_before(log: PartitionLog, offset: int) -> int:

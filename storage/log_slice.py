@@ -7,8 +7,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from protocol.batch import BatchHeader
-from storage.segment import SharedFd, pread_exact, scan_headers
+from odradek.protocol.batch import BatchHeader
+from odradek.storage.segment import SharedFd, pread_exact, scan_headers
 
 
 @dataclass(frozen=True)

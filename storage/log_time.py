@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from protocol.batch import BatchHeader, read_header
-from storage.index import NO_TIMESTAMP
-from storage.records import record_timestamps
-from storage.segment import Segment
+from odradek.protocol.batch import BatchHeader, read_header
+from odradek.storage.index import NO_TIMESTAMP
+from odradek.storage.records import record_timestamps
+from odradek.storage.segment import Segment
 
 if TYPE_CHECKING:
-    from storage.log import PartitionLog
+    from odradek.storage.log import PartitionLog
 
 
 def offset_for_timestamp(log: PartitionLog, timestamp: int) -> tuple[int, int] | None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocol.batch import BatchHeader
+from odradek.protocol.batch import BatchHeader
 
 CACHED_BATCHES = 5
 MAX_SEQUENCE = (1 << 31) - 1

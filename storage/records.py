@@ -13,7 +13,7 @@ import struct
 import zlib
 from collections.abc import Callable
 
-from protocol.batch import HEADER_SIZE, BatchHeader, InvalidBatch, read_varint
+from odradek.protocol.batch import HEADER_SIZE, BatchHeader, InvalidBatch, read_varint
 
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"

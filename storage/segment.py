@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocol.batch import (
+from odradek.protocol.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,
@@ -22,8 +22,8 @@ from protocol.batch import (
     crc_matches,
     read_header,
 )
-from storage.checkpoint import write_all
-from storage.index import SegmentIndex
+from odradek.storage.checkpoint import write_all
+from odradek.storage.index import SegmentIndex
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 
-# Same layout protocol.batch reads; used to peek at a header without the batch body.
+# Same layout odradek.protocol.batch reads; used to peek at a header without the batch body.
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _SCAN_CHUNK = 16 * 1024
 _RECOVERY_CHUNK = 1 << 20

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from broker.handlers import (
+from odradek.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     allocate_producer_ids,
@@ -74,7 +74,7 @@ from broker.handlers import (
     write_share_group_state,
     write_txn_markers,
 )
-from broker.handlers.base import Api
+from odradek.broker.handlers.base import Api
 
 _MODULES: dict[int, ModuleType] = {
     0: produce,

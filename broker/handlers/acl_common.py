@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from broker.cluster_admin import through_controller
-from broker.controller_documents import ControllerAcls
-from broker.handlers.authorization import cluster_allowed
-from broker.handlers.base import Reply, RequestContext
-from broker.node_client import NodeUnreachable
-from broker.security.acls import AclStore
-from broker.security.authorizer import AclAuthorizer
-from broker.security.resources import Operation
-from protocol.errors import ErrorCode
+from odradek.broker.cluster.admin import through_controller
+from odradek.broker.cluster.controller_documents import ControllerAcls
+from odradek.broker.cluster.node_client import NodeUnreachable
+from odradek.broker.handlers.authorization import cluster_allowed
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.acls import AclStore
+from odradek.broker.security.authorizer import AclAuthorizer
+from odradek.broker.security.resources import Operation
+from odradek.protocol.errors import ErrorCode
 
 Refusal = Callable[[ErrorCode, str], Reply]  # the answer with every item failed so
 

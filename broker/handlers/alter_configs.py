@@ -5,7 +5,7 @@
 - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; unknown name or bad value:
   INVALID_CONFIG; broker resources cannot be changed at run time here
   (INVALID_REQUEST). validate_only changes nothing.
-- A group need not exist to have configs (broker/group_configs.py).
+- A group need not exist to have configs (broker/settings/group_configs.py).
 - With ACLs a resource needs ALTER_CONFIGS: on the cluster for broker resources
   (CLUSTER_AUTHORIZATION_FAILED), on the topic (TOPIC_AUTHORIZATION_FAILED) or the
   group (GROUP_AUTHORIZATION_FAILED).
@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from broker import topic_configs
-from broker.group_configs import GroupConfigError
-from broker.handlers.authorization import config_resource_refusal
-from broker.handlers.base import Reply, RequestContext
-from broker.security.resources import Operation
-from broker.topics import TopicError
-from protocol.errors import ErrorCode
+from odradek.broker.dataplane.topics import TopicError
+from odradek.broker.handlers.authorization import config_resource_refusal
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.resources import Operation
+from odradek.broker.settings import topic_configs
+from odradek.broker.settings.group_configs import GroupConfigError
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 2
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.controller_common import answered_by_controller
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.controller_common import answered_by_controller
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 2, 2
 

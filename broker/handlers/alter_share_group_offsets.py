@@ -18,14 +18,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.groups_common import on_group_shard
-from broker.handlers.share_admin import topic_problem
-from broker.security.resources import Operation, ResourceType
-from broker.topics import Topic
-from coordinator.runtime import CoordinatorError
-from coordinator.share.records import ShareKey
-from protocol.errors import ErrorCode
+from odradek.broker.dataplane.topics import Topic
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.groups_common import on_group_shard
+from odradek.broker.handlers.share_admin import topic_problem
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.coordinator.runtime import CoordinatorError
+from odradek.coordinator.share.records import ShareKey
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 0
 

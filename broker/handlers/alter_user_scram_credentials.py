@@ -24,19 +24,19 @@ from typing import Any
 
 import structlog
 
-from broker.cluster_admin import through_controller
-from broker.controller_documents import ControllerCredentials
-from broker.handlers.base import Reply, RequestContext
-from broker.node_client import NodeUnreachable
-from broker.security.credentials import CredentialStore
-from broker.security.resources import CLUSTER_NAME, Operation, ResourceType
-from broker.security.scram import (
+from odradek.broker.cluster.admin import through_controller
+from odradek.broker.cluster.controller_documents import ControllerCredentials
+from odradek.broker.cluster.node_client import NodeUnreachable
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.credentials import CredentialStore
+from odradek.broker.security.resources import CLUSTER_NAME, Operation, ResourceType
+from odradek.broker.security.scram import (
     BY_TYPE_CODE,
     MAX_ITERATIONS,
     MIN_ITERATIONS,
     credential_from_salted_password,
 )
-from protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 0
 

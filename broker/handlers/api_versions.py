@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from broker.handlers.base import Api, Reply, RequestContext
+from odradek.broker.handlers.base import Api, Reply, RequestContext
 
 MIN_VERSION, MAX_VERSION = 0, 3
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from broker.handlers.base import RequestContext
-from broker.security.acls import SUPPORTED_OPERATIONS
-from broker.security.authorizer import AllowEverything
-from broker.security.resources import CLUSTER_NAME, Operation, ResourceType
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.base import RequestContext
+from odradek.broker.security.acls import SUPPORTED_OPERATIONS
+from odradek.broker.security.authorizer import AllowEverything
+from odradek.broker.security.resources import CLUSTER_NAME, Operation, ResourceType
+from odradek.protocol.errors import ErrorCode
 
 # what an `authorized_operations` field holds when the client did not ask for it
 NOT_REQUESTED = -2147483648

@@ -6,13 +6,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from broker.security.resources import Operation, ResourceType
-from broker.security.session import Session
-from protocol.header import RequestHeader
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.broker.security.session import Session
+from odradek.protocol.header import RequestHeader
 
 if TYPE_CHECKING:
-    from broker.listeners import Listener
-    from broker.server import Broker
+    from odradek.broker.network.listeners import Listener
+    from odradek.broker.server import Broker
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass costs a setattr call per field

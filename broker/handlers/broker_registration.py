@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.controller_common import answered_by_controller
-from broker.listeners import SECURITY_PROTOCOLS
-from coordinator.cluster.records import Endpoint
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.controller_common import answered_by_controller
+from odradek.broker.network.listeners import SECURITY_PROTOCOLS
+from odradek.coordinator.cluster.records import Endpoint
 
 MIN_VERSION, MAX_VERSION = 0, 3
 

@@ -9,10 +9,10 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from broker.handlers.authorization import NOT_REQUESTED
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.groups_common import describe_each
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.authorization import NOT_REQUESTED
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.groups_common import describe_each
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.controller_common import answered_by_controller
-from broker.handlers.incremental_alter_configs import apply_operations
-from broker.topics import TopicError
-from protocol.errors import ErrorCode
+from odradek.broker.dataplane.topics import TopicError
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.controller_common import answered_by_controller
+from odradek.broker.handlers.incremental_alter_configs import apply_operations
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 1
 TOPIC = 2

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from broker.handlers.base import RequestContext
-from coordinator.runtime import CoordinatorError
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.base import RequestContext
+from odradek.coordinator.runtime import CoordinatorError
+from odradek.protocol.errors import ErrorCode
 
 
 async def answered_by_controller(

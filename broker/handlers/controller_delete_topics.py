@@ -7,8 +7,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.controller_common import answered_by_controller
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.controller_common import answered_by_controller
 
 MIN_VERSION, MAX_VERSION = 6, 6
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.security.resources import Operation, ResourceType
-from broker.topics import TopicError
-from protocol.errors import ErrorCode
+from odradek.broker.dataplane.topics import TopicError
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 3
 

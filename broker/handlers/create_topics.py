@@ -3,7 +3,7 @@
 - num_partitions -1 and replication_factor -1 take the broker defaults. On one node
   of its own a replication factor above 1 is INVALID_REPLICATION_FACTOR and manual
   assignments must place every partition on this broker; in a cluster the controller
-  places the replicas (broker/cluster_admin.py), and refuses a factor above the
+  places the replicas (broker/cluster/admin.py), and refuses a factor above the
   number of live brokers, or puts them where manual assignments say (with
   num_partitions and replication_factor -1, INVALID_REQUEST otherwise).
 - Unknown config names or bad values are INVALID_CONFIG; an existing topic is
@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from broker import topic_configs
-from broker.handlers.authorization import may_create_topic
-from broker.handlers.base import Reply, RequestContext
-from broker.security.resources import Operation, ResourceType
-from broker.topics import TopicError
-from protocol.errors import ErrorCode
+from odradek.broker.dataplane.topics import TopicError
+from odradek.broker.handlers.authorization import may_create_topic
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.broker.settings import topic_configs
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 2, 7
 

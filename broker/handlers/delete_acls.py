@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.acl_common import acl_store
-from broker.handlers.base import Reply, RequestContext
-from broker.security.acls import AclBinding, AclFilter
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.acl_common import acl_store
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.acls import AclBinding, AclFilter
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 3
 

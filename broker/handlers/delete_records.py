@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.security.resources import Operation, ResourceType
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 2
 

@@ -13,13 +13,13 @@ import functools
 import uuid
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.share_admin import group_problem, topic_problem
-from broker.security.resources import Operation
-from coordinator.runtime import Result
-from coordinator.share.records import ShareKey
-from coordinator.share.shard import ShareShard
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.share_admin import group_problem, topic_problem
+from odradek.broker.security.resources import Operation
+from odradek.coordinator.runtime import Result
+from odradek.coordinator.share.records import ShareKey
+from odradek.coordinator.share.shard import ShareShard
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 0
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.authorization import cluster_allowed
-from broker.handlers.base import Reply, RequestContext
-from broker.security.acls import AclFilter
-from broker.security.authorizer import AclAuthorizer
-from broker.security.resources import Operation
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.authorization import cluster_allowed
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.acls import AclFilter
+from odradek.broker.security.authorizer import AclAuthorizer
+from odradek.broker.security.resources import Operation
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 3
 

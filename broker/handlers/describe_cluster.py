@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.authorization import NOT_REQUESTED, cluster_authorized_operations
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.metadata import live_brokers
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.authorization import NOT_REQUESTED, cluster_authorized_operations
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.metadata import live_brokers
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
 

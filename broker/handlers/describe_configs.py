@@ -18,13 +18,17 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from broker import group_configs, topic_configs
-from broker.config import _NAMES as BROKER_NAMES
-from broker.handlers.authorization import config_resource_refusal
-from broker.handlers.base import Reply, RequestContext
-from broker.security.resources import Operation
-from broker.topic_configs import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, DescribedConfig
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.authorization import config_resource_refusal
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.resources import Operation
+from odradek.broker.settings import group_configs, topic_configs
+from odradek.broker.settings.config import _NAMES as BROKER_NAMES
+from odradek.broker.settings.topic_configs import (
+    DEFAULT_CONFIG,
+    STATIC_BROKER_CONFIG,
+    DescribedConfig,
+)
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 4
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from broker.controller import METADATA_TOPIC
-from broker.handlers.base import Reply, RequestContext
-from protocol.errors import ErrorCode
+from odradek.broker.cluster.controller import METADATA_TOPIC
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 2
 

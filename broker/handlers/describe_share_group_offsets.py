@@ -14,11 +14,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.share_admin import lag, read_state, topic_problem
-from broker.security.resources import Operation, ResourceType
-from coordinator.share.records import ShareKey
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.share_admin import lag, read_state, topic_problem
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.coordinator.share.records import ShareKey
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
 

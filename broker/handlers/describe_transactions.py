@@ -9,12 +9,12 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.txn_common import on_txn_shard
-from broker.security.resources import Operation, ResourceType
-from coordinator.txn.records import STATE_NAMES
-from coordinator.txn.shard import TRANSACTIONAL_ID_NOT_FOUND
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.txn_common import on_txn_shard
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.coordinator.txn.records import STATE_NAMES
+from odradek.coordinator.txn.shard import TRANSACTIONAL_ID_NOT_FOUND
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 0
 

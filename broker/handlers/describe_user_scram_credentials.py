@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.security.resources import CLUSTER_NAME, Operation, ResourceType
-from broker.security.scram import MECHANISMS
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.resources import CLUSTER_NAME, Operation, ResourceType
+from odradek.broker.security.scram import MECHANISMS
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 0
 

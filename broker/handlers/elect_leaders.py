@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.authorization import cluster_allowed
-from broker.handlers.base import Reply, RequestContext
-from broker.node_client import NodeUnreachable
-from broker.security.resources import Operation
-from protocol.errors import ErrorCode
+from odradek.broker.cluster.node_client import NodeUnreachable
+from odradek.broker.handlers.authorization import cluster_allowed
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.resources import Operation
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 2
 ELECT_LEADERS = 43

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.txn_common import fenced_code
-from broker.security.resources import Operation, ResourceType
-from coordinator.runtime import CoordinatorError
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.txn_common import fenced_code
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.coordinator.runtime import CoordinatorError
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 3
 

@@ -11,7 +11,7 @@
   always carries the high watermark, last stable offset and log start offset.
 - read_committed (isolation level 1) reads only below the last stable offset
   and lists the aborted transactions in the returned range.
-- v7+ fetch sessions (KIP-227), see broker/fetch_sessions.py; v13+ name topics
+- v7+ fetch sessions (KIP-227), see broker/dataplane/fetch_sessions.py; v13+ name topics
   by id (UNKNOWN_TOPIC_ID when unknown).
 - With ACLs, a topic needs READ on it: TOPIC_AUTHORIZATION_FAILED otherwise, checked
   once per request (an unknown topic id stays UNKNOWN_TOPIC_ID). A follower's fetch
@@ -28,13 +28,18 @@ import asyncio
 import time
 from typing import Any
 
-from broker.fetch_sessions import CachedPartition, FetchPlan, PartitionKey, SessionError
-from broker.handlers.authorization import acls_enabled, allowed_names, cluster_allowed
-from broker.handlers.base import Reply, RequestContext
-from broker.security.resources import Operation, ResourceType
-from broker.topics import Partition
-from protocol.errors import ErrorCode
-from storage import OffsetOutOfRange
+from odradek.broker.dataplane.fetch_sessions import (
+    CachedPartition,
+    FetchPlan,
+    PartitionKey,
+    SessionError,
+)
+from odradek.broker.dataplane.topics import Partition
+from odradek.broker.handlers.authorization import acls_enabled, allowed_names, cluster_allowed
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.protocol.errors import ErrorCode
+from odradek.storage import OffsetOutOfRange
 
 MIN_VERSION, MAX_VERSION = 4, 16
 READ_COMMITTED = 1

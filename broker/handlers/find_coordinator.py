@@ -21,13 +21,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from broker.handlers.authorization import cluster_allowed
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.metadata import live_brokers
-from broker.security.resources import Operation, ResourceType
-from broker.topics import TopicError
-from coordinator.runtime import CoordinatorRuntime
-from protocol.errors import ErrorCode
+from odradek.broker.dataplane.topics import TopicError
+from odradek.broker.handlers.authorization import cluster_allowed
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.metadata import live_brokers
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.coordinator.runtime import CoordinatorRuntime
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 6
 

@@ -7,10 +7,10 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from broker.handlers.authorization import allowed_names, authorized_operations
-from broker.handlers.base import RequestContext
-from broker.security.resources import Operation, ResourceType
-from coordinator.runtime import CoordinatorError
+from odradek.broker.handlers.authorization import allowed_names, authorized_operations
+from odradek.broker.handlers.base import RequestContext
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.coordinator.runtime import CoordinatorError
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 TOPIC_AUTHORIZATION_FAILED = 29

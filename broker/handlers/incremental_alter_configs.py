@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from broker import group_configs, topic_configs
-from broker.handlers.alter_configs import alter_resource
-from broker.handlers.base import Reply, RequestContext
-from broker.topics import TopicError
+from odradek.broker.dataplane.topics import TopicError
+from odradek.broker.handlers.alter_configs import alter_resource
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.settings import group_configs, topic_configs
 
 MIN_VERSION, MAX_VERSION = 0, 1
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.authorization import may_write_idempotently
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.txn_common import fenced_code, on_txn_shard
-from broker.node_client import NodeUnreachable
-from broker.security.resources import Operation, ResourceType
-from coordinator.txn.shard import CONCURRENT_TRANSACTIONS, MarkerPlan
-from protocol.errors import ErrorCode
+from odradek.broker.cluster.node_client import NodeUnreachable
+from odradek.broker.handlers.authorization import may_write_idempotently
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.txn_common import fenced_code, on_txn_shard
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.coordinator.txn.shard import CONCURRENT_TRANSACTIONS, MarkerPlan
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 4
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.authorization import cluster_allowed
-from broker.handlers.base import Reply, RequestContext
-from broker.security.resources import Operation, ResourceType
-from coordinator.runtime import CoordinatorError
+from odradek.broker.handlers.authorization import cluster_allowed
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.coordinator.runtime import CoordinatorError
 
 MIN_VERSION, MAX_VERSION = 0, 5
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.security.resources import Operation, ResourceType
-from coordinator.runtime import CoordinatorError
-from coordinator.txn.records import ONGOING, STATE_NAMES
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.coordinator.runtime import CoordinatorError
+from odradek.coordinator.txn.records import ONGOING, STATE_NAMES
 
 MIN_VERSION, MAX_VERSION = 0, 1
 

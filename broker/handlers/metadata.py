@@ -20,16 +20,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.authorization import (
+from odradek.broker.dataplane.topics import Partition, Topic, TopicError, check_topic_name
+from odradek.broker.handlers.authorization import (
     NOT_REQUESTED,
     authorized_operations,
     cluster_authorized_operations,
     may_create_topic,
 )
-from broker.handlers.base import Reply, RequestContext
-from broker.security.resources import Operation, ResourceType
-from broker.topics import Partition, Topic, TopicError, check_topic_name
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 12
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.authorization import allowed_names
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.groups_common import on_group_shard
-from broker.security.resources import Operation, ResourceType
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.authorization import allowed_names
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.groups_common import on_group_shard
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 0
 

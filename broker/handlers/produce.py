@@ -38,18 +38,18 @@ import asyncio
 import time
 from typing import Any
 
-from broker.handlers.authorization import acls_enabled
-from broker.handlers.base import Reply, RequestContext
-from broker.security.resources import Operation, ResourceType
-from broker.topics import Partition
-from coordinator.runtime import CoordinatorError
-from protocol.batch import BatchHeader, InvalidBatch, TruncatedBatch, iter_batches
-from protocol.errors import ErrorCode
-from protocol.produce_request import ProduceRequest
-from protocol.produce_response import encode_produce_response
-from storage import faults
-from storage.batch_rewrite import decode_records
-from storage.producer_state import DuplicateBatch, ProducerStateError
+from odradek.broker.dataplane.topics import Partition
+from odradek.broker.handlers.authorization import acls_enabled
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.coordinator.runtime import CoordinatorError
+from odradek.protocol.batch import BatchHeader, InvalidBatch, TruncatedBatch, iter_batches
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.produce_request import ProduceRequest
+from odradek.protocol.produce_response import encode_produce_response
+from odradek.storage import faults
+from odradek.storage.batch_rewrite import decode_records
+from odradek.storage.producer_state import DuplicateBatch, ProducerStateError
 
 MIN_VERSION, MAX_VERSION = 3, 11
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.share_state_common import missing, per_partition, read, wire_batches
-from coordinator.share.records import ShareKey
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.share_state_common import missing, per_partition, read, wire_batches
+from odradek.coordinator.share.records import ShareKey
 
 MIN_VERSION, MAX_VERSION = 0, 0
 

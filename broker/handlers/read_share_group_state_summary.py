@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.share_state_common import (
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.share_state_common import (
     delivery_complete_count,
     missing,
     per_partition,
     read,
 )
-from coordinator.share.records import ShareKey
+from odradek.coordinator.share.records import ShareKey
 
 MIN_VERSION, MAX_VERSION = 0, 1
 

@@ -21,12 +21,12 @@ from typing import Any
 
 import structlog
 
-from broker.connection import Chunks
-from broker.handlers.base import Reply, RequestContext
-from broker.security.sasl import AuthenticationFailed, Exchange, Refused
-from broker.security.session import Session
-from protocol.errors import ErrorCode
-from protocol.header import SIZE_PREFIX, FrameError
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.network.connection import Chunks
+from odradek.broker.security.sasl import AuthenticationFailed, Exchange, Refused
+from odradek.broker.security.session import Session
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.header import SIZE_PREFIX, FrameError
 
 MIN_VERSION, MAX_VERSION = 0, 2
 

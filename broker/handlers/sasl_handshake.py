@@ -18,9 +18,9 @@ from typing import Any
 
 import structlog
 
-from broker.handlers.base import Reply, RequestContext
-from broker.security.sasl import Refused
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.sasl import Refused
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
 

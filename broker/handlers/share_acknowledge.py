@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers import share_common
-from broker.handlers.base import Reply, RequestContext
-from broker.share_sessions import INITIAL_EPOCH, ShareSessionError
-from protocol.errors import ErrorCode
+from odradek.broker.coordinators.share_sessions import INITIAL_EPOCH, ShareSessionError
+from odradek.broker.handlers import share_common
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 2
 

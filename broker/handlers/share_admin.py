@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.base import RequestContext
-from broker.handlers.groups_common import on_group_shard
-from broker.handlers.share_state_common import delivery_complete_count
-from broker.security.resources import Operation, ResourceType
-from broker.topics import Topic
-from coordinator.share.records import ShareKey
-from protocol.errors import ErrorCode
+from odradek.broker.dataplane.topics import Topic
+from odradek.broker.handlers.base import RequestContext
+from odradek.broker.handlers.groups_common import on_group_shard
+from odradek.broker.handlers.share_state_common import delivery_complete_count
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.coordinator.share.records import ShareKey
+from odradek.protocol.errors import ErrorCode
 
 
 async def group_problem(

@@ -8,13 +8,13 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from broker import metrics
-from broker.handlers.base import RequestContext
-from broker.security.resources import Operation, ResourceType
-from broker.share_sessions import FINAL_EPOCH, ShareSession, TopicPartition
-from coordinator.runtime import CoordinatorError
-from coordinator.share.records import ShareKey
-from protocol.errors import ErrorCode
+from odradek.broker.coordinators.share_sessions import FINAL_EPOCH, ShareSession, TopicPartition
+from odradek.broker.handlers.base import RequestContext
+from odradek.broker.observability import metrics
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.coordinator.runtime import CoordinatorError
+from odradek.coordinator.share.records import ShareKey
+from odradek.protocol.errors import ErrorCode
 
 Acknowledgements = dict[TopicPartition, list[tuple[int, int, tuple[int, ...]]]]
 AckResult = tuple[int, str | None]

@@ -3,7 +3,7 @@
 - Share session: epoch 0 opens one (acknowledgements are refused then; one the member
   already has is replaced, and what the member holds stays its own), n continues it,
   -1 closes it after its acknowledgements and releases what the member holds (see
-  broker/share_sessions.py). SHARE_SESSION_NOT_FOUND / INVALID_SHARE_SESSION_EPOCH
+  broker/coordinators/share_sessions.py). SHARE_SESSION_NOT_FOUND / INVALID_SHARE_SESSION_EPOCH
   change nothing.
 - Piggybacked acknowledgements are applied first, each partition's written before the
   answer (acknowledge_error_code per partition; INVALID_RECORD_STATE for offsets the
@@ -41,28 +41,28 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from broker import metrics
-from broker.handlers import share_common
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.share_common import Acknowledgements
-from broker.iso_duration import parse_duration_ms
-from broker.security.resources import Operation, ResourceType
-from broker.share_coordinator import ShareCoordinator
-from broker.share_sessions import (
+from odradek.broker.coordinators.share import ShareCoordinator
+from odradek.broker.coordinators.share_sessions import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     ShareSession,
     ShareSessionError,
     TopicPartition,
 )
-from broker.topics import Partition
-from coordinator.runtime import CoordinatorError
-from coordinator.share.partition import FetchedBatch
-from coordinator.share.records import ShareKey
-from protocol.batch import BatchHeader
-from protocol.errors import ErrorCode
-from storage import OffsetOutOfRange
-from storage.log_slice import LogSlice
+from odradek.broker.dataplane.topics import Partition
+from odradek.broker.handlers import share_common
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.share_common import Acknowledgements
+from odradek.broker.observability import metrics
+from odradek.broker.security.resources import Operation, ResourceType
+from odradek.broker.settings.iso_duration import parse_duration_ms
+from odradek.coordinator.runtime import CoordinatorError
+from odradek.coordinator.share.partition import FetchedBatch
+from odradek.coordinator.share.records import ShareKey
+from odradek.protocol.batch import BatchHeader
+from odradek.protocol.errors import ErrorCode
+from odradek.storage import OffsetOutOfRange
+from odradek.storage.log_slice import LogSlice
 
 MIN_VERSION, MAX_VERSION = 1, 2
 WAITER_TURNS = 4

@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from broker.handlers.authorization import NOT_REQUESTED
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.consumer_group_describe import _assignment
-from broker.handlers.groups_common import describe_each
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.authorization import NOT_REQUESTED
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.consumer_group_describe import _assignment
+from odradek.broker.handlers.groups_common import describe_each
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 1
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from broker.handlers.authorization import cluster_allowed
-from broker.handlers.base import Reply, RequestContext
-from broker.security.resources import Operation
-from coordinator.runtime import CoordinatorError
-from coordinator.share.partition import ACKNOWLEDGED, ARCHIVED, StateBatch
-from coordinator.share.records import ShareKey
-from protocol.errors import ErrorCode
+from odradek.broker.handlers.authorization import cluster_allowed
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.resources import Operation
+from odradek.coordinator.runtime import CoordinatorError
+from odradek.coordinator.share.partition import ACKNOWLEDGED, ARCHIVED, StateBatch
+from odradek.coordinator.share.records import ShareKey
+from odradek.protocol.errors import ErrorCode
 
 NOT_INITIALIZED = "The share-partition has no state."
 

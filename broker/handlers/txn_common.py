@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from broker.handlers.base import RequestContext
-from coordinator.runtime import CoordinatorError
+from odradek.broker.handlers.base import RequestContext
+from odradek.coordinator.runtime import CoordinatorError
 
 PRODUCER_FENCED = 90
 INVALID_PRODUCER_EPOCH = 47

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.base import Reply, RequestContext
-from broker.handlers.share_state_common import per_partition
-from coordinator.share.partition import StateBatch
-from coordinator.share.records import ShareKey
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.share_state_common import per_partition
+from odradek.coordinator.share.partition import StateBatch
+from odradek.coordinator.share.records import ShareKey
 
 MIN_VERSION, MAX_VERSION = 0, 1
 

@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from broker.security.resources import (
+from odradek.broker.security.resources import (
     CLUSTER_NAME,
     Operation,
     PatternType,
     Permission,
     ResourceType,
 )
-from storage.checkpoint import write_atomic
+from odradek.storage.checkpoint import write_atomic
 
 FILE_NAME = "acls.json"
 FORMAT_VERSION = 1

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from broker.config import BrokerConfig
-from broker.listeners import ListenError
-from broker.security.acls import WILDCARD, WILDCARD_PRINCIPAL, AclFileError, AclStore
-from broker.security.resources import Operation, PatternType, Permission, ResourceType
-from broker.security.session import Session
+from odradek.broker.network.listeners import ListenError
+from odradek.broker.security.acls import WILDCARD, WILDCARD_PRINCIPAL, AclFileError, AclStore
+from odradek.broker.security.resources import Operation, PatternType, Permission, ResourceType
+from odradek.broker.security.session import Session
+from odradek.broker.settings.config import BrokerConfig
 
 AUTHORIZER_CLASSES = (
     "org.apache.kafka.metadata.authorizer.StandardAuthorizer",

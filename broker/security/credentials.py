@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from broker.security.scram import MECHANISMS, ScramCredential
-from storage.checkpoint import write_atomic
+from odradek.broker.security.scram import MECHANISMS, ScramCredential
+from odradek.storage.checkpoint import write_atomic
 
 FILE_NAME = "scram-credentials.json"
 FORMAT_VERSION = 1

@@ -23,7 +23,7 @@ import re
 import secrets
 from collections.abc import Callable, Mapping
 
-from broker.security.scram import MIN_ITERATIONS, ScramCredential, ScramMechanism
+from odradek.broker.security.scram import MIN_ITERATIONS, ScramCredential, ScramMechanism
 
 PLAIN = "PLAIN"
 INVALID_PLAIN_CREDENTIALS = "Authentication failed: Invalid username or password"

@@ -32,10 +32,9 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from broker.config import BrokerConfig, ConfigError
-from broker.listeners import Listener
-from broker.security.session import ANONYMOUS
-from broker.security.ssl_principal import (
+from odradek.broker.network.listeners import Listener
+from odradek.broker.security.session import ANONYMOUS
+from odradek.broker.security.ssl_principal import (
     MalformedName,
     MappingRuleError,
     NoMatchingRule,
@@ -43,6 +42,7 @@ from broker.security.ssl_principal import (
     parse_rules,
     rfc2253_name,
 )
+from odradek.broker.settings.config import BrokerConfig, ConfigError
 
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 DEFAULT_PROTOCOLS = "TLSv1.2,TLSv1.3"
@@ -92,7 +92,7 @@ def server_context(config: BrokerConfig, listener: Listener) -> ssl.SSLContext |
     """The TLS context of an SSL or SASL_SSL listener; None for the others."""
     if listener.security_protocol not in TLS_PROTOCOLS:
         return None
-    from broker.security import tls_stores  # cryptography: only for TLS listeners
+    from odradek.broker.security import tls_stores  # cryptography: only for TLS listeners
 
     settings = ListenerSettings(config, listener)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

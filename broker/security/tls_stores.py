@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from broker.security.tls import ListenerSettings
+from odradek.broker.security.tls import ListenerSettings
 
 DEFAULT_STORE_TYPE = "JKS"  # Kafka's default for both stores
 STORE_TYPES = ("PEM", "PKCS12", "JKS")

@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from protocol.codec import Reader, RecordFormatError, Writer
+from odradek.protocol.codec import Reader, RecordFormatError, Writer
 
 BROKER = 0
 TOPIC = 1

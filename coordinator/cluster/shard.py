@@ -27,9 +27,9 @@ from typing import Any
 
 import structlog
 
-from coordinator.cluster import records as rec
-from coordinator.runtime import Record, Result
-from protocol.errors import ErrorCode
+from odradek.coordinator.cluster import records as rec
+from odradek.coordinator.runtime import Record, Result
+from odradek.protocol.errors import ErrorCode
 
 NO_LEADER = rec.NO_LEADER
 PRODUCER_ID_BLOCK = 1000

@@ -22,27 +22,23 @@ import dataclasses
 import uuid
 from typing import Any
 
-from coordinator.group import migration
-from coordinator.group.classic import ClassicGroup
-from coordinator.group.classic_protocol import ClassicProtocol
-from coordinator.group.consumer import (
+from odradek.coordinator.group import migration
+from odradek.coordinator.group.classic import ClassicGroup
+from odradek.coordinator.group.classic_protocol import ClassicProtocol
+from odradek.coordinator.group.consumer import (
     UNRELEASED_PARTITIONS,
     UNREVOKED_PARTITIONS,
     ConsumerGroup,
     ConsumerMember,
     working_copy,
 )
-from coordinator.group.consumer_protocol import (
-    ConsumerProtocol,
-    HeartbeatError,
-    _emit,
-)
-from coordinator.group.consumer_records import ClassicMetadata
-from coordinator.group.shard_state import MAX_GROUP_SIZE
-from coordinator.runtime import Record, Result
-from protocol import embedded_consumer as embedded
-from protocol.codec import RecordFormatError
-from protocol.errors import ErrorCode
+from odradek.coordinator.group.consumer_protocol import ConsumerProtocol, HeartbeatError, _emit
+from odradek.coordinator.group.consumer_records import ClassicMetadata
+from odradek.coordinator.group.shard_state import MAX_GROUP_SIZE
+from odradek.coordinator.runtime import Record, Result
+from odradek.protocol import embedded_consumer as embedded
+from odradek.protocol.codec import RecordFormatError
+from odradek.protocol.errors import ErrorCode
 
 
 class ClassicMembers(ClassicProtocol, ConsumerProtocol):

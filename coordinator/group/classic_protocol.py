@@ -10,7 +10,7 @@ import time
 import uuid
 from typing import Any
 
-from coordinator.group.classic import (
+from odradek.coordinator.group.classic import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,
@@ -19,9 +19,9 @@ from coordinator.group.classic import (
     ClassicGroup,
     Member,
 )
-from coordinator.group.shard_state import MAX_GROUP_SIZE, ShardState
-from coordinator.runtime import Record, Result
-from protocol.errors import ErrorCode
+from odradek.coordinator.group.shard_state import MAX_GROUP_SIZE, ShardState
+from odradek.coordinator.runtime import Record, Result
+from odradek.protocol.errors import ErrorCode
 
 
 class ClassicProtocol(ShardState):

@@ -16,9 +16,13 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from coordinator.group import consumer_records as cr
-from coordinator.group.consumer_records import ClassicMetadata, TopicMetadata, TopicPartitions
-from coordinator.runtime import Record
+from odradek.coordinator.group import consumer_records as cr
+from odradek.coordinator.group.consumer_records import (
+    ClassicMetadata,
+    TopicMetadata,
+    TopicPartitions,
+)
+from odradek.coordinator.runtime import Record
 
 STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS = 0, 1, 2
 MEMBER_STATES = {STABLE: "Stable", UNREVOKED_PARTITIONS: "UnrevokedPartitions",

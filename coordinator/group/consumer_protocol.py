@@ -16,11 +16,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from coordinator.group import consumer_records as cr
-from coordinator.group import records as rec
-from coordinator.group.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, AssignmentSpec
-from coordinator.group.classic import ClassicGroup
-from coordinator.group.consumer import (
+from odradek.coordinator.group import consumer_records as cr
+from odradek.coordinator.group import records as rec
+from odradek.coordinator.group.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, AssignmentSpec
+from odradek.coordinator.group.classic import ClassicGroup
+from odradek.coordinator.group.consumer import (
     MEMBER_STATES,
     STABLE,
     UNREVOKED_PARTITIONS,
@@ -34,9 +34,9 @@ from coordinator.group.consumer import (
     target_record,
     working_copy,
 )
-from coordinator.group.shard_state import ShardState
-from coordinator.runtime import Record, Result
-from protocol.errors import ErrorCode
+from odradek.coordinator.group.shard_state import ShardState
+from odradek.coordinator.runtime import Record, Result
+from odradek.protocol.errors import ErrorCode
 
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
 # topic name -> (topic id, partition count), of the topics that exist now

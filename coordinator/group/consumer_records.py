@@ -17,7 +17,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from protocol.codec import Reader, RecordFormatError, Writer
+from odradek.protocol.codec import Reader, RecordFormatError, Writer
 
 GROUP_EPOCH, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_EPOCH, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8

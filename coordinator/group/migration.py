@@ -16,17 +16,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
-from coordinator.group import consumer_records as cr
-from coordinator.group.classic import STABLE, ClassicGroup, Member
-from coordinator.group.consumer import (
+from odradek.coordinator.group import consumer_records as cr
+from odradek.coordinator.group.classic import STABLE, ClassicGroup, Member
+from odradek.coordinator.group.consumer import (
     ConsumerGroup,
     ConsumerMember,
     current_record,
     member_record,
     target_record,
 )
-from coordinator.runtime import Record
-from protocol import embedded_consumer as embedded
+from odradek.coordinator.runtime import Record
+from odradek.protocol import embedded_consumer as embedded
 
 # topic name -> (topic id, partition count) of the topics that exist now
 Topics = Mapping[str, tuple[uuid.UUID, int]]

@@ -18,7 +18,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from protocol.codec import Reader, RecordFormatError, Writer
+from odradek.protocol.codec import Reader, RecordFormatError, Writer
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from coordinator.group import consumer_records as cr
-from coordinator.group import records as rec
-from coordinator.group import share_records as shr
-from coordinator.group.classic import (
+from odradek.coordinator.group import consumer_records as cr
+from odradek.coordinator.group import records as rec
+from odradek.coordinator.group import share_records as shr
+from odradek.coordinator.group.classic import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,
@@ -25,12 +25,12 @@ from coordinator.group.classic import (
     ClassicGroup,
     Member,
 )
-from coordinator.group.classic_members import ClassicMembers
-from coordinator.group.consumer import ConsumerGroup
-from coordinator.group.shard_state import CommittedOffset, GroupConfig, now_ms
-from coordinator.group.share_protocol import ShareProtocol
-from coordinator.runtime import Record, Result
-from protocol.errors import ErrorCode
+from odradek.coordinator.group.classic_members import ClassicMembers
+from odradek.coordinator.group.consumer import ConsumerGroup
+from odradek.coordinator.group.shard_state import CommittedOffset, GroupConfig, now_ms
+from odradek.coordinator.group.share_protocol import ShareProtocol
+from odradek.coordinator.runtime import Record, Result
+from odradek.protocol.errors import ErrorCode
 
 __all__ = ["CommittedOffset", "GroupConfig", "GroupShard"]
 

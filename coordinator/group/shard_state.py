@@ -8,12 +8,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.group import consumer_records as cr
-from coordinator.group import records as rec
-from coordinator.group.classic import ClassicGroup
-from coordinator.group.consumer import ConsumerGroup
-from coordinator.group.share import ShareGroup
-from coordinator.runtime import Record, ShardRuntime
+from odradek.coordinator.group import consumer_records as cr
+from odradek.coordinator.group import records as rec
+from odradek.coordinator.group.classic import ClassicGroup
+from odradek.coordinator.group.consumer import ConsumerGroup
+from odradek.coordinator.group.share import ShareGroup
+from odradek.coordinator.runtime import Record, ShardRuntime
 
 MAX_GROUP_SIZE = 10000
 

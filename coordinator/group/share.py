@@ -11,8 +11,8 @@ import dataclasses
 import uuid
 from dataclasses import dataclass, field
 
-from coordinator.group import share_records as shr
-from coordinator.group.consumer_records import TopicPartitions
+from odradek.coordinator.group import share_records as shr
+from odradek.coordinator.group.consumer_records import TopicPartitions
 
 EMPTY, STABLE, ASSIGNING = "Empty", "Stable", "Assigning"
 

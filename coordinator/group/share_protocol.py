@@ -17,13 +17,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from coordinator.group import share_records as shr
-from coordinator.group.consumer_protocol import HeartbeatError
-from coordinator.group.shard_state import ShardState
-from coordinator.group.share import ShareGroup, ShareMember, apply_record
-from coordinator.group.share_assignor import assign
-from coordinator.runtime import Record, Result
-from protocol.errors import ErrorCode
+from odradek.coordinator.group import share_records as shr
+from odradek.coordinator.group.consumer_protocol import HeartbeatError
+from odradek.coordinator.group.shard_state import ShardState
+from odradek.coordinator.group.share import ShareGroup, ShareMember, apply_record
+from odradek.coordinator.group.share_assignor import assign
+from odradek.coordinator.runtime import Record, Result
+from odradek.protocol.errors import ErrorCode
 
 LEAVE_EPOCH = -1
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from coordinator.group.consumer_records import (
+from odradek.coordinator.group.consumer_records import (
     TopicPartitions,
     _read_partitions,
     _write_partitions,
 )
-from protocol.codec import Reader, RecordFormatError, Writer
+from odradek.protocol.codec import Reader, RecordFormatError, Writer
 
 MEMBER_METADATA, GROUP_EPOCH, TARGET_EPOCH, TARGET_MEMBER, CURRENT_ASSIGNMENT = 10, 11, 12, 13, 14
 STATE_PARTITIONS = 15

@@ -16,8 +16,8 @@ import base64
 import uuid
 from dataclasses import dataclass
 
-from coordinator.share.partition import StateBatch
-from protocol.codec import Reader, RecordFormatError, Writer
+from odradek.coordinator.share.partition import StateBatch
+from odradek.protocol.codec import Reader, RecordFormatError, Writer
 
 SNAPSHOT, UPDATE = 0, 1
 

@@ -20,9 +20,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.runtime import Record, Result, ShardRuntime
-from coordinator.share import records as sr
-from coordinator.share.partition import (
+from odradek.coordinator.runtime import Record, Result, ShardRuntime
+from odradek.coordinator.share import records as sr
+from odradek.coordinator.share.partition import (
     ACQUIRED,
     AcknowledgeError,
     Delta,
@@ -30,8 +30,8 @@ from coordinator.share.partition import (
     SharePartition,
     StateBatch,
 )
-from coordinator.share.records import ShareKey
-from protocol.errors import ErrorCode
+from odradek.coordinator.share.records import ShareKey
+from odradek.protocol.errors import ErrorCode
 
 
 @dataclass

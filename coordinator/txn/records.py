@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from protocol.codec import Reader, RecordFormatError, Writer
+from odradek.protocol.codec import Reader, RecordFormatError, Writer
 
 # Transaction states, numbered as Kafka stores them
 EMPTY = 0

@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.runtime import Record, Result, ShardRuntime
-from coordinator.txn import records as rec
-from coordinator.txn.records import (
+from odradek.coordinator.runtime import Record, Result, ShardRuntime
+from odradek.coordinator.txn import records as rec
+from odradek.coordinator.txn.records import (
     COMPLETE_ABORT,
     COMPLETE_COMMIT,
     DEAD,

@@ -1,8 +1,8 @@
 """An example pipeline: revenue per product category per minute, from a topic of JSON
 orders to a topic of results, exactly once.
 
-    python -m odradek_spark.examples.orders                 # starts an Odradek of its own
-    python -m odradek_spark.examples.orders --bootstrap HOST:PORT
+    python -m odradek.spark.examples.orders                 # starts an Odradek of its own
+    python -m odradek.spark.examples.orders --bootstrap HOST:PORT
     spark-submit odradek_spark/examples/orders.py --bootstrap HOST:PORT --checkpoint DIR
 
 1. Produces a sample of orders (JSON, event times spread over a few minutes, some
@@ -364,7 +364,7 @@ def spark_session(shuffle_partitions: int | None) -> Any:
     the check have them, whatever the driver's time zone; and few shuffle partitions,
     not Spark's 200 (a task and a transaction per partition and micro-batch for a table
     of a few dozen rows), unless spark-submit was given a number."""
-    import odradek_spark
+    import odradek.spark as odradek_spark
 
     partitions = shuffle_partitions or SHUFFLE_PARTITIONS
     if "PYSPARK_GATEWAY_PORT" not in os.environ:

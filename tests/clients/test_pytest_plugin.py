@@ -13,7 +13,7 @@ PROJECT_TESTS = """
 
     from confluent_kafka import Consumer, Producer
 
-    from broker.testing import Broker
+    from odradek.testing import Broker
 
 
     def read(bootstrap, topic, count):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from broker.node_client import NodeClient
+from odradek.broker.cluster.node_client import NodeClient
 from tests.helpers.broker import Broker, free_port
 
 SESSION_MS = 1500

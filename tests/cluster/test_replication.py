@@ -43,7 +43,7 @@ from confluent_kafka.admin import (
 from helpers import java
 from helpers.acl_admin import AUTHORIZER
 
-from broker.testing import Cluster
+from odradek.testing import Cluster
 
 SESSION_MS = 2000
 

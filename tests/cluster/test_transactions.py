@@ -27,9 +27,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 from helpers.wire import WireClient
 
-from broker.testing import Cluster
-from coordinator.runtime import partition_for
-from protocol.batch import ATTR_TRANSACTIONAL, build_batch
+from odradek.coordinator.runtime import partition_for
+from odradek.protocol.batch import ATTR_TRANSACTIONAL, build_batch
+from odradek.testing import Cluster
 
 TOPIC = "txn-stream"
 TRANSACTION_STATE = "__transaction_state"

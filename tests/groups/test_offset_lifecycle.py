@@ -6,9 +6,9 @@ import time
 
 from helpers.wire import WireClient
 
-from coordinator.group import records as rec
-from coordinator.group.classic import ClassicGroup, Member
-from coordinator.group.shard import GroupConfig, GroupShard
+from odradek.coordinator.group import records as rec
+from odradek.coordinator.group.classic import ClassicGroup, Member
+from odradek.coordinator.group.shard import GroupConfig, GroupShard
 
 from .wiregroup import NONE, commit, fetch
 

@@ -1,5 +1,5 @@
 """The real Odradek broker process for Odradek's own tests: the shipped
-``broker.testing.Broker`` plus what only this suite needs."""
+``odradek.testing.Broker`` plus what only this suite needs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
-from broker.testing import (
+from odradek.testing import (
     START_TIMEOUT,
     STOP_TIMEOUT,
     Broker,

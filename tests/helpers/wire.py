@@ -1,6 +1,6 @@
 """A minimal raw Kafka wire client for tests that need exact bytes on the socket.
 
-Requests are built with kio through the broker's own `protocol.messages`
+Requests are built with kio through the broker's own `odradek.protocol.messages`
 helpers (`build`, `encode`), so a test can send any version, field or garbage
 it likes and read back the decoded response.
 """
@@ -14,8 +14,8 @@ from typing import Any
 
 from kio.serial import entity_reader
 
-from protocol import messages
-from protocol.header import skip_tagged_fields
+from odradek.protocol import messages
+from odradek.protocol.header import skip_tagged_fields
 
 
 class WireClient:

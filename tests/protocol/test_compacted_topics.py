@@ -6,7 +6,7 @@ import time
 
 from helpers.wire import WireClient
 
-from protocol.batch import build_batch, iter_batches, iter_records
+from odradek.protocol.batch import build_batch, iter_batches, iter_records
 
 PRODUCE, FETCH = 0, 1
 

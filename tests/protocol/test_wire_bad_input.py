@@ -13,7 +13,7 @@ from helpers.wire import WireClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.batch import build_batch
+from odradek.protocol.batch import build_batch
 
 API_VERSIONS, METADATA, PRODUCE, FETCH = 18, 3, 0, 1
 

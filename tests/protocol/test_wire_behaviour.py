@@ -10,7 +10,7 @@ import urllib.request
 from helpers.broker import free_port, rss_kb
 from helpers.wire import WireClient
 
-from protocol.batch import build_batch
+from odradek.protocol.batch import build_batch
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 DELETE_RECORDS, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_LOG_DIRS = 21, 23, 35
@@ -212,7 +212,7 @@ def test_metrics_endpoint(broker_factory, unique_topic) -> None:
 
 
 def test_idle_broker_hands_back_its_request_buffers(broker_factory, unique_topic) -> None:
-    """Large Produce buffers are kept while busy (see broker/memory.py), then returned."""
+    """Large Produce buffers are kept while busy (see broker/network/memory.py), then returned."""
     broker = broker_factory()
     connections, requests = 3, 16
     with WireClient(broker.bootstrap) as admin:

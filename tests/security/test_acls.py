@@ -37,10 +37,10 @@ from helpers.wire import WireClient
 from kafka import KafkaProducer
 from kafka.errors import TopicAuthorizationFailedError as KafkaPythonTopicAuthorizationFailed
 
-from broker.security.acls import AclBinding, AclFilter, AclStore, creation_problem
-from broker.security.authorizer import AclAuthorizer
-from broker.security.resources import Operation, PatternType, Permission, ResourceType
-from broker.security.session import Session
+from odradek.broker.security.acls import AclBinding, AclFilter, AclStore, creation_problem
+from odradek.broker.security.authorizer import AclAuthorizer
+from odradek.broker.security.resources import Operation, PatternType, Permission, ResourceType
+from odradek.broker.security.session import Session
 
 pytestmark = pytest.mark.timeout(240)
 

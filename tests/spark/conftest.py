@@ -16,7 +16,7 @@ require_module("pyarrow")
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    import odradek_spark
+    import odradek.spark as odradek_spark
 
     session = odradek_spark.local_session("odradek-tests", shuffle_partitions=2)
     yield session

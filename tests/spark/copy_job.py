@@ -40,7 +40,7 @@ def main() -> int:
     parser.add_argument("--task-retries", type=int, default=1)
     args = parser.parse_args()
 
-    import odradek_spark
+    import odradek.spark as odradek_spark
 
     spark = odradek_spark.local_session("copy-job", master=f"local[2,{args.task_retries}]")
 

@@ -26,7 +26,7 @@ from helpers.broker import Broker, BrokerFactory
 from helpers.spark import read_topic
 from helpers.topics import create_topic
 
-from odradek_spark.sink import FAIL_FIRST_ATTEMPT_ENV, PAUSE_AFTER_COMMIT_ENV
+from odradek.spark.sink import FAIL_FIRST_ATTEMPT_ENV, PAUSE_AFTER_COMMIT_ENV
 
 JOB = Path(__file__).with_name("copy_job.py")
 JOB_TIMEOUT = 240.0

@@ -16,12 +16,12 @@ from helpers.broker import Broker
 from helpers.spark import read_topic
 from helpers.topics import create_topic
 
-from odradek_spark.examples.orders import ensure_orders, produce_orders, sample_orders
+from odradek.spark.examples.orders import ensure_orders, produce_orders, sample_orders
 
 
 def example(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "odradek_spark.examples.orders", *args],
+        [sys.executable, "-m", "odradek.spark.examples.orders", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

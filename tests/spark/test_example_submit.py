@@ -23,7 +23,7 @@ from helpers.env import require_executable
 from helpers.names import unique_name
 from helpers.spark import read_topic, spark_submit, start_standalone_cluster
 
-from odradek_spark.examples.orders import expected_revenue, sample_orders
+from odradek.spark.examples.orders import expected_revenue, sample_orders
 
 EXAMPLE = REPO_ROOT / "odradek_spark" / "examples" / "orders.py"
 ORDERS = 1000

@@ -25,7 +25,7 @@ from txn_helpers import (
     rdk_read,
 )
 
-from protocol.batch import ATTR_TRANSACTIONAL, build_batch
+from odradek.protocol.batch import ATTR_TRANSACTIONAL, build_batch
 
 pytestmark = pytest.mark.timeout(180)
 

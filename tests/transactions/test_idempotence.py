@@ -12,7 +12,7 @@ from txn_helpers import (
     Wire,
 )
 
-from protocol.batch import build_batch
+from odradek.protocol.batch import build_batch
 
 pytestmark = pytest.mark.timeout(120)
 

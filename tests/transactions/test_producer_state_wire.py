@@ -8,7 +8,7 @@ import time
 from confluent_kafka import Producer
 from helpers.wire import WireClient
 
-from protocol.batch import build_batch
+from odradek.protocol.batch import build_batch
 
 PRODUCE, LIST_OFFSETS, INIT_PRODUCER_ID, DESCRIBE_PRODUCERS = 0, 2, 22, 61
 

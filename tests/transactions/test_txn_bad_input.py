@@ -26,7 +26,7 @@ from txn_helpers import (
     Wire,
 )
 
-from protocol.batch import ATTR_TRANSACTIONAL, build_batch
+from odradek.protocol.batch import ATTR_TRANSACTIONAL, build_batch
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -15,7 +15,7 @@ from typing import Any
 from helpers import java
 from helpers.wire import WireClient
 
-from protocol.batch import iter_batches, iter_records
+from odradek.protocol.batch import iter_batches, iter_records
 
 # API keys
 PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FETCH, FIND_COORDINATOR = 0, 1, 2, 9, 10
@@ -323,7 +323,7 @@ class Wire:
         acks: int = -1,
         version: int = 9,
     ) -> tuple[int, int]:
-        """(error, base offset) for one batch built with protocol.batch.build_batch."""
+        """(error, base offset) for one batch built with odradek.protocol.batch.build_batch."""
         r = self.call(
             PRODUCE,
             version,

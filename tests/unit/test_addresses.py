@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from broker.addresses import Resolver, lookup_with_the_loop
+from odradek.broker.cluster.addresses import Resolver, lookup_with_the_loop
 
 
 class Names:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from broker.cluster_config import (
+from odradek.broker.settings.cluster_config import (
     ClusterConfig,
     ClusterConfigError,
     Voter,
     cluster_config,
     parse_voters,
 )
-from broker.config import BrokerConfig, ConfigError
+from odradek.broker.settings.config import BrokerConfig, ConfigError
 
 
 def kraft(

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from coordinator.cluster import records as rec
-from coordinator.cluster.shard import NO_LEADER, ClusterSettings, ClusterShard
-from coordinator.runtime import Record, Result
-from protocol.codec import RecordFormatError
-from protocol.errors import ErrorCode
+from odradek.coordinator.cluster import records as rec
+from odradek.coordinator.cluster.shard import NO_LEADER, ClusterSettings, ClusterShard
+from odradek.coordinator.runtime import Record, Result
+from odradek.protocol.codec import RecordFormatError
+from odradek.protocol.errors import ErrorCode
 
 SESSION_MS = 9000
 

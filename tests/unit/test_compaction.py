@@ -13,7 +13,7 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from protocol.batch import (
+from odradek.protocol.batch import (
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
     HEADER_SIZE,
@@ -22,12 +22,17 @@ from protocol.batch import (
     iter_batches,
     read_header,
 )
-from storage import LogConfig, LogSlice, PartitionLog
-from storage import cleaner as cleaner_module
-from storage.batch_rewrite import ATTR_DELETE_HORIZON, compress, decode_records, encode_records
-from storage.batch_rewrite import Record as StoredRecord
-from storage.cleaner import CompactionStats
-from storage.cleaner_files import CLEANED_SUFFIX, SWAP_SUFFIX
+from odradek.storage import LogConfig, LogSlice, PartitionLog
+from odradek.storage import cleaner as cleaner_module
+from odradek.storage.batch_rewrite import (
+    ATTR_DELETE_HORIZON,
+    compress,
+    decode_records,
+    encode_records,
+)
+from odradek.storage.batch_rewrite import Record as StoredRecord
+from odradek.storage.cleaner import CompactionStats
+from odradek.storage.cleaner_files import CLEANED_SUFFIX, SWAP_SUFFIX
 
 NOW = 1_700_000_000_000
 HOUR = 3_600_000

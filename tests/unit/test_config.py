@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from broker import health
-from broker.config import (
+from odradek.broker.network.listeners import Listener, ListenerError, parse_endpoints, resolve
+from odradek.broker.observability import health
+from odradek.broker.settings.config import (
     BrokerConfig,
     ConfigError,
     is_kafka_setting,
     read_properties,
     settings_from_environment,
 )
-from broker.listeners import Listener, ListenerError, parse_endpoints, resolve
 
 
 def test_the_usual_compose_pair_of_listeners() -> None:

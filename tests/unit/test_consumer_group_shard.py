@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from coordinator.group.classic import ClassicGroup, Member
-from coordinator.group.consumer import UNREVOKED_PARTITIONS
-from coordinator.group.shard import GroupConfig, GroupShard
-from coordinator.runtime import Record
-from protocol.errors import ErrorCode
+from odradek.coordinator.group.classic import ClassicGroup, Member
+from odradek.coordinator.group.consumer import UNREVOKED_PARTITIONS
+from odradek.coordinator.group.shard import GroupConfig, GroupShard
+from odradek.coordinator.runtime import Record
+from odradek.protocol.errors import ErrorCode
 
 T = uuid.UUID(int=5)
 TOPICS = {"orders": (T, 4)}

@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from coordinator.group import consumer_records as cr
-from protocol.codec import RecordFormatError
+from odradek.coordinator.group import consumer_records as cr
+from odradek.protocol.codec import RecordFormatError
 
 TOPIC = uuid.UUID("12345678-1234-5678-1234-567812345678")
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.runtime import (
+from odradek.coordinator.runtime import (
     COORDINATOR_LOAD_IN_PROGRESS,
     NOT_COORDINATOR,
     CoordinatorError,
@@ -22,9 +22,9 @@ from coordinator.runtime import (
     Partition,
     ShardRuntime,
 )
-from coordinator.txn.shard import TxnConfig, TxnShard
-from storage.config import LogConfig
-from storage.log import PartitionLog
+from odradek.coordinator.txn.shard import TxnConfig, TxnShard
+from odradek.storage.config import LogConfig
+from odradek.storage.log import PartitionLog
 
 TOPIC = "__transaction_state"
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from helpers.messages import plain
 
-from protocol import messages
-from protocol.encoder import encode_dict
-from protocol.kio_types import entity_in
+from odradek.protocol import messages
+from odradek.protocol.encoder import encode_dict
+from odradek.protocol.kio_types import entity_in
 
 
 def _classes(of: Any) -> list[tuple[int, int, type]]:

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from coordinator.group import consumer_records as cr
-from coordinator.group.classic import PREPARING_REBALANCE, ClassicGroup, Member
-from coordinator.group.shard import GroupConfig, GroupShard
-from coordinator.runtime import Record
-from protocol import embedded_consumer as embedded
-from protocol.codec import RecordFormatError
-from protocol.errors import ErrorCode
+from odradek.coordinator.group import consumer_records as cr
+from odradek.coordinator.group.classic import PREPARING_REBALANCE, ClassicGroup, Member
+from odradek.coordinator.group.shard import GroupConfig, GroupShard
+from odradek.coordinator.runtime import Record
+from odradek.protocol import embedded_consumer as embedded
+from odradek.protocol.codec import RecordFormatError
+from odradek.protocol.errors import ErrorCode
 
 T = uuid.UUID(int=7)
 TOPICS = {"orders": (T, 4)}

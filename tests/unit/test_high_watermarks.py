@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker import high_watermarks
+from odradek.broker.cluster import high_watermarks
 
 
 def test_written_and_read_back_in_kafkas_layout(tmp_path: Path) -> None:

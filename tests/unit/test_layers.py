@@ -1,5 +1,7 @@
 """The packages import only downwards: protocol at the bottom, then storage and
-coordinator, then broker on top (type-checking imports included)."""
+coordinator, then broker on top (type-checking imports included). Everything is
+imported under the one installed name, odradek: never by a folder's own name, which a
+user's project may use for a package of its own."""
 
 from __future__ import annotations
 
@@ -14,16 +16,40 @@ MAY_NOT_IMPORT = {
     "storage": {"coordinator", "broker"},
     "coordinator": {"broker"},
 }
+FOLDERS = ("protocol", "storage", "coordinator", "broker", "odradek_spark")
 
 
-def _imported_packages(path: Path) -> set[str]:
+def _imported_modules(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            found |= {alias.name.split(".")[0] for alias in node.names}
+            found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module.split(".")[0])
+            found.add(node.module)
     return found
+
+
+def _imported_packages(path: Path) -> set[str]:
+    """The odradek packages a file imports: odradek.storage.log -> storage."""
+    return {
+        module.split(".")[1]
+        for module in _imported_modules(path)
+        if module.startswith("odradek.") and module.count(".") >= 1
+    }
+
+
+def test_nothing_is_imported_by_a_folders_own_name() -> None:
+    code = [
+        path for folder in (*FOLDERS, "tests", "bench") for path in (ROOT / folder).rglob("*.py")
+    ]
+    code += (ROOT / "odradek").glob("*.py")  # (its folders are links to the ones above)
+    wrong = {
+        str(path.relative_to(ROOT)): sorted(
+            m for m in _imported_modules(path) if m.split(".")[0] in FOLDERS
+        )
+        for path in code
+    }
+    assert not {name: found for name, found in wrong.items() if found}
 
 
 @pytest.mark.parametrize("package", sorted(MAY_NOT_IMPORT))

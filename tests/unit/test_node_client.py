@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from broker.node_client import MAX_ANSWER, NodeClient, NodeUnreachable
-from protocol import encoder, messages
+from odradek.broker.cluster.node_client import MAX_ANSWER, NodeClient, NodeUnreachable
+from odradek.protocol import encoder, messages
 
 FETCH = 1
 Script = Callable[[asyncio.StreamWriter, int], Awaitable[None]]

@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from coordinator.group import records as rec
-from protocol.codec import RecordFormatError
+from odradek.coordinator.group import records as rec
+from odradek.protocol.codec import RecordFormatError
 
 
 def test_offset_key_bytes_are_kafkas_offset_commit_key_v1() -> None:

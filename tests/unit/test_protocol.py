@@ -13,8 +13,8 @@ from helpers.messages import plain
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import messages
-from protocol.batch import (
+from odradek.protocol import messages
+from odradek.protocol.batch import (
     HEADER_SIZE,
     InvalidBatch,
     TruncatedBatch,
@@ -26,21 +26,21 @@ from protocol.batch import (
     set_base_offset,
     set_max_timestamp,
 )
-from protocol.decoder import DecodeError, decode
-from protocol.header import (
+from odradek.protocol.decoder import DecodeError, decode
+from odradek.protocol.header import (
     FrameError,
     frame_size,
     parse_request_header,
     response_header,
     skip_tagged_fields,
 )
-from protocol.produce_request import (
+from odradek.protocol.produce_request import (
     PartitionData,
     ProduceRequest,
     TopicData,
     decode_produce_request,
 )
-from protocol.produce_response import encode_produce_response
+from odradek.protocol.produce_response import encode_produce_response
 
 
 def request_bytes(api_key: int, version: int, correlation: int, client: str | None) -> bytes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from coordinator.group.consumer import (
+from odradek.coordinator.group.consumer import (
     STABLE,
     UNRELEASED_PARTITIONS,
     UNREVOKED_PARTITIONS,

@@ -10,23 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import BrokerConfig
-from broker.security.credentials import CredentialsFileError, CredentialStore
-from broker.security.jaas import JaasError, jaas_config_for, parse_jaas_config, plain_users
-from broker.security.sasl import (
+from odradek.broker.security.credentials import CredentialsFileError, CredentialStore
+from odradek.broker.security.jaas import JaasError, jaas_config_for, parse_jaas_config, plain_users
+from odradek.broker.security.sasl import (
     INVALID_PLAIN_CREDENTIALS,
     AuthenticationFailed,
     PlainExchange,
     ScramExchange,
 )
-from broker.security.sasl_listener import SaslConfigError, sasl_listener
-from broker.security.scram import (
+from odradek.broker.security.sasl_listener import SaslConfigError, sasl_listener
+from odradek.broker.security.scram import (
     SCRAM_SHA_256,
     SCRAM_SHA_512,
     ScramCredential,
     ScramMechanism,
     credential_from_password,
 )
+from odradek.broker.settings.config import BrokerConfig
 
 # RFC 7677, section 3
 RFC_SALT = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.group.assignors import AssignmentSpec, range_assign, uniform_assign
+from odradek.coordinator.group.assignors import AssignmentSpec, range_assign, uniform_assign
 
 T0, T1 = "topic-0", "topic-1"
 

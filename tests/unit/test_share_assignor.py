@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
-from coordinator.group.share_assignor import assign
+from odradek.coordinator.group.share_assignor import assign
 
 T1, T2, T3 = (uuid.UUID(int=i) for i in (1, 2, 3))
 

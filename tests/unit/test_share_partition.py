@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.share.partition import (
+from odradek.coordinator.share.partition import (
     ACCEPT,
     ACKNOWLEDGED,
     ACQUIRED,
@@ -136,7 +136,7 @@ def test_member_release_and_snapshot_restore() -> None:
 def test_apply_past_the_end_fills_never_delivered_offsets() -> None:
     sp = SharePartition(0)
     sp.restore(0, (), 0)
-    from coordinator.share.partition import Delta, StateBatch
+    from odradek.coordinator.share.partition import Delta, StateBatch
 
     sp.apply(Delta(0, (StateBatch(5, 6, ACKNOWLEDGED, 1),)))
     assert [(r.first, r.last, r.state, r.delivery_count) for r in sp.runs] == [

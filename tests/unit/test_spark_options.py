@@ -10,12 +10,8 @@ require_module("pyspark")
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from odradek_spark.options import (  # noqa: E402
-    OptionError,
-    parse_sink_options,
-    parse_source_options,
-)
-from odradek_spark.ranges import (  # noqa: E402
+from odradek.spark.options import OptionError, parse_sink_options, parse_source_options  # noqa: E402
+from odradek.spark.ranges import (  # noqa: E402
     OffsetRange,
     from_checkpoint,
     limit_offsets,

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from broker.security.ssl_principal import (
+from odradek.broker.security.ssl_principal import (
     MalformedName,
     MappingRuleError,
     NoMatchingRule,
@@ -24,7 +24,7 @@ from broker.security.ssl_principal import (
     parse_rules,
     rfc2253_name,
 )
-from broker.security.tls import openssl_cipher_name
+from odradek.broker.security.tls import openssl_cipher_name
 
 # DER of a subject Name -> what X500Principal.getName() gives for it
 JAVA_NAMES = [

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.batch import (
+from odradek.protocol.batch import (
     ATTR_TIMESTAMP_TYPE,
     HEADER_SIZE,
     BatchHeader,
@@ -25,8 +25,8 @@ from protocol.batch import (
     read_header,
     varint,
 )
-from storage import AppendInfo, LogConfig, LogSlice, OffsetOutOfRange, PartitionLog
-from storage.log import CLEAN_SHUTDOWN, LEADER_EPOCH_CHECKPOINT
+from odradek.storage import AppendInfo, LogConfig, LogSlice, OffsetOutOfRange, PartitionLog
+from odradek.storage.log import CLEAN_SHUTDOWN, LEADER_EPOCH_CHECKPOINT
 
 NOW = 1_700_000_000_000
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4

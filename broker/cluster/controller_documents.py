@@ -1,0 +1,80 @@
+"""ACLs and SCRAM credentials as the controller keeps them for a cluster: whole
+documents in the metadata log (coordinator/cluster/shard.py: put_document), changed by
+operations that read the current document and write the new one in one step, so that
+changes arriving from several brokers never overwrite each other. Every broker's own
+stores follow them (adopt). They offer the methods the handlers use on a broker's
+stores, so that CreateAcls, DeleteAcls and AlterUserScramCredentials run the same code
+on the controller listener."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from odradek.broker.security import acls, credentials
+from odradek.broker.security.scram import ScramCredential
+
+if TYPE_CHECKING:
+    from odradek.broker.cluster.controller import Controller
+
+ACLS, SCRAM = "acls", "scram"
+
+
+class ControllerAcls:
+    def __init__(self, controller: Controller) -> None:
+        self._controller = controller
+
+    @property
+    def bindings(self) -> frozenset[acls.AclBinding]:
+        return acls.decode_document(self._controller.shard.documents.get(ACLS))
+
+    async def create(self, new: Iterable[acls.AclBinding]) -> None:
+        await self._controller.run(partial(_create, new=frozenset(new)))
+
+    async def delete(self, filters: Sequence[acls.AclFilter]) -> list[list[acls.AclBinding]]:
+        matched: list[list[acls.AclBinding]] = await self._controller.run(
+            partial(_delete, filters=list(filters))
+        )
+        return matched
+
+
+class ControllerCredentials:
+    path = Path("__cluster_metadata")  # where a failed write would be (the log)
+
+    def __init__(self, controller: Controller) -> None:
+        self._controller = controller
+
+    def get(self, user: str, mechanism: str) -> ScramCredential | None:
+        users = credentials.decode_document(self._controller.shard.documents.get(SCRAM))
+        return users.get(user, {}).get(mechanism)
+
+    async def change(
+        self,
+        upserts: Iterable[tuple[str, str, ScramCredential]],
+        deletes: Iterable[tuple[str, str]],
+    ) -> None:
+        await self._controller.run(partial(_change, upserts=list(upserts), deletes=list(deletes)))
+
+
+def _create(shard: Any, new: frozenset[acls.AclBinding]) -> Any:
+    current = acls.decode_document(shard.documents.get(ACLS))
+    return shard.put_document(ACLS, acls.encode_document(current | new), None)
+
+
+def _delete(shard: Any, filters: list[acls.AclFilter]) -> Any:
+    current = acls.decode_document(shard.documents.get(ACLS))
+    matched = [acls.matching(current, f) for f in filters]
+    gone = {binding for found in matched for binding in found}
+    return shard.put_document(ACLS, acls.encode_document(current - gone), matched)
+
+
+def _change(
+    shard: Any,
+    upserts: list[tuple[str, str, ScramCredential]],
+    deletes: list[tuple[str, str]],
+) -> Any:
+    users = credentials.decode_document(shard.documents.get(SCRAM))
+    changed = credentials.changed(users, upserts, deletes)
+    return shard.put_document(SCRAM, credentials.encode_document(changed), None)

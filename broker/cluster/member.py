@@ -1,0 +1,449 @@
+"""The broker role in a cluster of several nodes: joining through the controller and
+following the cluster's metadata.
+
+At start-up (bounded by `initial.broker.registration.timeout.ms`):
+1. reach a controller (the voters, or `controller.quorum.bootstrap.servers`);
+2. ask it for its quorum (DescribeQuorum): when `controller.quorum.voters` is set, the
+   controller must be one of them, under the same node id and address;
+3. register (BrokerRegistration) with a new incarnation id and the advertised
+   listeners; a refusal (the node id is another live node's, another cluster's
+   controller) stops the node with the reason;
+4. follow `__cluster_metadata` (Fetch, as any partition) into a view of its own, and
+   heartbeat every `broker.heartbeat.interval.ms` with the offset replayed so far,
+   until the controller unfences it.
+
+Afterwards the heartbeats keep its session. While the controller is unreachable the
+broker keeps serving what it has and keeps trying; once its session has ended the
+controller has fenced it, and its next heartbeat answers STALE_BROKER_EPOCH or
+BROKER_ID_NOT_REGISTERED: it registers again, and is unfenced once caught up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from odradek.broker.cluster.controller import METADATA_TOPIC
+from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
+from odradek.broker.network.listeners import SECURITY_PROTOCOLS
+from odradek.broker.settings.cluster_config import ClusterConfig
+from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
+from odradek.protocol.batch import iter_batches, iter_records
+from odradek.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from odradek.broker.server import Broker
+
+log = structlog.get_logger("broker")
+
+DESCRIBE_QUORUM, BROKER_REGISTRATION, BROKER_HEARTBEAT, FETCH = 55, 62, 63, 1
+ALLOCATE_PRODUCER_IDS, WRITE_TXN_MARKERS = 67, 27
+PEER_TIMEOUT_S = 30.0
+SETTLE_WAIT_S = 30.0
+RETRY_S = 0.2
+FETCH_WAIT_MS = 500
+
+
+class ClusterJoinError(RuntimeError):
+    """The node cannot take its place in the cluster; the message says why."""
+
+
+class ClusterMember:
+    def __init__(self, broker: Broker, cluster: ClusterConfig) -> None:
+        self.broker = broker
+        self.cluster = cluster
+        self.node_id = cluster.node_id
+        self.incarnation_id = uuid.uuid4()
+        self.broker_epoch = -1
+        self.fenced = True
+        # this node's view of the cluster: the metadata log replayed
+        self.view = ClusterShard(None, ClusterSettings(cluster_id=broker.config.cluster_id))
+        # heartbeats and the metadata long poll each have connections of their own
+        self._clients: list[NodeClient] = []
+        self._fetch_clients: list[NodeClient] = []
+        self._admin_clients: list[NodeClient] = []  # topic changes, ISR changes
+        self._peers: dict[int, NodeClient] = {}  # other brokers, by node id
+        self.inter_broker_listener = ""  # known once the listeners are
+        self._tasks: list[asyncio.Task[None]] = []
+        self._unfenced = asyncio.Event()
+        self._advanced = asyncio.Event()  # the view replayed more of the metadata log
+        self._applied = asyncio.Event()  # ...and the local topics follow it
+        self._adopted: dict[str, bytes] = {}  # the ACLs and credentials followed so far
+
+    # -- start ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        config = self.broker.config
+        self.inter_broker_listener = config.inter_broker_listener(self.cluster)
+        deadline = time.monotonic() + config.initial_broker_registration_timeout_ms / 1000
+        timeout_s = max(config.broker_heartbeat_interval_ms / 1000, 1.0)
+        controllers = self.cluster.controllers()
+        self._clients = [NodeClient(host, port, timeout_s) for host, port in controllers]
+        fetch_timeout_s = timeout_s + FETCH_WAIT_MS / 1000
+        self._fetch_clients = [
+            NodeClient(host, port, fetch_timeout_s) for host, port in controllers
+        ]
+        self._admin_clients = [NodeClient(host, port, timeout_s) for host, port in controllers]
+        client, quorum = await self._reach_controller(deadline)
+        self._check_quorum(client, quorum)
+        await self._first_registration(client)
+        self._tasks = [
+            asyncio.create_task(self._follow_metadata(), name="metadata-fetch"),
+            asyncio.create_task(self._heartbeats(), name="broker-heartbeat"),
+        ]
+        try:
+            await asyncio.wait_for(self._unfenced.wait(), max(deadline - time.monotonic(), 0.1))
+        except TimeoutError:
+            await self.stop()
+            raise ClusterJoinError(
+                f"node.id={self.node_id}: registered with the controller but not admitted "
+                f"within initial.broker.registration.timeout.ms "
+                f"({config.initial_broker_registration_timeout_ms} ms)"
+            ) from None
+        log.info(
+            "joined the cluster",
+            node_id=self.node_id,
+            broker_epoch=self.broker_epoch,
+            controller=client.address,
+            metadata_offset=self.view.last_offset,
+        )
+
+    async def _reach_controller(self, deadline: float) -> tuple[NodeClient, Any]:
+        """The first controller that answers, with its DescribeQuorum answer."""
+        last = ""
+        while True:
+            for client in self._clients:
+                try:
+                    return client, await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
+                except NodeUnreachable as exc:
+                    last = str(exc)
+            if time.monotonic() >= deadline:
+                wanted = ", ".join(c.address for c in self._clients)
+                raise ClusterJoinError(
+                    f"no controller reachable at {wanted} within "
+                    f"initial.broker.registration.timeout.ms "
+                    f"({self.broker.config.initial_broker_registration_timeout_ms} ms); "
+                    f"last error: {last}"
+                )
+            await asyncio.sleep(RETRY_S)
+
+    def _check_quorum(self, client: NodeClient, answer: Any) -> None:
+        """With controller.quorum.voters set, the controller's voters must be the same
+        node ids (their addresses may be advertised otherwise than configured)."""
+        if answer.error_code != ErrorCode.none:
+            raise ClusterJoinError(
+                f"the node at {client.address} is not a controller ({answer.error_code.name})"
+            )
+        partition = answer.topics[0].partitions[0]
+        theirs = sorted(voter.replica_id for voter in partition.current_voters)
+        ours = sorted(voter.node_id for voter in self.cluster.voters)
+        if self.cluster.voters and ours != theirs:
+            voters = ", ".join(str(v) for v in self.cluster.voters)
+            raise ClusterJoinError(
+                f"controller.quorum.voters ({voters}) disagrees with the controller at "
+                f"{client.address}, whose voters are {theirs}"
+            )
+
+    # -- registration and heartbeats -----------------------------------------------
+
+    async def _first_registration(self, client: NodeClient) -> None:
+        """Register; while the id is held, wait: a crashed predecessor's session runs
+        out within broker.session.timeout.ms, a live twin's never does."""
+        config = self.broker.config
+        patience = (
+            config.broker_session_timeout_ms + 2 * config.broker_heartbeat_interval_ms
+        ) / 1000
+        refused_since: float | None = None
+        while True:
+            code = await self._register(client)
+            if code == ErrorCode.none:
+                return
+            if code != ErrorCode.duplicate_broker_registration:
+                raise ClusterJoinError(f"node.id={self.node_id}: {_refusal(code)}")
+            if refused_since is None:
+                refused_since = time.monotonic()
+                log.warning(
+                    "node id still registered: waiting for the old session to end",
+                    node_id=self.node_id,
+                    wait_s=patience,
+                )
+            if time.monotonic() - refused_since > patience:
+                raise ClusterJoinError(f"node.id={self.node_id}: {_refusal(code)}")
+            await asyncio.sleep(RETRY_S)
+
+    async def _register(self, client: NodeClient) -> ErrorCode:
+        request = {
+            "broker_id": self.node_id,
+            "cluster_id": self.broker.config.cluster_id,
+            "incarnation_id": self.incarnation_id,
+            "listeners": [
+                {
+                    "name": listener.name,
+                    "host": listener.advertised_host,
+                    "port": listener.advertised_port,
+                    "security_protocol": SECURITY_PROTOCOLS.index(listener.security_protocol),
+                }
+                for listener in self.broker.listeners
+                if not listener.controller
+            ],
+            "features": [],
+            "rack": None,
+            "previous_broker_epoch": self.broker_epoch,
+        }
+        answer = await client.call(BROKER_REGISTRATION, 3, request)
+        code: ErrorCode = answer.error_code
+        if code == ErrorCode.none:
+            self.broker_epoch = answer.broker_epoch
+            self.fenced = True
+        return code
+
+    async def _heartbeats(self) -> None:
+        interval = self.broker.config.broker_heartbeat_interval_ms / 1000
+        while True:
+            try:
+                await self._heartbeat()
+            except NodeUnreachable as exc:
+                log.warning("controller unreachable", error=str(exc))
+            except Exception:
+                log.exception("heartbeat failed")
+            if self.fenced:  # ask again as soon as more metadata is replayed
+                self._advanced.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._advanced.wait(), interval)
+            else:
+                await asyncio.sleep(interval)
+
+    async def _heartbeat(self, want_shutdown: bool = False) -> Any:
+        client = await self._any_client()
+        answer = await client.call(
+            BROKER_HEARTBEAT,
+            1,
+            {
+                "broker_id": self.node_id,
+                "broker_epoch": self.broker_epoch,
+                "current_metadata_offset": self.view.last_offset,
+                "want_fence": False,
+                "want_shut_down": want_shutdown,
+            },
+        )
+        if answer.error_code in (ErrorCode.stale_broker_epoch, ErrorCode.broker_id_not_registered):
+            log.warning("registering again", node_id=self.node_id, reason=answer.error_code.name)
+            code = await self._register(client)
+            if code != ErrorCode.none:
+                log.warning("registration refused", node_id=self.node_id, reason=_refusal(code))
+            return answer
+        if answer.error_code != ErrorCode.none:
+            log.warning("heartbeat refused", node_id=self.node_id, reason=answer.error_code.name)
+            return answer
+        was_fenced, self.fenced = self.fenced, answer.is_fenced
+        if not self.fenced:
+            self._unfenced.set()
+        if was_fenced != self.fenced:
+            log.info("fenced" if self.fenced else "unfenced", node_id=self.node_id)
+        return answer
+
+    async def _any_client(self, clients: list[NodeClient] | None = None) -> NodeClient:
+        """The client that is connected, else the first that answers now."""
+        clients = self._clients if clients is None else clients
+        for client in clients:
+            if client.connected:
+                return client
+        for client in clients:
+            try:
+                await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
+                return client
+            except NodeUnreachable:
+                continue
+        raise NodeUnreachable("no controller reachable")
+
+    async def ask_controller(self, api_key: int, version: int, request: dict[str, Any]) -> Any:
+        """One request to the controller (raises NodeUnreachable)."""
+        client = await self._any_client(self._admin_clients)
+        return await client.call(api_key, version, request)
+
+    async def settle(self) -> None:
+        """Wait until this broker's view has everything the controller wrote so far."""
+        answer = await self.ask_controller(DESCRIBE_QUORUM, 2, _quorum_request())
+        end = answer.topics[0].partitions[0].high_watermark
+        await self.wait_for_view(lambda: self.view.last_offset + 1 >= end, SETTLE_WAIT_S)
+
+    async def producer_id_block(self) -> tuple[int, int]:
+        """(first id, count) of a block of producer ids only this broker hands out."""
+        request = {"broker_id": self.node_id, "broker_epoch": self.broker_epoch}
+        answer = await self.ask_controller(ALLOCATE_PRODUCER_IDS, 0, request)
+        if answer.error_code != ErrorCode.none:
+            raise NodeUnreachable(f"no producer ids from the controller: {answer.error_code.name}")
+        return answer.producer_id_start, answer.producer_id_len
+
+    def peer(self, node_id: int) -> NodeClient | None:
+        """A connection to another broker's inter-broker endpoint (None: not known)."""
+        endpoint = self.endpoint_of(node_id)
+        if endpoint is None:
+            return None
+        client = self._peers.get(node_id)
+        if client is None or (client.host, client.port) != endpoint:
+            if client is not None:
+                client.close()
+            client = self._peers[node_id] = NodeClient(*endpoint, PEER_TIMEOUT_S)
+        return client
+
+    async def send_markers(
+        self,
+        leader: int,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        partitions: list[tuple[str, int]],
+    ) -> dict[tuple[str, int], int]:
+        """WriteTxnMarkers to a partition leader: its error code per partition
+        (NOT_LEADER_OR_FOLLOWER for all when it cannot be reached)."""
+        client = self.peer(leader)
+        if client is None:
+            return {}
+        topics: dict[str, list[int]] = {}
+        for topic, index in partitions:
+            topics.setdefault(topic, []).append(index)
+        request = {
+            "markers": [
+                {
+                    "producer_id": producer_id,
+                    "producer_epoch": epoch,
+                    "transaction_result": commit,
+                    "topics": [{"name": t, "partition_indexes": p} for t, p in topics.items()],
+                    "coordinator_epoch": 0,
+                }
+            ]
+        }
+        try:
+            answer = await client.call(WRITE_TXN_MARKERS, 1, request)
+        except NodeUnreachable:
+            return {}
+        return {
+            (topic.name, p.partition_index): p.error_code
+            for marker in answer.markers
+            for topic in marker.topics
+            for p in topic.partitions
+        }
+
+    def endpoint_of(self, node_id: int) -> tuple[str, int] | None:
+        """Where another broker takes inter-broker requests, as it registered it."""
+        registration = self.view.brokers.get(node_id)
+        if registration is None:
+            return None
+        for endpoint in registration.value.endpoints:
+            if endpoint.listener == self.inter_broker_listener:
+                return endpoint.host, endpoint.port
+        return None
+
+    async def wait_for_view(self, done: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait until the view (and the local topics following it) satisfy `done`."""
+        deadline = time.monotonic() + timeout_s
+        while not done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self._applied.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._applied.wait(), left)
+        return True
+
+    # -- metadata ------------------------------------------------------------------
+
+    async def _follow_metadata(self) -> None:
+        while True:
+            try:
+                client = await self._any_client(self._fetch_clients)
+                await self._fetch_once(client)
+            except NodeUnreachable:
+                await asyncio.sleep(RETRY_S)
+            except Exception:
+                log.exception("metadata fetch failed")
+                await asyncio.sleep(RETRY_S)
+
+    async def _fetch_once(self, client: NodeClient) -> None:
+        offset = self.view.last_offset + 1
+        request = {
+            "replica_id": self.node_id,
+            "max_wait": FETCH_WAIT_MS,
+            "min_bytes": 1,
+            "max_bytes": 8 * 1024 * 1024,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,  # a full fetch each time, no fetch session
+            "topics": [
+                {
+                    "topic": METADATA_TOPIC,
+                    "partitions": [
+                        {
+                            "partition": 0,
+                            "current_leader_epoch": -1,
+                            "fetch_offset": offset,
+                            "last_fetched_epoch": -1,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": 8 * 1024 * 1024,
+                        }
+                    ],
+                }
+            ],
+        }
+        answer = await client.call(FETCH, 12, request)
+        partition = answer.responses[0].partitions[0]
+        if partition.error_code != ErrorCode.none:
+            raise NodeUnreachable(f"metadata fetch: {partition.error_code.name}")
+        records = bytes(partition.records or b"")
+        before = self.view.last_offset
+        for header in iter_batches(records):
+            if header.is_control:
+                continue
+            for delta, key, value in iter_records(
+                records[header.position : header.position + header.size]
+            ):
+                position = header.base_offset + delta
+                if key is not None and position >= offset:
+                    self.view.replay(position, key, value, -1)
+                    self._advanced.set()
+        if self.view.last_offset != before and self.broker.replicas is not None:
+            self.broker.replicas.apply(self.view)
+            for name, document in self.view.documents.items():
+                if self._adopted.get(name) != document:
+                    self._adopted[name] = document
+                    self.broker.adopt_document(name, document)
+            self._applied.set()
+
+    # -- stop ----------------------------------------------------------------------
+
+    async def stop(self) -> None:
+        """Tell the controller this broker goes (its partitions move at once), then stop."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        if self.broker_epoch >= 0:
+            with contextlib.suppress(NodeUnreachable, OSError):
+                await self._heartbeat(want_shutdown=True)
+        peers = list(self._peers.values())
+        for client in [*self._clients, *self._fetch_clients, *self._admin_clients, *peers]:
+            client.close()
+
+
+_REFUSALS = {
+    ErrorCode.duplicate_broker_registration: "another live node is registered with this "
+    "node id; give each node a node.id of its own",
+    ErrorCode.inconsistent_cluster_id: "the controller belongs to another cluster "
+    "(cluster.id differs)",
+    ErrorCode.not_controller: "the node asked is not a controller",
+}
+
+
+def _refusal(code: ErrorCode) -> str:
+    return _REFUSALS.get(code, code.name)
+
+
+def _quorum_request() -> dict[str, Any]:
+    return {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]}

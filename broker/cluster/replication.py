@@ -1,0 +1,393 @@
+"""Replicas of partitions in a cluster of several nodes.
+
+The cluster's metadata (this node's view of `__cluster_metadata`) says, for every
+partition, its replicas, its leader with the leader epoch, and its in-sync replicas
+(ISR). `ReplicaManager.apply` makes this node follow it:
+
+- topics appear, grow, change configs and go as the view says; this node keeps a log
+  only for the partitions it has a replica of;
+- a partition this node leads takes writes at its leader epoch, and tracks what each
+  follower has (their fetches say so). Its high watermark is the log end every ISR
+  member has reached: consumers read below it, and `acks=all` answers once it has
+  passed the records. A follower that has not caught up for `replica.lag.time.max.ms`
+  leaves the ISR, one that has caught up joins it again (AlterPartition, through the
+  controller, which checks the leader and partition epochs);
+- a partition this node follows is fetched from its leader (broker/cluster/replica_fetcher.py),
+  after cutting its log back to where it agrees with the leader's.
+
+A node that stops leading a partition (a new epoch elsewhere) answers the produce
+requests still waiting on it with NOT_LEADER_OR_FOLLOWER.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from odradek.broker.cluster import high_watermarks
+from odradek.broker.cluster.controller import METADATA_TOPIC
+from odradek.broker.cluster.node_client import NodeUnreachable
+from odradek.coordinator.cluster import records as rec
+from odradek.coordinator.cluster.shard import ClusterShard, now_ms
+from odradek.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from odradek.broker.cluster.replica_fetcher import ReplicaFetchers
+    from odradek.broker.dataplane.topics import Partition
+    from odradek.broker.server import Broker
+
+log = structlog.get_logger("replication")
+
+ALTER_PARTITION = 56
+
+
+class NotLeader(Exception):
+    """The partition's leadership moved while a write waited for its replicas."""
+
+
+@dataclass
+class Follower:
+    """What the leader knows of one follower, from its fetches."""
+
+    log_end_offset: int = -1
+    caught_up_ms: int = field(default_factory=now_ms)
+    last_fetch_ms: int = 0
+    leader_end_at_last_fetch: int = 0
+
+
+class PartitionReplica:
+    """This node's replica of one partition: its place in the partition's metadata,
+    and, while it leads, its followers' progress and the high watermark."""
+
+    def __init__(self, node_id: int, value: rec.PartitionValue, high_watermark: int) -> None:
+        self.node_id = node_id
+        self.leader_id = value.leader
+        self.leader_epoch = value.leader_epoch
+        self.partition_epoch = value.partition_epoch
+        self.replicas = value.replicas
+        self.isr = value.isr
+        self.high_watermark = high_watermark
+        self.followers: dict[int, Follower] = {}
+        self.isr_change_pending = False
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.node_id
+
+    def take(self, value: rec.PartitionValue) -> None:
+        self.leader_id = value.leader
+        self.leader_epoch = value.leader_epoch
+        self.partition_epoch = value.partition_epoch
+        self.replicas = value.replicas
+        self.isr = value.isr
+
+    def wait_for(self, offset: int) -> asyncio.Future[None]:
+        """Completes once the high watermark reaches `offset`."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.high_watermark >= offset:
+            future.set_result(None)
+        else:
+            self._waiters.append((offset, future))
+        return future
+
+    def advance(self, high_watermark: int) -> bool:
+        if high_watermark <= self.high_watermark:
+            return False
+        self.high_watermark = high_watermark
+        waiting = []
+        for offset, future in self._waiters:
+            if offset <= high_watermark:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                waiting.append((offset, future))
+        self._waiters = waiting
+        return True
+
+    def update_high_watermark(self, log_end_offset: int) -> bool:
+        """The leader's high watermark: the log end every ISR member has reached."""
+        end = log_end_offset
+        for node in self.isr:
+            if node != self.node_id:
+                follower = self.followers.get(node)
+                end = min(end, follower.log_end_offset if follower is not None else -1)
+        return self.advance(end)
+
+    def deposed(self) -> None:
+        for _offset, future in self._waiters:
+            if not future.done():
+                future.set_exception(NotLeader())
+        self._waiters = []
+
+
+class ReplicaManager:
+    def __init__(self, broker: Broker, node_id: int) -> None:
+        self.broker = broker
+        self.node_id = node_id
+        self.fetchers: ReplicaFetchers | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._isr_check: asyncio.Task[None] | None = None
+        self._checkpointing: asyncio.Task[None] | None = None
+        # the high watermarks of the last run, for replicas that start again
+        self._checkpoint = high_watermarks.read(broker.config.data_dir)
+        self._written = dict(self._checkpoint)
+
+    def start(self) -> None:
+        from odradek.broker.cluster.replica_fetcher import ReplicaFetchers
+
+        self.fetchers = ReplicaFetchers(self.broker, self)
+        self._isr_check = asyncio.create_task(self._check_isr(), name="isr-check")
+        self._checkpointing = asyncio.create_task(self._checkpoints(), name="hw-checkpoint")
+
+    async def stop(self) -> None:
+        for task in (self._isr_check, self._checkpointing):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self.write_checkpoint()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.fetchers is not None:
+            await self.fetchers.stop()
+
+    # -- following the view -----------------------------------------------------------
+
+    def apply(self, view: ClusterShard) -> None:
+        """Make the local topics and replicas what the cluster's metadata says."""
+        registry = self.broker.topics
+        for name, state in list(view.topics.items()):
+            if not state.partitions:
+                continue
+            count = max(state.partitions) + 1
+            mine = {i for i, p in state.partitions.items() if self.node_id in p.replicas}
+            topic = registry.get(name)
+            if topic is not None and topic.topic_id != state.topic_id:
+                self.broker.remove_topic(name)  # deleted and created again meanwhile
+                topic = None
+            if topic is None:
+                topic = registry.add(name, state.topic_id, count, state.configs, mine)
+                log.info("topic added", topic=name, partitions=count, replicas_here=sorted(mine))
+            else:
+                if topic.configs != state.configs:
+                    registry.set_configs(name, state.configs)
+                if len(topic.partitions) < count:
+                    registry.add_partitions(name, count, mine)
+                for index in mine:
+                    registry.host(topic.partitions[index])
+            for index, value in state.partitions.items():
+                self._follow(topic.partitions[index], value)
+        for topic in registry:
+            if topic.name not in view.topics and topic.name != METADATA_TOPIC:
+                self.broker.remove_topic(topic.name)
+
+    def _follow(self, partition: Partition, value: rec.PartitionValue) -> None:
+        replica = partition.replication
+        if not isinstance(replica, PartitionReplica):
+            start = -1
+            if partition.hosted:
+                plog = partition.log
+                known = self._checkpoint.get((partition.topic.name, partition.index), -1)
+                start = min(max(known, plog.log_start_offset), plog.log_end_offset)
+            replica = PartitionReplica(self.node_id, value, start)
+            partition.replication = replica
+            changed = True
+        else:
+            if value.partition_epoch < replica.partition_epoch:
+                return  # an AlterPartition answer already told this node more
+            changed = (value.leader, value.leader_epoch) != (
+                replica.leader_id,
+                replica.leader_epoch,
+            )
+            replica.take(value)
+        if not partition.hosted:
+            return
+        if changed:
+            if replica.is_leader:
+                self._lead(partition, replica)
+            else:
+                self._follow_leader(partition, replica)
+        elif replica.is_leader:
+            self.advance_high_watermark(partition)
+
+    def _lead(self, partition: Partition, replica: PartitionReplica) -> None:
+        if self.fetchers is not None:
+            self.fetchers.remove(partition)
+        now = now_ms()
+        replica.followers = {
+            node: Follower(caught_up_ms=now) for node in replica.replicas if node != self.node_id
+        }
+        log.info(
+            "leading",
+            topic=partition.topic.name,
+            partition=partition.index,
+            leader_epoch=replica.leader_epoch,
+            log_end_offset=partition.log.log_end_offset,
+        )
+        self.advance_high_watermark(partition)
+        partition.data_arrived()
+        self.broker.coordinator_moved(partition, leads=True)
+
+    def _follow_leader(self, partition: Partition, replica: PartitionReplica) -> None:
+        replica.followers = {}
+        replica.deposed()
+        partition.data_arrived()  # parked fetches look again, and see the news
+        self.broker.coordinator_moved(partition, leads=False)
+        if self.fetchers is not None:
+            self.fetchers.remove(partition)
+            if replica.leader_id != rec.NO_LEADER:
+                self.fetchers.add(partition, replica.leader_id)
+
+    # -- the high watermark checkpoint ------------------------------------------------
+
+    async def _checkpoints(self) -> None:
+        while True:
+            await asyncio.sleep(high_watermarks.INTERVAL_S)
+            try:
+                self.write_checkpoint()
+            except OSError as exc:
+                log.warning("high watermark checkpoint not written", error=str(exc))
+
+    def write_checkpoint(self) -> None:
+        """Every hosted replica's high watermark, if any moved since the last write."""
+        current = {
+            (p.topic.name, p.index): p.replication.high_watermark
+            for p in self.broker.topics.hosted_partitions()
+            if isinstance(p.replication, PartitionReplica) and p.replication.high_watermark >= 0
+        }
+        if current != self._written:
+            high_watermarks.write(self.broker.config.data_dir, current)
+            self._written = current
+
+    # -- leading ----------------------------------------------------------------------
+
+    def follower_fetched(self, partition: Partition, node: int, fetch_offset: int) -> None:
+        """A follower asked for records from `fetch_offset`: it has everything below."""
+        replica = partition.replication
+        if not isinstance(replica, PartitionReplica) or not replica.is_leader:
+            return
+        follower = replica.followers.get(node)
+        if follower is None:
+            return
+        now = now_ms()
+        end = partition.log.log_end_offset
+        if fetch_offset >= end:
+            follower.caught_up_ms = now
+        elif fetch_offset >= follower.leader_end_at_last_fetch:
+            follower.caught_up_ms = max(follower.caught_up_ms, follower.last_fetch_ms)
+        follower.last_fetch_ms, follower.leader_end_at_last_fetch = now, end
+        follower.log_end_offset = fetch_offset
+        if node not in replica.isr and self._may_join_isr(partition, replica, fetch_offset):
+            self._change_isr(partition, replica, (*replica.isr, node))
+        self.advance_high_watermark(partition)
+
+    def _may_join_isr(self, partition: Partition, replica: PartitionReplica, offset: int) -> bool:
+        """Caught up to the high watermark and to the start of this leader's epoch."""
+        epochs = partition.log.leader_epochs
+        epoch_start = next((o for e, o in epochs if e == replica.leader_epoch), 0)
+        return offset >= replica.high_watermark and offset >= epoch_start
+
+    def advance_high_watermark(self, partition: Partition) -> None:
+        replica = partition.replication
+        if not isinstance(replica, PartitionReplica) or not replica.is_leader:
+            return
+        if replica.update_high_watermark(partition.log.log_end_offset):
+            partition.high_watermark_moved()
+
+    async def _check_isr(self) -> None:
+        """Followers that fell behind for replica.lag.time.max.ms leave the ISR."""
+        lag_ms = self.broker.config.replica_lag_time_max_ms
+        while True:
+            await asyncio.sleep(max(lag_ms / 2000, 0.05))
+            now = now_ms()
+            for partition in self.broker.topics.hosted_partitions():
+                replica = partition.replication
+                if not isinstance(replica, PartitionReplica) or not replica.is_leader:
+                    continue
+                end = partition.log.log_end_offset
+                lagging = {
+                    node
+                    for node in replica.isr
+                    if node != self.node_id
+                    and (follower := replica.followers.get(node)) is not None
+                    and follower.log_end_offset < end
+                    and now - follower.caught_up_ms > lag_ms
+                }
+                if lagging:
+                    isr = tuple(n for n in replica.isr if n not in lagging)
+                    log.warning(
+                        "followers out of sync",
+                        topic=partition.topic.name,
+                        partition=partition.index,
+                        leaving=sorted(lagging),
+                    )
+                    self._change_isr(partition, replica, isr)
+
+    def _change_isr(
+        self, partition: Partition, replica: PartitionReplica, isr: tuple[int, ...]
+    ) -> None:
+        if replica.isr_change_pending:
+            return
+        replica.isr_change_pending = True
+        task = asyncio.create_task(self._alter_partition(partition, replica, isr))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _alter_partition(
+        self, partition: Partition, replica: PartitionReplica, isr: tuple[int, ...]
+    ) -> None:
+        member = self.broker.member
+        assert member is not None
+        request = {
+            "broker_id": self.node_id,
+            "broker_epoch": member.broker_epoch,
+            "topics": [
+                {
+                    "topic_id": partition.topic.topic_id,
+                    "partitions": [
+                        {
+                            "partition_index": partition.index,
+                            "leader_epoch": replica.leader_epoch,
+                            "new_isr": list(isr),
+                            "leader_recovery_state": 0,
+                            "partition_epoch": replica.partition_epoch,
+                        }
+                    ],
+                }
+            ],
+        }
+        try:
+            answer = await member.ask_controller(ALTER_PARTITION, 2, request)
+        except NodeUnreachable as exc:
+            log.warning("ISR change not sent", error=str(exc))
+            return
+        finally:
+            replica.isr_change_pending = False
+        code = answer.error_code
+        if code == ErrorCode.none and answer.topics:
+            result: Any = answer.topics[0].partitions[0]
+            code = result.error_code
+        if code != ErrorCode.none:
+            log.info(
+                "ISR change refused",
+                topic=partition.topic.name,
+                partition=partition.index,
+                reason=ErrorCode(code).name,
+            )
+            return
+        if result.partition_epoch > replica.partition_epoch:
+            replica.isr = tuple(result.isr)
+            replica.partition_epoch = result.partition_epoch
+            log.info(
+                "ISR changed",
+                topic=partition.topic.name,
+                partition=partition.index,
+                isr=list(replica.isr),
+            )
+        self.advance_high_watermark(partition)

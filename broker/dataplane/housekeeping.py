@@ -1,0 +1,90 @@
+"""The broker's background work, one task each: retention, time-based rolls,
+flushes and producer id expiry (keep_house); compaction of compacted topics, the
+internal ones among them (clean_logs); idle connections (sweep_connections)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from typing import TYPE_CHECKING
+
+import structlog
+
+from odradek.broker.network import memory
+
+if TYPE_CHECKING:
+    from odradek.broker.server import Broker
+
+log = structlog.get_logger("broker")
+
+
+async def clean_logs(broker: Broker) -> None:
+    """Compaction of compacted topics (the internal ones among them), off the event loop."""
+    backoff = broker.config.log_cleaner_backoff_ms / 1000
+    while True:
+        await asyncio.sleep(backoff)
+        for partition in broker.topics.hosted_partitions():
+            topic = partition.topic
+            plog = partition.log
+            if not plog.config.compacts:
+                continue
+            await broker.flusher.flush([plog])
+            producers = set(partition.producers.producers)
+            try:
+                stats = await asyncio.to_thread(
+                    plog.compact, broker.now_ms(), producer_ids=producers
+                )
+            except Exception:
+                log.exception("compaction failed", topic=topic.name, partition=partition.index)
+                continue
+            if stats.cleaned:
+                log.info(
+                    "compacted",
+                    topic=topic.name,
+                    partition=partition.index,
+                    **dataclasses.asdict(stats),
+                )
+
+
+async def sweep_connections(broker: Broker) -> None:
+    """Connections idle past connections.max.idle.ms, and a collection after many closed."""
+    while True:
+        await asyncio.sleep(1)
+        broker.connections.sweep()
+
+
+async def keep_house(broker: Broker) -> None:
+    """Retention, time-based rolls and flushes, producer id expiry."""
+    interval = min(broker.config.log_retention_check_interval_ms, 1000) / 1000
+    last_retention = last_prune = 0.0
+    appended_before = broker.appended_bytes
+    trimmed = True
+    while True:
+        await asyncio.sleep(interval)
+        if broker.appended_bytes != appended_before:
+            appended_before, trimmed = broker.appended_bytes, False
+        elif not trimmed:  # Produce traffic has stopped: hand back the freed buffers
+            memory.release_free_memory()
+            trimmed = True
+        now_ms = int(time.time() * 1000)
+        check_retention = time.monotonic() - last_retention >= (
+            broker.config.log_retention_check_interval_ms / 1000
+        )
+        due = []
+        for partition in broker.topics.hosted_partitions():
+            plog = partition.log
+            plog.roll_if_due(now_ms)
+            if check_retention and plog.apply_retention(now_ms):
+                partition.producers.drop_below(plog.log_start_offset)
+            partition.producers.expire(now_ms, broker.config.producer_id_expiration_ms)
+            if plog.needs_flush(now_ms):
+                due.append(plog)
+        if check_retention:
+            last_retention = time.monotonic()
+        prune_interval = broker.config.share_coordinator_state_topic_prune_interval_ms / 1000
+        if time.monotonic() - last_prune >= prune_interval:
+            last_prune = time.monotonic()
+            broker.share.prune()
+        if due:
+            await broker.flusher.flush(due)

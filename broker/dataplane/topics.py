@@ -1,0 +1,368 @@
+"""Topics and their partitions: the registry persisted in `<data-dir>/topics.json`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import struct
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from odradek.protocol.batch import iter_records
+from odradek.storage import LogConfig, PartitionLog
+from odradek.storage.producer_state import ProducerStateTable
+
+MAX_TOPIC_NAME = 249
+_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
+HIDDEN_TOPICS = ("__cluster_metadata",)
+LEADER_EPOCH = 0  # one node of its own leads every partition, forever
+
+
+class NotHosted(LookupError):
+    """The partition has no replica on this node (a cluster places it elsewhere)."""
+
+
+class TopicError(Exception):
+    """Carries the Kafka error code to answer with."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def check_topic_name(name: str) -> None:
+    if not name or name in (".", ".."):
+        raise TopicError(17, f"topic name {name!r} is illegal")
+    if len(name) > MAX_TOPIC_NAME:
+        raise TopicError(17, f"topic name is longer than {MAX_TOPIC_NAME} characters")
+    if not _LEGAL_NAME.match(name):
+        raise TopicError(17, f"topic name {name!r} has characters other than [a-zA-Z0-9._-]")
+
+
+class Partition:
+    """One partition's log plus the wake-up signal for parked fetches.
+
+    In a cluster a node knows every partition but keeps a log only for those it has a
+    replica of (`hosted`); `replication` is the replica's state there (None on one
+    node of its own, where this node leads at epoch 0 and the log end is the high
+    watermark)."""
+
+    def __init__(self, topic: Topic, index: int, log: PartitionLog | None) -> None:
+        self.topic = topic
+        self.index = index
+        self._log = log
+        self.producers = _load_producer_state(log) if log is not None else ProducerStateTable()
+        self._arrival: asyncio.Future[None] | None = None
+        self._replica_arrival: asyncio.Future[None] | None = None
+        self.replication: Replication | None = None
+
+    @property
+    def log(self) -> PartitionLog:
+        if self._log is None:
+            raise NotHosted(f"{self.topic.name}-{self.index} has no replica on this node")
+        return self._log
+
+    @property
+    def hosted(self) -> bool:
+        return self._log is not None
+
+    @property
+    def high_watermark(self) -> int:
+        """What every in-sync replica has: consumers read below it."""
+        replication = self.replication
+        if replication is None:
+            return self.log.log_end_offset
+        return replication.high_watermark
+
+    @property
+    def led_here(self) -> bool:
+        """This node takes the partition's writes and serves its consumers."""
+        replication = self.replication
+        return replication is None or (replication.is_leader and self._log is not None)
+
+    @property
+    def leader_epoch(self) -> int:
+        replication = self.replication
+        return LEADER_EPOCH if replication is None else replication.leader_epoch
+
+    def reload_producer_state(self) -> None:
+        """After the log was cut (truncate_to): the producers as the log now has them."""
+        self.producers = _load_producer_state(self.log)
+
+    def appended(self) -> None:
+        """Records were written here: move the high watermark (an ISR of one has them
+        all at once) and wake the fetches parked on the partition."""
+        replication = self.replication
+        if replication is not None and replication.is_leader:
+            replication.update_high_watermark(self.log.log_end_offset)
+        self.data_arrived()
+
+    def replicated(self, end_offset: int) -> asyncio.Future[None] | None:
+        """What to wait for before records below `end_offset` count as written: None
+        when they already do (always, on one node of its own)."""
+        replication = self.replication
+        if replication is None or replication.high_watermark >= end_offset:
+            return None
+        return replication.wait_for(end_offset)
+
+    def data_arrived(self) -> None:
+        """Records were appended (or leadership changed): every parked fetch looks."""
+        _wake(self._replica_arrival)
+        self._replica_arrival = None
+        self.high_watermark_moved()
+
+    def high_watermark_moved(self) -> None:
+        """Consumers' fetches look; followers' do not, as in Kafka: they learn the high
+        watermark with their next records."""
+        _wake(self._arrival)
+        self._arrival = None
+
+    def arrival(self, replica: bool = False) -> asyncio.Future[None]:
+        """A future that completes at the next append, or for a consumer (not a
+        `replica`) when the high watermark moves."""
+        if replica:
+            if self._replica_arrival is None or self._replica_arrival.done():
+                self._replica_arrival = asyncio.get_running_loop().create_future()
+            return self._replica_arrival
+        if self._arrival is None or self._arrival.done():
+            self._arrival = asyncio.get_running_loop().create_future()
+        return self._arrival
+
+
+def _wake(future: asyncio.Future[None] | None) -> None:
+    if future is not None and not future.done():
+        future.set_result(None)
+
+
+class Replication(Protocol):
+    high_watermark: int
+    leader_epoch: int
+    leader_id: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    def update_high_watermark(self, log_end_offset: int) -> bool: ...
+
+    def wait_for(self, offset: int) -> asyncio.Future[None]: ...
+
+
+def _load_producer_state(log: PartitionLog) -> ProducerStateTable:
+    """The snapshot written at the last clean close, then every batch after it."""
+    table, valid_to = ProducerStateTable.load(log.directory)
+    if valid_to > log.log_end_offset or valid_to < log.log_start_offset:
+        table, valid_to = ProducerStateTable(), log.log_start_offset
+    if valid_to < log.log_end_offset:
+        for header, data in log.iter_batches(valid_to):
+            if header.base_offset >= valid_to:
+                table.record(header, control_type(data) if header.is_control else None)
+    return table
+
+
+def control_type(batch: bytes) -> bool | None:
+    """True for a COMMIT marker, False for ABORT, None if unreadable."""
+    for _delta, key, _value in iter_records(batch):
+        if key is not None and len(key) >= 4:
+            return struct.unpack_from(">h", key, 2)[0] == 1
+    return None
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    configs: dict[str, str]
+    partitions: list[Partition] = field(default_factory=list)
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class TopicRegistry:
+    def __init__(self, data_dir: Path, defaults: LogConfig) -> None:
+        self.data_dir = data_dir
+        self.defaults = defaults
+        self._by_name: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+
+    @property
+    def _index_path(self) -> Path:
+        return self.data_dir / "topics.json"
+
+    def load(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if not self._index_path.exists():
+            return
+        for entry in json.loads(self._index_path.read_text()):
+            topic = Topic(entry["name"], uuid.UUID(entry["id"]), dict(entry["configs"]))
+            self._register(topic)
+            hosted = entry.get("hosted")
+            self._open_partitions(
+                topic, entry["partitions"], None if hosted is None else set(hosted)
+            )
+
+    def _save(self) -> None:
+        entries: list[dict[str, Any]] = []
+        for t in self._by_name.values():
+            entry: dict[str, Any] = {
+                "name": t.name,
+                "id": str(t.topic_id),
+                "partitions": len(t.partitions),
+                "configs": t.configs,
+            }
+            if not all(p.hosted for p in t.partitions):
+                entry["hosted"] = [p.index for p in t.partitions if p.hosted]
+            entries.append(entry)
+        tmp = self._index_path.with_suffix(".tmp")
+        with open(tmp, "w") as out:
+            json.dump(entries, out, indent=1)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self._index_path)
+
+    def _register(self, topic: Topic) -> None:
+        self._by_name[topic.name] = topic
+        self._by_id[topic.topic_id] = topic
+
+    def _open_partitions(self, topic: Topic, count: int, hosted: set[int] | None = None) -> None:
+        """Partitions up to `count`, with a log for those in `hosted` (None: all)."""
+        config = self.log_config(topic)
+        for index in range(len(topic.partitions), count):
+            log = None
+            if hosted is None or index in hosted:
+                log = PartitionLog.open(self._directory(topic, index), config)
+            topic.partitions.append(Partition(topic, index, log))
+
+    def _directory(self, topic: Topic, index: int) -> Path:
+        return self.data_dir / f"{topic.name}-{index}"
+
+    def host(self, partition: Partition) -> None:
+        """A replica of `partition` is placed on this node: open its (empty) log."""
+        if partition.hosted:
+            return
+        topic = partition.topic
+        log = PartitionLog.open(self._directory(topic, partition.index), self.log_config(topic))
+        topic.partitions[partition.index] = Partition(topic, partition.index, log)
+        self._save()
+
+    def hosted_partitions(self) -> Iterator[Partition]:
+        """The partitions this node keeps a log of."""
+        for topic in list(self._by_name.values()):
+            for partition in topic.partitions:
+                if partition.hosted:
+                    yield partition
+
+    def log_config(self, topic: Topic) -> LogConfig:
+        return LogConfig.from_topic_configs(topic.configs, self.defaults)
+
+    def __iter__(self) -> Iterator[Topic]:
+        """The topics clients know of (the controller's metadata log is none of them)."""
+        return iter([t for t in self._by_name.values() if t.name not in HIDDEN_TOPICS])
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def get(self, name: str) -> Topic | None:
+        return self._by_name.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def partition(self, name: str, index: int) -> Partition | None:
+        topic = self._by_name.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None
+        return topic.partitions[index]
+
+    def partition_by_id(self, topic_id: uuid.UUID, index: int) -> Partition | None:
+        topic = self.by_id(topic_id)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None
+        return topic.partitions[index]
+
+    def validate_new(self, name: str, partitions: int, configs: Mapping[str, str]) -> None:
+        check_topic_name(name)
+        if name in self._by_name:
+            raise TopicError(36, f"topic {name!r} already exists")
+        if partitions <= 0:
+            raise TopicError(37, "number of partitions must be larger than 0")
+        if partitions > 100000:
+            raise TopicError(37, "number of partitions is too large")
+        self.check_configs(configs)
+        collision = name.replace(".", "_")
+        for other in self._by_name:
+            if other.replace(".", "_") == collision:
+                raise TopicError(17, f"topic {name!r} collides with existing topic {other!r}")
+
+    def check_configs(self, configs: Mapping[str, str]) -> None:
+        try:
+            LogConfig.from_topic_configs(configs, self.defaults)
+        except ValueError as exc:
+            raise TopicError(40, str(exc)) from exc
+
+    def create(self, name: str, partitions: int, configs: Mapping[str, str]) -> Topic:
+        self.validate_new(name, partitions, configs)
+        return self.add(name, uuid.uuid4(), partitions, configs)
+
+    def add(
+        self,
+        name: str,
+        topic_id: uuid.UUID,
+        partitions: int,
+        configs: Mapping[str, str],
+        hosted: set[int] | None = None,
+    ) -> Topic:
+        """Register a topic as it is (a cluster's controller has checked and named it)."""
+        topic = Topic(name, topic_id, dict(configs))
+        self._register(topic)
+        self._open_partitions(topic, partitions, hosted)
+        self._save()
+        return topic
+
+    def delete(self, name: str) -> Topic:
+        topic = self._by_name.pop(name)
+        del self._by_id[topic.topic_id]
+        self._save()
+        for partition in topic.partitions:
+            if partition.hosted:
+                partition.log.delete()
+            partition.data_arrived()
+        return topic
+
+    def add_partitions(self, name: str, total: int, hosted: set[int] | None = None) -> None:
+        topic = self._by_name[name]
+        self._open_partitions(topic, total, hosted)
+        self._save()
+
+    def set_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        topic = self._by_name[name]
+        new = LogConfig.from_topic_configs(configs, self.defaults)
+        topic.configs = dict(configs)
+        for partition in topic.partitions:
+            if partition.hosted:
+                partition.log.update_config(new)
+        self._save()
+
+    def close(self) -> None:
+        for partition in self.hosted_partitions():
+            partition.producers.save(partition.log.directory, partition.log.log_end_offset)
+            partition.log.close()
+
+    def remove_orphans(self) -> None:
+        """Partition directories of topics deleted before a crash."""
+        known = {f"{p.topic.name}-{p.index}" for p in self.hosted_partitions()}
+        for path in self.data_dir.iterdir():
+            is_partition_dir = path.is_dir() and path.name.rsplit("-", 1)[-1].isdigit()
+            if is_partition_dir and "-" in path.name and path.name not in known:
+                shutil.rmtree(path, ignore_errors=True)

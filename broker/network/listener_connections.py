@@ -1,0 +1,91 @@
+"""The broker's side of one listener's connections: making them (with the frame
+limit of a SASL listener until the client logs in), admitting them, principals from
+TLS certificates, requests handed to the broker with the connection's session, the
+close after a refused SASL authentication, and the count of open connections.
+
+One object per listener serves all its connections, so that a connection holds no
+closures of its own (idle connections are many; see broker/network/connection.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import structlog
+
+from odradek.broker.network.connection import Chunks, Connection
+from odradek.broker.network.listeners import Listener
+from odradek.broker.observability import metrics
+from odradek.broker.security import tls
+from odradek.broker.security.sasl import must_close
+from odradek.broker.security.session import Session
+
+if TYPE_CHECKING:
+    from odradek.broker.server import Broker
+
+log = structlog.get_logger("broker")
+
+
+class ListenerConnections:
+    def __init__(self, broker: Broker, listener: Listener) -> None:
+        self.broker = broker
+        self.listener = listener
+        self.sasl = broker.sasl_listeners.get(listener.name)
+        self.full_frame = broker.config.socket_request_max_bytes
+
+    def new_connection(self) -> Connection:
+        connection = Connection(self, self.full_frame, f"conn-{next(self.broker.connection_ids)}")
+        connection.session = Session.for_listener(self.listener.security_protocol)
+        if self.sasl is not None and self.sasl.max_receive_size < self.full_frame:
+            connection.max_frame = (self.sasl.max_receive_size, "sasl.server.max.receive.size")
+        return connection
+
+    async def dispatch(self, connection: Connection, frame: bytearray) -> Chunks | None:
+        session = connection.session
+        reply = await self.broker.dispatch(
+            frame, connection.connection_id, connection.log, self.listener, session
+        )
+        if self.sasl is not None and must_close(session.exchange):
+            # a refused SASL authentication: closed once its answer is out, after
+            # connection.failed.authentication.delay.ms as on Kafka
+            delay = self.sasl.failure_close_delay_ms / 1000
+            asyncio.get_running_loop().call_later(delay, connection.close)
+        elif session.authenticated and connection.max_frame[0] != self.full_frame:
+            connection.max_frame = (self.full_frame, "socket.request.max.bytes")
+        return reply
+
+    def opened(self, connection: Connection) -> None:
+        peer = connection.transport.get_extra_info("peername")
+        listener = self.listener
+        if not self.broker.connections.admit(connection, listener.name, peer[0] if peer else ""):
+            connection.close()
+            return
+        metrics.connections.inc()
+        if peer:
+            connection.connection_id = f"{peer[0]}:{peer[1]}"
+            connection.session.client_host = peer[0]
+        if listener.security_protocol == "SSL":  # on SASL_SSL, SASL names the principal
+            rules = self.broker.config.listener_setting(
+                listener.name, "ssl.principal.mapping.rules"
+            )
+            try:
+                connection.session.principal = tls.ssl_principal(
+                    connection.transport.get_extra_info("ssl_object"), rules
+                )
+            except tls.PrincipalError as exc:
+                connection.log.warning("closing connection", reason=str(exc))
+                connection.close()
+                return
+        log.debug(
+            "connection opened",
+            connection=connection.connection_id,
+            principal=connection.session.principal,
+        )
+
+    def closed(self, connection: Connection) -> None:
+        if connection not in self.broker.connections.open:
+            return  # refused at once
+        self.broker.connections.remove(connection)
+        self.broker.share.connection_closed(connection.connection_id)
+        metrics.connections.dec()
+        log.debug("connection closed", connection=connection.connection_id)

@@ -1,0 +1,1 @@
+"""What operators see: Prometheus metrics, structured logs, the health check."""

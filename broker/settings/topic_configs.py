@@ -1,0 +1,144 @@
+"""Topic-level configs: names Kafka accepts, their defaults, and how they are described.
+
+A topic stores only the configs set on it; every other name falls back to the
+broker's setting (shown with source DEFAULT_CONFIG, or STATIC_BROKER_CONFIG when
+the broker's own configuration changed it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from odradek.broker.dataplane.topics import TopicError
+from odradek.broker.settings.config import BrokerConfig
+
+# ConfigSource values of DescribeConfigs
+DYNAMIC_TOPIC_CONFIG = 1
+STATIC_BROKER_CONFIG = 4
+DEFAULT_CONFIG = 5
+
+INVALID_CONFIG = 40
+
+
+@dataclass(frozen=True)
+class TopicConfigDef:
+    broker_name: str | None  # the broker setting that provides the default
+    default: Callable[[BrokerConfig], str]
+    type_name: str  # int, long, string, boolean, double, list, class
+
+
+def _const(value: str) -> Callable[[BrokerConfig], str]:
+    return lambda _config: value
+
+
+def _opt(value: int | None, fallback: str) -> str:
+    return fallback if value is None else str(value)
+
+
+LONG_MAX = str((1 << 63) - 1)
+
+DEFINITIONS: dict[str, TopicConfigDef] = {
+    "cleanup.policy": TopicConfigDef("log.cleanup.policy", lambda c: c.log_cleanup_policy, "list"),
+    "compression.type": TopicConfigDef("compression.type", _const("producer"), "string"),
+    "delete.retention.ms": TopicConfigDef(
+        "log.cleaner.delete.retention.ms", _const("86400000"), "long"
+    ),
+    "file.delete.delay.ms": TopicConfigDef("log.segment.delete.delay.ms", _const("60000"), "long"),
+    "flush.messages": TopicConfigDef(
+        "log.flush.interval.messages",
+        lambda c: _opt(c.log_flush_interval_messages, LONG_MAX),
+        "long",
+    ),
+    "flush.ms": TopicConfigDef(
+        "log.flush.interval.ms", lambda c: _opt(c.log_flush_interval_ms, LONG_MAX), "long"
+    ),
+    "index.interval.bytes": TopicConfigDef(
+        "log.index.interval.bytes", lambda c: str(c.log_index_interval_bytes), "int"
+    ),
+    "max.compaction.lag.ms": TopicConfigDef(
+        "log.cleaner.max.compaction.lag.ms", _const(LONG_MAX), "long"
+    ),
+    "max.message.bytes": TopicConfigDef(
+        "message.max.bytes", lambda c: str(c.message_max_bytes), "int"
+    ),
+    "message.timestamp.type": TopicConfigDef(
+        "log.message.timestamp.type", lambda c: c.log_message_timestamp_type, "string"
+    ),
+    "message.timestamp.before.max.ms": TopicConfigDef(
+        "log.message.timestamp.before.max.ms", _const(LONG_MAX), "long"
+    ),
+    "message.timestamp.after.max.ms": TopicConfigDef(
+        "log.message.timestamp.after.max.ms", _const(LONG_MAX), "long"
+    ),
+    "min.cleanable.dirty.ratio": TopicConfigDef(
+        "log.cleaner.min.cleanable.ratio", _const("0.5"), "double"
+    ),
+    "min.compaction.lag.ms": TopicConfigDef(
+        "log.cleaner.min.compaction.lag.ms", _const("0"), "long"
+    ),
+    "min.insync.replicas": TopicConfigDef(
+        "min.insync.replicas", lambda c: str(c.min_insync_replicas), "int"
+    ),
+    "preallocate": TopicConfigDef("log.preallocate", _const("false"), "boolean"),
+    "retention.bytes": TopicConfigDef(
+        "log.retention.bytes", lambda c: str(c.log_retention_bytes), "long"
+    ),
+    "retention.ms": TopicConfigDef("log.retention.ms", lambda c: str(c.retention_ms()), "long"),
+    "segment.bytes": TopicConfigDef("log.segment.bytes", lambda c: str(c.log_segment_bytes), "int"),
+    "segment.index.bytes": TopicConfigDef("log.index.size.max.bytes", _const("10485760"), "int"),
+    "segment.jitter.ms": TopicConfigDef("log.roll.jitter.ms", _const("0"), "long"),
+    "segment.ms": TopicConfigDef("log.roll.ms", lambda c: str(c.log_config().segment_ms), "long"),
+    "unclean.leader.election.enable": TopicConfigDef(
+        "unclean.leader.election.enable", _const("false"), "boolean"
+    ),
+}
+
+_BROKER_DEFAULTS = BrokerConfig()
+
+
+def validate(configs: Mapping[str, str | None]) -> None:
+    for name, value in configs.items():
+        definition = DEFINITIONS.get(name)
+        if definition is None:
+            raise TopicError(INVALID_CONFIG, f"unknown topic config name: {name}")
+        if value is None:
+            continue
+        try:
+            if definition.type_name in ("int", "long"):
+                int(value)
+            elif definition.type_name == "double":
+                float(value)
+            elif definition.type_name == "boolean" and value.lower() not in ("true", "false"):
+                raise ValueError(value)
+        except ValueError as exc:
+            raise TopicError(
+                INVALID_CONFIG, f"invalid value {value} for configuration {name}"
+            ) from exc
+        if name == "cleanup.policy" and not set(value.split(",")) <= {"delete", "compact"}:
+            raise TopicError(INVALID_CONFIG, f"invalid value {value} for configuration {name}")
+        if name == "message.timestamp.type" and value not in ("CreateTime", "LogAppendTime"):
+            raise TopicError(INVALID_CONFIG, f"invalid value {value} for configuration {name}")
+
+
+@dataclass(frozen=True)
+class DescribedConfig:
+    name: str
+    value: str
+    source: int
+    read_only: bool = False
+    is_sensitive: bool = False
+
+
+def describe(configs: Mapping[str, str], broker: BrokerConfig) -> list[DescribedConfig]:
+    described = []
+    for name, definition in sorted(DEFINITIONS.items()):
+        if name in configs:
+            described.append(DescribedConfig(name, configs[name], DYNAMIC_TOPIC_CONFIG))
+            continue
+        value = definition.default(broker)
+        changed = value != definition.default(_BROKER_DEFAULTS)
+        described.append(
+            DescribedConfig(name, value, STATIC_BROKER_CONFIG if changed else DEFAULT_CONFIG)
+        )
+    return described

@@ -1,0 +1,26 @@
+"""Test support other projects import (as odradek.testing, and through the pytest
+plugin): the real broker as a subprocess (broker.py), a cluster of them (cluster.py),
+and the fixtures (pytest_plugin.py). It starts `python -m odradek` and talks to it
+over the network; of the broker's insides it uses only the inter-broker client."""
+
+from odradek.broker.testing.broker import (
+    START_TIMEOUT,
+    STOP_TIMEOUT,
+    Broker,
+    BrokerStartError,
+    free_port,
+    normalize_overrides,
+    port_accepts,
+)
+from odradek.broker.testing.cluster import Cluster
+
+__all__ = [
+    "START_TIMEOUT",
+    "STOP_TIMEOUT",
+    "Broker",
+    "BrokerStartError",
+    "Cluster",
+    "free_port",
+    "normalize_overrides",
+    "port_accepts",
+]
