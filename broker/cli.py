@@ -13,7 +13,6 @@ import structlog
 
 from odradek.broker.cluster.member import ClusterJoinError
 from odradek.broker.network import memory
-from odradek.broker.network.listeners import ListenError, ignored_controller_listeners
 from odradek.broker.observability import health, logs, metrics
 from odradek.broker.settings.config import (
     BrokerConfig,
@@ -21,6 +20,7 @@ from odradek.broker.settings.config import (
     read_properties,
     settings_from_environment,
 )
+from odradek.broker.settings.listeners import ListenError, ignored_controller_listeners
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

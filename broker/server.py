@@ -9,11 +9,12 @@ import itertools
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from odradek.broker import housekeeping
 from odradek.broker.cluster import admin as cluster_admin
 from odradek.broker.cluster.controller import METADATA_TOPIC, Controller
 from odradek.broker.cluster.controller_documents import ACLS, SCRAM
@@ -21,7 +22,6 @@ from odradek.broker.cluster.member import ClusterMember
 from odradek.broker.coordinators.producer_ids import ClusterProducerIds, ProducerIdAllocator
 from odradek.broker.coordinators.share import SHARE_STATE_TOPIC, ShareCoordinator
 from odradek.broker.coordinators.transactions import TRANSACTION_TOPIC, TransactionCoordinator
-from odradek.broker.dataplane import housekeeping
 from odradek.broker.dataplane.fetch_sessions import FetchSessionCache
 from odradek.broker.dataplane.flusher import Flusher
 from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
@@ -31,7 +31,6 @@ from odradek.broker.handlers.base import Api, RequestContext
 from odradek.broker.network.connection import Chunks
 from odradek.broker.network.connections import ConnectionTable, Limits
 from odradek.broker.network.listener_connections import ListenerConnections
-from odradek.broker.network.listeners import Listener, ListenError
 from odradek.broker.observability import metrics
 from odradek.broker.security import tls
 from odradek.broker.security.authorizer import AclAuthorizer, Authorizer, build_authorizer
@@ -40,6 +39,7 @@ from odradek.broker.security.sasl_listener import SaslListener, sasl_listener
 from odradek.broker.security.session import Session
 from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings
+from odradek.broker.settings.listeners import Listener, ListenError
 from odradek.coordinator.group.shard import GroupConfig, GroupShard
 from odradek.coordinator.group.shard_state import GroupTimeouts
 from odradek.coordinator.runtime import CoordinatorRuntime, control_batch
@@ -149,7 +149,7 @@ class Broker:
         self.connections = ConnectionTable(
             Limits.from_config(config, [listener.name for listener in self.listeners])
         )
-        self.connection_ids = itertools.count(1)
+        self.connection_ids: Iterator[int] = itertools.count(1)
         self._stopped = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------
@@ -486,6 +486,10 @@ class Broker:
         if listener.port == 0 and listener.advertised_port == 0:
             return dataclasses.replace(listener, port=port, advertised_port=port)
         return dataclasses.replace(listener, port=port)
+
+    def connection_closed(self, connection_id: str) -> None:
+        """The share sessions the connection opened end (what they hold goes back)."""
+        self.share.connection_closed(connection_id)
 
     async def dispatch(
         self,

@@ -31,8 +31,8 @@ import structlog
 
 from odradek.broker.cluster.controller import METADATA_TOPIC
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
-from odradek.broker.network.listeners import SECURITY_PROTOCOLS
 from odradek.broker.settings.cluster_config import ClusterConfig
+from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
 from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
 from odradek.protocol.batch import iter_batches, iter_records
 from odradek.protocol.errors import ErrorCode

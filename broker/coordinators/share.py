@@ -10,17 +10,29 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
 
 from odradek.broker.coordinators.share_sessions import ShareSessionCache, TopicPartition
+from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
+from odradek.broker.settings.config import BrokerConfig
 from odradek.coordinator.runtime import CoordinatorRuntime, ShardRuntime
 from odradek.coordinator.share.records import ShareKey
 from odradek.coordinator.share.shard import ShareConfig, ShareShard
 
-if TYPE_CHECKING:
-    from odradek.broker.dataplane.topics import Partition
-    from odradek.broker.server import Broker
+
+class Broker(Protocol):
+    """What the share coordinator needs of the broker (server.py's Broker)."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+    @property
+    def topics(self) -> TopicRegistry: ...
+
+    async def create_topic(
+        self, name: str, partitions: int, configs: Mapping[str, str]
+    ) -> Topic: ...
+
 
 SHARE_STATE_TOPIC = "__share_group_state"
 KEYS_REMEMBERED = 100_000

@@ -17,18 +17,49 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol
 
 import structlog
 
+from odradek.broker.dataplane.topics import Partition, TopicRegistry
+from odradek.broker.settings.config import BrokerConfig
 from odradek.coordinator.runtime import CoordinatorError, CoordinatorRuntime, Result, ShardRuntime
 from odradek.coordinator.txn.shard import MarkerPlan, TxnConfig, TxnShard
 from odradek.protocol.errors import ErrorCode
 
-if TYPE_CHECKING:
-    from odradek.broker.dataplane.topics import Partition
-    from odradek.broker.server import Broker
+
+class MarkerSender(Protocol):
+    """A cluster member's way to other brokers: markers for the partitions they lead."""
+
+    async def send_markers(
+        self,
+        leader: int,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        partitions: list[tuple[str, int]],
+    ) -> dict[tuple[str, int], int]: ...
+
+
+class Broker(Protocol):
+    """What the transaction coordinator needs of the broker (server.py's Broker)."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+    @property
+    def topics(self) -> TopicRegistry: ...
+    @property
+    def groups(self) -> CoordinatorRuntime: ...
+    @property
+    def member(self) -> MarkerSender | None: ...
+
+    def write_marker(
+        self, partition: Partition, producer_id: int, epoch: int, commit: bool
+    ) -> None: ...
+
+    async def flush_if_due(self, partitions: Iterable[Partition], now_ms: int) -> None: ...
+
 
 log = structlog.get_logger("transactions")
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from odradek.broker.settings.topic_configs import TopicError
 from odradek.protocol.batch import iter_records
 from odradek.storage import LogConfig, PartitionLog
 from odradek.storage.producer_state import ProducerStateTable
@@ -27,15 +28,6 @@ LEADER_EPOCH = 0  # one node of its own leads every partition, forever
 
 class NotHosted(LookupError):
     """The partition has no replica on this node (a cluster places it elsewhere)."""
-
-
-class TopicError(Exception):
-    """Carries the Kafka error code to answer with."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def check_topic_name(name: str) -> None:

@@ -11,8 +11,8 @@ from odradek.broker.security.session import Session
 from odradek.protocol.header import RequestHeader
 
 if TYPE_CHECKING:
-    from odradek.broker.network.listeners import Listener
     from odradek.broker.server import Broker
+    from odradek.broker.settings.listeners import Listener
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass costs a setattr call per field

@@ -14,7 +14,7 @@ from typing import Any
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
-from odradek.broker.network.listeners import SECURITY_PROTOCOLS
+from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
 from odradek.coordinator.cluster.records import Endpoint
 
 MIN_VERSION, MAX_VERSION = 0, 3

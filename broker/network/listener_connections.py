@@ -9,25 +9,46 @@ closures of its own (idle connections are many; see broker/network/connection.py
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Iterator
+from typing import Any, Protocol
 
 import structlog
 
 from odradek.broker.network.connection import Chunks, Connection
-from odradek.broker.network.listeners import Listener
+from odradek.broker.network.connections import ConnectionTable
 from odradek.broker.observability import metrics
 from odradek.broker.security import tls
 from odradek.broker.security.sasl import must_close
+from odradek.broker.security.sasl_listener import SaslListener
 from odradek.broker.security.session import Session
-
-if TYPE_CHECKING:
-    from odradek.broker.server import Broker
+from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.listeners import Listener
 
 log = structlog.get_logger("broker")
 
 
+class Server(Protocol):
+    """What a listener's connections need of the broker (server.py's Broker)."""
+
+    config: BrokerConfig
+    sasl_listeners: dict[str, SaslListener]
+    connections: ConnectionTable
+    connection_ids: Iterator[int]
+
+    def dispatch(
+        self,
+        request: bytearray,
+        connection_id: str,
+        bound: Any,
+        listener: Listener,
+        session: Session,
+    ) -> Awaitable[Chunks | None]: ...
+
+    def connection_closed(self, connection_id: str) -> None: ...
+
+
 class ListenerConnections:
-    def __init__(self, broker: Broker, listener: Listener) -> None:
+    def __init__(self, broker: Server, listener: Listener) -> None:
         self.broker = broker
         self.listener = listener
         self.sasl = broker.sasl_listeners.get(listener.name)
@@ -86,6 +107,6 @@ class ListenerConnections:
         if connection not in self.broker.connections.open:
             return  # refused at once
         self.broker.connections.remove(connection)
-        self.broker.share.connection_closed(connection.connection_id)
+        self.broker.connection_closed(connection.connection_id)
         metrics.connections.dec()
         log.debug("connection closed", connection=connection.connection_id)

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from odradek.broker.network.listeners import ListenError
 from odradek.broker.security.acls import WILDCARD, WILDCARD_PRINCIPAL, AclFileError, AclStore
 from odradek.broker.security.resources import Operation, PatternType, Permission, ResourceType
 from odradek.broker.security.session import Session
 from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.listeners import ListenError
 
 AUTHORIZER_CLASSES = (
     "org.apache.kafka.metadata.authorizer.StandardAuthorizer",

@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from odradek.broker.network.listeners import ListenError
 from odradek.broker.security.credentials import CredentialStore
 from odradek.broker.security.jaas import JaasError, jaas_config_for, parse_jaas_config, plain_users
 from odradek.broker.security.sasl import PLAIN, Exchange, PlainExchange, ScramExchange
 from odradek.broker.security.scram import MECHANISMS
 from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.listeners import ListenError
 
 SUPPORTED_MECHANISMS = (PLAIN, *MECHANISMS)
 DEFAULT_MECHANISMS = "GSSAPI"

@@ -32,7 +32,6 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from odradek.broker.network.listeners import Listener
 from odradek.broker.security.session import ANONYMOUS
 from odradek.broker.security.ssl_principal import (
     MalformedName,
@@ -43,6 +42,7 @@ from odradek.broker.security.ssl_principal import (
     rfc2253_name,
 )
 from odradek.broker.settings.config import BrokerConfig, ConfigError
+from odradek.broker.settings.listeners import Listener
 
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 DEFAULT_PROTOCOLS = "TLSv1.2,TLSv1.3"

@@ -13,7 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from odradek.broker.network.listeners import (
+from odradek.broker.settings.cluster_config import ClusterConfig, ClusterConfigError, cluster_config
+from odradek.broker.settings.kafka_settings import (
+    KAFKA_BROKER_SETTINGS,
+    OTHER_DISTRIBUTION_PREFIXES,
+)
+from odradek.broker.settings.listeners import (
     DEFAULT_LISTENERS,
     DEFAULT_PROTOCOL_MAP,
     Listener,
@@ -21,11 +26,6 @@ from odradek.broker.network.listeners import (
     parse_endpoints,
     parse_protocol_map,
     resolve,
-)
-from odradek.broker.settings.cluster_config import ClusterConfig, ClusterConfigError, cluster_config
-from odradek.broker.settings.kafka_settings import (
-    KAFKA_BROKER_SETTINGS,
-    OTHER_DISTRIBUTION_PREFIXES,
 )
 from odradek.storage import LogConfig
 

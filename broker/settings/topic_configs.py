@@ -10,8 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from odradek.broker.dataplane.topics import TopicError
 from odradek.broker.settings.config import BrokerConfig
+
+
+class TopicError(Exception):
+    """A topic request refused: carries the Kafka error code to answer with."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
 
 # ConfigSource values of DescribeConfigs
 DYNAMIC_TOPIC_CONFIG = 1

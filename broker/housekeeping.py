@@ -7,16 +7,37 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import structlog
 
+from odradek.broker.coordinators.share import ShareCoordinator
+from odradek.broker.dataplane.flusher import Flusher
+from odradek.broker.dataplane.topics import TopicRegistry
 from odradek.broker.network import memory
-
-if TYPE_CHECKING:
-    from odradek.broker.server import Broker
+from odradek.broker.network.connections import ConnectionTable
+from odradek.broker.settings.config import BrokerConfig
 
 log = structlog.get_logger("broker")
+
+
+class Broker(Protocol):
+    """What the background work needs of the broker (server.py's Broker)."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+    @property
+    def topics(self) -> TopicRegistry: ...
+    @property
+    def flusher(self) -> Flusher: ...
+    @property
+    def connections(self) -> ConnectionTable: ...
+    @property
+    def share(self) -> ShareCoordinator: ...
+    @property
+    def appended_bytes(self) -> int: ...
+
+    def now_ms(self) -> int: ...
 
 
 async def clean_logs(broker: Broker) -> None:
