@@ -15,19 +15,19 @@ from odradek.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from odradek.broker.cluster.member import ClusterMember
-    from odradek.broker.server import Broker
+    from odradek.broker.cluster.node import Node
 
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, ALTER_CONFIGS = 19, 20, 37, 44
 TOPIC_RESOURCE, SET, DELETE = 2, 0, 1
 VIEW_WAIT_S = 30.0
 
 
-def _member(broker: Broker) -> ClusterMember:
+def _member(broker: Node) -> ClusterMember:
     assert broker.member is not None
     return broker.member
 
 
-async def _ask(broker: Broker, api_key: int, version: int, request: dict[str, Any]) -> Any:
+async def _ask(broker: Node, api_key: int, version: int, request: dict[str, Any]) -> Any:
     try:
         return await _member(broker).ask_controller(api_key, version, request)
     except NodeUnreachable as exc:
@@ -47,7 +47,7 @@ def _assignments(replicas: Sequence[Sequence[int]], first: int = 0) -> list[dict
 
 
 async def create_topic(
-    broker: Broker,
+    broker: Node,
     name: str,
     partitions: int,
     configs: Mapping[str, str],
@@ -80,7 +80,7 @@ async def create_topic(
     return topic
 
 
-async def delete_topic(broker: Broker, name: str) -> None:
+async def delete_topic(broker: Node, name: str) -> None:
     request = {
         "topics": [{"name": name, "topic_id": uuid.UUID(int=0)}],
         "timeout_ms": int(VIEW_WAIT_S * 1000),
@@ -90,7 +90,7 @@ async def delete_topic(broker: Broker, name: str) -> None:
 
 
 async def create_partitions(
-    broker: Broker, name: str, count: int, assignments: Sequence[Sequence[int]] | None = None
+    broker: Node, name: str, count: int, assignments: Sequence[Sequence[int]] | None = None
 ) -> None:
     placed = None if assignments is None else [{"broker_ids": list(a)} for a in assignments]
     request = {
@@ -102,7 +102,7 @@ async def create_partitions(
     await _settled(broker, answer.results[0])
 
 
-async def set_topic_configs(broker: Broker, name: str, configs: dict[str, str]) -> None:
+async def set_topic_configs(broker: Node, name: str, configs: dict[str, str]) -> None:
     """The change from the topic's configs as this broker sees them, as the controller
     applies it (IncrementalAlterConfigs): names set, names gone back to defaults."""
     topic = broker.topics.get(name)
@@ -121,7 +121,7 @@ async def set_topic_configs(broker: Broker, name: str, configs: dict[str, str]) 
     await _settled(broker, answer.responses[0])
 
 
-async def _settled(broker: Broker, result: Any) -> None:
+async def _settled(broker: Node, result: Any) -> None:
     """The controller's answer for a topic; once it is a change, this broker's view
     (and so its local topics) has everything the controller wrote until then."""
     _raise_for(result.error_code, result.error_message)
@@ -131,7 +131,7 @@ async def _settled(broker: Broker, result: Any) -> None:
         raise TopicError(ErrorCode.request_timed_out, f"controller unreachable: {exc}") from exc
 
 
-async def through_controller(broker: Broker, api_key: int, version: int, request: Any) -> Any:
+async def through_controller(broker: Node, api_key: int, version: int, request: Any) -> Any:
     """A request the controller answers for the cluster (ACLs, SCRAM credentials),
     passed on as the client sent it (its authorization checked here), answered once
     this broker's view has the change. Raises NodeUnreachable."""

@@ -20,7 +20,7 @@ from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
 from odradek.coordinator.runtime import CoordinatorRuntime, Operation
 
 if TYPE_CHECKING:
-    from odradek.broker.server import Broker
+    from odradek.broker.cluster.node import Node
 
 METADATA_TOPIC = "__cluster_metadata"
 # Written through the page cache like every other log here: it survives kill -9; a
@@ -38,7 +38,7 @@ class Observer:
 
 
 class Controller:
-    def __init__(self, broker: Broker, cluster: ClusterConfig) -> None:
+    def __init__(self, broker: Node, cluster: ClusterConfig) -> None:
         self.cluster = cluster
         self.node_id = cluster.node_id
         settings = ClusterSettings(

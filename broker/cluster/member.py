@@ -38,7 +38,7 @@ from odradek.protocol.batch import iter_batches, iter_records
 from odradek.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from odradek.broker.server import Broker
+    from odradek.broker.cluster.node import Node
 
 log = structlog.get_logger("broker")
 
@@ -55,7 +55,7 @@ class ClusterJoinError(RuntimeError):
 
 
 class ClusterMember:
-    def __init__(self, broker: Broker, cluster: ClusterConfig) -> None:
+    def __init__(self, broker: Node, cluster: ClusterConfig) -> None:
         self.broker = broker
         self.cluster = cluster
         self.node_id = cluster.node_id

@@ -25,9 +25,9 @@ from odradek.protocol.batch import iter_batches
 from odradek.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from odradek.broker.cluster.node import Node
     from odradek.broker.cluster.replication import ReplicaManager
     from odradek.broker.dataplane.topics import Partition
-    from odradek.broker.server import Broker
 
 log = structlog.get_logger("replication")
 
@@ -46,7 +46,7 @@ class Followed:
 
 
 class ReplicaFetchers:
-    def __init__(self, broker: Broker, manager: ReplicaManager) -> None:
+    def __init__(self, broker: Node, manager: ReplicaManager) -> None:
         self.broker = broker
         self.manager = manager
         self._by_leader: dict[int, LeaderFetcher] = {}
@@ -67,7 +67,7 @@ class ReplicaFetchers:
 
 
 class LeaderFetcher:
-    def __init__(self, broker: Broker, leader: int) -> None:
+    def __init__(self, broker: Node, leader: int) -> None:
         self.broker = broker
         self.leader = leader
         self.partitions: dict[Key, Followed] = {}

@@ -36,9 +36,9 @@ from odradek.coordinator.cluster.shard import ClusterShard, now_ms
 from odradek.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from odradek.broker.cluster.node import Node
     from odradek.broker.cluster.replica_fetcher import ReplicaFetchers
     from odradek.broker.dataplane.topics import Partition
-    from odradek.broker.server import Broker
 
 log = structlog.get_logger("replication")
 
@@ -126,7 +126,7 @@ class PartitionReplica:
 
 
 class ReplicaManager:
-    def __init__(self, broker: Broker, node_id: int) -> None:
+    def __init__(self, broker: Node, node_id: int) -> None:
         self.broker = broker
         self.node_id = node_id
         self.fetchers: ReplicaFetchers | None = None
