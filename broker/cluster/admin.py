@@ -131,11 +131,12 @@ async def _settled(broker: Node, result: Any) -> None:
         raise TopicError(ErrorCode.request_timed_out, f"controller unreachable: {exc}") from exc
 
 
-async def through_controller(broker: Node, api_key: int, version: int, request: Any) -> Any:
+async def through_controller(
+    member: ClusterMember, api_key: int, version: int, request: Any
+) -> Any:
     """A request the controller answers for the cluster (ACLs, SCRAM credentials),
     passed on as the client sent it (its authorization checked here), answered once
     this broker's view has the change. Raises NodeUnreachable."""
-    member = _member(broker)
     answer = await member.ask_controller(api_key, version, as_dict(request))
     await member.settle()
     return as_dict(answer)

@@ -24,16 +24,17 @@ async def acl_store(
 ) -> tuple[AclStore | ControllerAcls | None, Reply]:
     """(the store to change, None), or (None, the answer to give now). On a broker of a
     cluster the answer is the controller's, given once this broker follows it."""
-    if ctx.listener.controller and ctx.broker.controller is not None:
-        return ctx.broker.controller.acls, None  # a broker of the cluster checked the rest
+    if ctx.listener.controller and ctx.services.controller is not None:
+        return ctx.services.controller.acls, None  # a broker of the cluster checked the rest
     if not cluster_allowed(ctx, Operation.ALTER):
         return None, refuse(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     if not isinstance(authorizer, AclAuthorizer):
         return None, refuse(ErrorCode.security_disabled, "No Authorizer is configured.")
-    if ctx.broker.member is not None:
+    member = ctx.services.member
+    if member is not None:
         try:
-            return None, await through_controller(ctx.broker, api_key, ctx.version, request)
+            return None, await through_controller(member, api_key, ctx.version, request)
         except NodeUnreachable as exc:
             return None, refuse(ErrorCode.request_timed_out, str(exc))
     return authorizer.store, None

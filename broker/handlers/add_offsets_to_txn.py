@@ -20,13 +20,13 @@ MIN_VERSION, MAX_VERSION = 0, 3
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    broker = ctx.broker
+    services = ctx.services
     if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return {"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed}
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed}
-    await broker.groups.ensure_started()
-    offsets_partition = (broker.groups.topic, broker.groups.partition_for(request.group_id))
+    await services.groups.ensure_started()
+    offsets_partition = (services.groups.topic, services.groups.partition_for(request.group_id))
     code, answer = await on_txn_shard(
         ctx,
         request.transactional_id,
@@ -35,7 +35,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             request.producer_id,
             request.producer_epoch,
             {offsets_partition},
-            broker.now_ms(),
+            services.now_ms(),
         ),
     )
     return {"throttle_time": 0, "error_code": fenced_code(code or answer, ctx.version, 2)}

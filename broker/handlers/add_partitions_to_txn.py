@@ -26,12 +26,12 @@ MIN_VERSION, MAX_VERSION = 0, 3
 
 
 def _internal(ctx: RequestContext, name: str) -> bool:
-    topic = ctx.broker.topics.get(name)
+    topic = ctx.services.topics.get(name)
     return topic is not None and topic.is_internal
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    broker = ctx.broker
+    services = ctx.services
     transactional_id = request.v3_and_below_transactional_id
     producer_id = request.v3_and_below_producer_id
     epoch = request.v3_and_below_producer_epoch
@@ -41,7 +41,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     )
     refused = {tp: ErrorCode.topic_authorization_failed for tp in wanted if tp[0] not in writable}
     for tp in wanted:
-        if tp not in refused and broker.topics.partition(*tp) is None:
+        if tp not in refused and services.topics.partition(*tp) is None:
             refused[tp] = ErrorCode.unknown_topic_or_partition
     codes: dict[tuple[str, int], int]
     if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
@@ -53,7 +53,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             ctx,
             transactional_id,
             lambda s: s.add_partitions(
-                transactional_id, producer_id, epoch, set(wanted), broker.now_ms()
+                transactional_id, producer_id, epoch, set(wanted), services.now_ms()
             ),
         )
         code = fenced_code(code or answer, ctx.version, 2)

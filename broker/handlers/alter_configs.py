@@ -54,21 +54,21 @@ async def alter_resource(
         result["error_code"] = ErrorCode.invalid_request
         result["error_message"] = "only topic and group configs can be changed"
         return result
-    topic = ctx.broker.topics.get(resource.resource_name)
+    topic = ctx.services.topics.get(resource.resource_name)
     if topic is None:
         result["error_code"] = ErrorCode.unknown_topic_or_partition
         return result
     try:
         new = change(topic.configs)
         topic_configs.validate(new)
-        ctx.broker.topics.check_configs(new)
+        ctx.services.topics.check_configs(new)
     except TopicError as exc:
         result["error_code"] = exc.code
         result["error_message"] = exc.message
         return result
     if not validate_only:
         try:
-            await ctx.broker.set_topic_configs(topic.name, new)
+            await ctx.services.set_topic_configs(topic.name, new)
         except TopicError as exc:
             result["error_code"] = exc.code
             result["error_message"] = exc.message
@@ -82,7 +82,7 @@ def _alter_group(
     change: Callable[[Mapping[str, str]], dict[str, str]],
     result: dict[str, Any],
 ) -> dict[str, Any]:
-    store = ctx.broker.group_configs
+    store = ctx.services.group_configs
     if not group_id:
         result["error_code"] = ErrorCode.invalid_request
         result["error_message"] = "a group resource needs a group id"

@@ -34,7 +34,7 @@ def _alter(shard: Any, details: dict[str, Any]) -> Any:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     names = (
         {state.topic_id: name for name, state in controller.shard.topics.items()}
         if controller is not None

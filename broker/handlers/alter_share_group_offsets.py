@@ -102,7 +102,7 @@ def _check(topic: Topic, p: Any) -> Answer:
 
 
 async def _set_start(ctx: RequestContext, group_id: str, topic: Topic, p: Any) -> Answer:
-    share = ctx.broker.share
+    share = ctx.services.share
     await share.ensure_started()
     key = ShareKey(group_id, topic.topic_id, p.partition_index)
     start = p.start_offset

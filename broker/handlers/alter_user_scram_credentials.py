@@ -81,18 +81,19 @@ def _all_failed(request: Any, code: ErrorCode, message: str) -> Reply:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    on_controller = ctx.listener.controller and ctx.broker.controller is not None
+    on_controller = ctx.listener.controller and ctx.services.controller is not None
     if not on_controller and not ctx.allowed(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
         refused = ErrorCode.cluster_authorization_failed
         return _all_failed(request, refused, "Cluster authorization failed.")
-    if not on_controller and ctx.broker.member is not None:
+    member = ctx.services.member
+    if not on_controller and member is not None:
         try:
-            return await through_controller(ctx.broker, 51, ctx.version, request)
+            return await through_controller(member, 51, ctx.version, request)
         except NodeUnreachable as exc:
             return _all_failed(request, ErrorCode.request_timed_out, str(exc))
-    store: CredentialStore | ControllerCredentials = ctx.broker.scram_credentials
-    if on_controller and ctx.broker.controller is not None:
-        store = ctx.broker.controller.credentials  # the cluster's, in the metadata log
+    store: CredentialStore | ControllerCredentials = ctx.services.scram_credentials
+    if on_controller and ctx.services.controller is not None:
+        store = ctx.services.controller.credentials  # the cluster's, in the metadata log
     problems: dict[str, Problem] = {}
     deletions: dict[str, Any] = {}
     upsertions: dict[str, Any] = {}

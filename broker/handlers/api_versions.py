@@ -30,8 +30,8 @@ CONSUMER_PROTOCOL_APIS = (68, 69)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    apis: list[Api] = list(ctx.broker.apis_for(ctx.listener).values())
-    protocols = ctx.broker.config.group_coordinator_rebalance_protocols
+    apis: list[Api] = list(ctx.services.apis_for(ctx.listener).values())
+    protocols = ctx.services.config.group_coordinator_rebalance_protocols
     if "consumer" not in {p.strip() for p in protocols.split(",")}:
         apis = [api for api in apis if api.key not in CONSUMER_PROTOCOL_APIS]
     return {"error_code": 0, "api_keys": api_keys(apis), "throttle_time": 0}

@@ -30,7 +30,7 @@ _CONFIG_RESOURCES = {
 
 
 def acls_enabled(ctx: RequestContext) -> bool:
-    return not isinstance(ctx.broker.authorizer, AllowEverything)
+    return not isinstance(ctx.services.authorizer, AllowEverything)
 
 
 def cluster_allowed(ctx: RequestContext, operation: Operation) -> bool:
@@ -54,9 +54,9 @@ def may_create_topic(ctx: RequestContext, name: str) -> bool:
 
 def may_write_idempotently(ctx: RequestContext) -> bool:
     """IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679)."""
-    return cluster_allowed(ctx, Operation.IDEMPOTENT_WRITE) or ctx.broker.authorizer.authorize_any(
-        ctx.session, Operation.WRITE, ResourceType.TOPIC
-    )
+    return cluster_allowed(
+        ctx, Operation.IDEMPOTENT_WRITE
+    ) or ctx.services.authorizer.authorize_any(ctx.session, Operation.WRITE, ResourceType.TOPIC)
 
 
 def authorized_operations(ctx: RequestContext, resource_type: ResourceType, name: str) -> int:

@@ -11,13 +11,13 @@ from odradek.broker.security.session import Session
 from odradek.protocol.header import RequestHeader
 
 if TYPE_CHECKING:
-    from odradek.broker.server import Broker
+    from odradek.broker.handlers.services import Services
     from odradek.broker.settings.listeners import Listener
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass costs a setattr call per field
 class RequestContext:
-    broker: Broker
+    services: Services  # what the handler may use of the broker
     header: RequestHeader
     connection_id: str
     listener: Listener  # the one the request came through; its address is what clients see
@@ -29,7 +29,7 @@ class RequestContext:
 
     def allowed(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
         """May this request's principal do ``operation`` on the resource? (ACLs)"""
-        return self.broker.authorizer.authorize(self.session, operation, resource_type, name)
+        return self.services.authorizer.authorize(self.session, operation, resource_type, name)
 
 
 # A handler answers with a dict for the negotiated version's response class,

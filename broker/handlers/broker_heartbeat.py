@@ -27,8 +27,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "want_shutdown": request.want_shut_down,
     }
     answer = await answered_by_controller(ctx, lambda shard: shard.broker_heartbeat(details))
-    if answer["error_code"] == 0 and ctx.broker.controller is not None:
-        ctx.broker.controller.observed(request.broker_id, request.current_metadata_offset)
+    if answer["error_code"] == 0 and ctx.services.controller is not None:
+        ctx.services.controller.observed(request.broker_id, request.current_metadata_offset)
     return {
         "throttle_time": 0,
         "error_code": answer["error_code"],

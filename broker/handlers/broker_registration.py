@@ -25,7 +25,7 @@ def _protocol(number: int) -> str:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    member = ctx.broker.member
+    member = ctx.services.member
     details = {
         "local": member is not None and request.incarnation_id == member.incarnation_id,
         "node_id": request.broker_id,

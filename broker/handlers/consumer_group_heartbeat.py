@@ -21,7 +21,7 @@ MIN_VERSION, MAX_VERSION = 0, 1
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    protocols = ctx.broker.config.group_coordinator_rebalance_protocols
+    protocols = ctx.services.config.group_coordinator_rebalance_protocols
     if "consumer" not in {p.strip() for p in protocols.split(",")}:
         return _error(ErrorCode.unsupported_version, "The consumer group protocol is disabled.")
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):

@@ -35,7 +35,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             result["error_code"] = ErrorCode.invalid_request
             responses.append(result)
             continue
-        controller = ctx.broker.controller
+        controller = ctx.services.controller
         state = controller.shard.topics.get(resource.resource_name) if controller else None
         try:
             configs = apply_operations(

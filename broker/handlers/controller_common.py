@@ -14,7 +14,7 @@ from odradek.protocol.errors import ErrorCode
 async def answered_by_controller(
     ctx: RequestContext, operation: Callable[[Any], Any]
 ) -> dict[str, Any]:
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     if controller is None:
         return {"error_code": ErrorCode.not_controller}
     try:

@@ -27,7 +27,7 @@ MIN_VERSION, MAX_VERSION = 0, 3
 def _check(ctx: RequestContext, topic: Any) -> tuple[ErrorCode, str | None]:
     if not ctx.allowed(Operation.ALTER, ResourceType.TOPIC, topic.name):
         return ErrorCode.topic_authorization_failed, "The topic authorization is failed."
-    existing = ctx.broker.topics.get(topic.name)
+    existing = ctx.services.topics.get(topic.name)
     if existing is None:
         return ErrorCode.unknown_topic_or_partition, f"topic {topic.name} does not exist"
     current = len(existing.partitions)
@@ -36,8 +36,8 @@ def _check(ctx: RequestContext, topic: Any) -> tuple[ErrorCode, str | None]:
             ErrorCode.invalid_partitions,
             f"topic has {current} partitions, {topic.count} is not more",
         )
-    if topic.assignments is not None and ctx.broker.member is None:
-        node = ctx.broker.config.node_id
+    if topic.assignments is not None and ctx.services.member is None:
+        node = ctx.services.config.node_id
         if len(topic.assignments) != topic.count - current or any(
             list(a.broker_ids) != [node] for a in topic.assignments
         ):
@@ -54,7 +54,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 assignments = None
                 if topic.assignments is not None:
                     assignments = [list(a.broker_ids) for a in topic.assignments]
-                await ctx.broker.add_partitions(topic.name, topic.count, assignments)
+                await ctx.services.add_partitions(topic.name, topic.count, assignments)
             except TopicError as exc:
                 code, message = ErrorCode(exc.code), exc.message
         results.append({"name": topic.name, "error_code": code, "error_message": message})

@@ -37,10 +37,10 @@ def _result(name: str, code: int, message: str | None = None) -> dict[str, Any]:
 
 def _replication_factor(ctx: RequestContext, topic: Any) -> int:
     """One node of its own keeps one copy; a cluster's default is default.replication.factor."""
-    if ctx.broker.member is None:
+    if ctx.services.member is None:
         return 1
     if topic.replication_factor == -1:
-        return ctx.broker.config.default_replication_factor
+        return ctx.services.config.default_replication_factor
     return int(topic.replication_factor)
 
 
@@ -54,25 +54,25 @@ def _assignments(ctx: RequestContext, topic: Any) -> list[list[int]] | None:
     by_index = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
     if sorted(by_index) != list(range(len(topic.assignments))):
         raise TopicError(39, "assignments must cover partitions 0..n-1, each once")
-    node = ctx.broker.config.node_id
-    if ctx.broker.member is None and any(nodes != [node] for nodes in by_index.values()):
+    node = ctx.services.config.node_id
+    if ctx.services.member is None and any(nodes != [node] for nodes in by_index.values()):
         raise TopicError(39, f"replicas must be exactly this broker ({node})")
     return [by_index[index] for index in range(len(by_index))]
 
 
 def _partition_count(ctx: RequestContext, topic: Any) -> int:
     """Without manual assignments: the count asked for, or the broker default."""
-    if topic.replication_factor not in (-1, 1) and ctx.broker.member is None:
+    if topic.replication_factor not in (-1, 1) and ctx.services.member is None:
         raise TopicError(
             38, f"replication factor {topic.replication_factor} is larger than the 1 broker"
         )
     if topic.num_partitions == -1:
-        return ctx.broker.config.num_partitions
+        return ctx.services.config.num_partitions
     return int(topic.num_partitions)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    broker = ctx.broker
+    services = ctx.services
     counts = Counter(t.name for t in request.topics)
     results = []
     for topic in request.topics:
@@ -93,9 +93,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 partitions, factor = len(assignments), len(assignments[0])
             topic_configs.validate(configs)
             set_configs = {k: v for k, v in configs.items() if v is not None}
-            broker.topics.validate_new(topic.name, partitions, set_configs)
+            services.topics.validate_new(topic.name, partitions, set_configs)
             if not request.validate_only:
-                created = await broker.create_topic(
+                created = await services.create_topic(
                     topic.name, partitions, set_configs, factor, assignments
                 )
         except TopicError as exc:
@@ -113,7 +113,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 }
             )
             continue
-        described = topic_configs.describe(set_configs, broker.config)
+        described = topic_configs.describe(set_configs, services.config)
         results.append(
             {
                 "name": topic.name,

@@ -29,7 +29,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         code, answer = await on_group_shard(ctx, group_id, _deleter(group_id))
         error = code or answer[group_id]
         if error == ErrorCode.none:
-            await ctx.broker.share.delete_group_state(group_id)  # a share group's
+            await ctx.services.share.delete_group_state(group_id)  # a share group's
         results.append({"group_id": group_id, "error_code": error})
     return {"throttle_time": 0, "results": results}
 

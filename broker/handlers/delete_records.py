@@ -26,7 +26,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         deletable = ctx.allowed(Operation.DELETE, ResourceType.TOPIC, topic.name)
         for p in topic.partitions:
             answer = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": 0}
-            partition = ctx.broker.topics.partition(topic.name, p.partition_index)
+            partition = ctx.services.topics.partition(topic.name, p.partition_index)
             if not deletable:
                 answer["error_code"] = ErrorCode.topic_authorization_failed
             elif partition is None:

@@ -31,7 +31,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         code, message = problem
         return {"throttle_time": 0, "error_code": code, "error_message": message, "responses": []}
     responses = []
-    share = ctx.broker.share
+    share = ctx.services.share
     for requested in request.topics:
         topic, code = topic_problem(ctx, requested.topic_name, Operation.READ)
         if topic is not None:

@@ -14,7 +14,7 @@ MIN_VERSION, MAX_VERSION = 0, 0
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     async def delete(key: ShareKey, _p: Any) -> dict[str, Any]:
-        code = await ctx.broker.share.run(key, lambda s: s.delete(key))
+        code = await ctx.services.share.run(key, lambda s: s.delete(key))
         return {"error_code": code}
 
     return await per_partition(ctx, request, delete)

@@ -23,7 +23,7 @@ MIN_VERSION, MAX_VERSION = 1, 6
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    broker = ctx.broker
+    services = ctx.services
     if ctx.version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
@@ -32,16 +32,16 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     every_topic = cluster_allowed(ctx, Operation.DELETE)
     for name, topic_id in wanted:
         if name is None and topic_id is not None:
-            topic = broker.topics.by_id(topic_id)
+            topic = services.topics.by_id(topic_id)
             missing = ErrorCode.unknown_topic_id
         else:
-            topic = broker.topics.get(name) if name is not None else None
+            topic = services.topics.get(name) if name is not None else None
             missing = ErrorCode.unknown_topic_or_partition
         result: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_code": 0}
         known_name = topic.name if topic is not None else name
         describable = every_topic or known_name is None or _may(ctx, Operation.DESCRIBE, known_name)
         deletable = every_topic or known_name is None or _may(ctx, Operation.DELETE, known_name)
-        if not broker.config.delete_topic_enable:
+        if not services.config.delete_topic_enable:
             result["error_code"] = ErrorCode.topic_deletion_disabled
         elif name is None and topic is not None and not deletable:
             result["error_code"] = ErrorCode.topic_authorization_failed
@@ -53,7 +53,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         elif not deletable:
             result["error_code"] = ErrorCode.topic_authorization_failed
         else:
-            await broker.delete_topic(topic.name)
+            await services.delete_topic(topic.name)
             result["name"] = topic.name
             result["topic_id"] = topic.topic_id
         results.append(result)

@@ -31,7 +31,7 @@ def _error(code: ErrorCode, message: str) -> dict[str, Any]:
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     if not cluster_allowed(ctx, Operation.DESCRIBE):
         return _error(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     if not isinstance(authorizer, AclAuthorizer):
         return _error(ErrorCode.security_disabled, "No Authorizer is configured on the broker")
     acl_filter = AclFilter.from_wire(

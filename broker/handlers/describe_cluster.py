@@ -17,7 +17,7 @@ BROKERS_ENDPOINT = 1
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    config = ctx.broker.config
+    config = ctx.services.config
     endpoint_type = getattr(request, "endpoint_type", BROKERS_ENDPOINT)
     if endpoint_type != BROKERS_ENDPOINT:
         return {

@@ -51,10 +51,10 @@ def _entry(config: DescribedConfig, type_name: str, synonyms: list[dict[str, Any
 
 
 def _topic_configs(ctx: RequestContext, name: str, with_synonyms: bool) -> list[dict[str, Any]]:
-    topic = ctx.broker.topics.get(name)
+    topic = ctx.services.topics.get(name)
     assert topic is not None
     entries = []
-    for described in topic_configs.describe(topic.configs, ctx.broker.config):
+    for described in topic_configs.describe(topic.configs, ctx.services.config):
         definition = topic_configs.DEFINITIONS[described.name]
         synonyms = []
         if with_synonyms:
@@ -65,7 +65,7 @@ def _topic_configs(ctx: RequestContext, name: str, with_synonyms: bool) -> list[
                 synonyms.append(
                     {
                         "name": definition.broker_name,
-                        "value": definition.default(ctx.broker.config),
+                        "value": definition.default(ctx.services.config),
                         "source": DEFAULT_CONFIG,
                     }
                 )
@@ -74,7 +74,7 @@ def _topic_configs(ctx: RequestContext, name: str, with_synonyms: bool) -> list[
 
 
 def _broker_configs(ctx: RequestContext, with_synonyms: bool) -> list[dict[str, Any]]:
-    config = ctx.broker.config
+    config = ctx.services.config
     values = {f.name: getattr(config, f.name) for f in fields(config)}
     entries = []
     for kafka_name, attr in sorted(BROKER_NAMES.items()):
@@ -89,7 +89,7 @@ def _broker_configs(ctx: RequestContext, with_synonyms: bool) -> list[dict[str, 
 
 
 def _group_configs(ctx: RequestContext, group_id: str, with_synonyms: bool) -> list[dict]:
-    store = ctx.broker.group_configs
+    store = ctx.services.group_configs
     own = store.of(group_id)
     entries = []
     for name, definition in sorted(group_configs.DEFINITIONS.items()):
@@ -119,14 +119,14 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             result["error_code"] = refused
             result["error_message"] = "Authorization failed."
         elif resource.resource_type == TOPIC:
-            if ctx.broker.topics.get(resource.resource_name) is None:
+            if ctx.services.topics.get(resource.resource_name) is None:
                 result["error_code"] = ErrorCode.unknown_topic_or_partition
                 result["error_message"] = f"topic {resource.resource_name} does not exist"
             else:
                 result["configs"] = _topic_configs(ctx, resource.resource_name, with_synonyms)
         elif resource.resource_type == BROKER and resource.resource_name in (
             "",
-            str(ctx.broker.config.node_id),
+            str(ctx.services.config.node_id),
         ):
             result["configs"] = _broker_configs(ctx, with_synonyms)
         elif resource.resource_type == GROUP and resource.resource_name:

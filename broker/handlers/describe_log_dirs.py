@@ -26,7 +26,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             "error_code": ErrorCode.cluster_authorization_failed,
             "results": [],
         }
-    registry = ctx.broker.topics
+    registry = ctx.services.topics
     if request.topics is None:
         wanted = [(t, [p.index for p in t.partitions if p.hosted]) for t in registry]
     else:
@@ -40,7 +40,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                     if 0 <= i < len(topic.partitions) and topic.partitions[i].hosted
                 ]
                 wanted.append((topic, indexes))
-    data_dir = ctx.broker.config.data_dir
+    data_dir = ctx.services.config.data_dir
     usage = shutil.disk_usage(data_dir)
     topics = [
         {

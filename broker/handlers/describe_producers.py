@@ -29,7 +29,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         partitions = []
         readable = ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.name)
         for index in topic.partition_indexes:
-            partition = ctx.broker.topics.partition(topic.name, index)
+            partition = ctx.services.topics.partition(topic.name, index)
             if not readable:
                 partitions.append(_failed(index, ErrorCode.topic_authorization_failed))
                 continue

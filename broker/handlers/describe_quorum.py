@@ -32,7 +32,7 @@ def _replica(node_id: int, log_end_offset: int, seen_ms: int) -> dict[str, Any]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     if controller is None:
         return {"error_code": ErrorCode.not_controller, "topics": [], "nodes": []}
     end = controller.high_watermark()
@@ -72,7 +72,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                     "host": listener.advertised_host,
                     "port": listener.advertised_port,
                 }
-                for listener in ctx.broker.listeners
+                for listener in ctx.services.listeners
                 if listener.controller
             ],
         }

@@ -53,11 +53,11 @@ def _wanted(ctx: RequestContext, group: Any) -> list[tuple[str, list[int]]]:
     if group.topics is not None:
         return [(t.topic_name, list(t.partitions)) for t in group.topics]
     by_topic: dict[uuid.UUID, list[int]] = {}
-    for key in ctx.broker.share.keys_of_group(group.group_id):
+    for key in ctx.services.share.keys_of_group(group.group_id):
         by_topic.setdefault(key.topic_id, []).append(key.partition)
     wanted = []
     for topic_id, partitions in by_topic.items():
-        topic = ctx.broker.topics.by_id(topic_id)
+        topic = ctx.services.topics.by_id(topic_id)
         if topic is not None:
             wanted.append((topic.name, sorted(partitions)))
     return sorted(wanted)

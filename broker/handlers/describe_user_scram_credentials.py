@@ -37,7 +37,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             "error_message": "Cluster authorization failed.",
             "results": [],
         }
-    stored = ctx.broker.scram_credentials.users()
+    stored = ctx.services.scram_credentials.users()
     asked = [user.name for user in request.users or ()]
     times_asked = Counter(asked)
     results = []

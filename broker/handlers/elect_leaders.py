@@ -26,7 +26,7 @@ ELECT_LEADERS = 43
 
 def wanted_partitions(ctx: RequestContext, request: Any) -> list[tuple[str, list[int]]]:
     if request.topic_partitions is None:
-        return [(t.name, [p.index for p in t.partitions]) for t in ctx.broker.topics]
+        return [(t.name, [p.index for p in t.partitions]) for t in ctx.services.topics]
     return [(t.topic, list(t.partitions)) for t in request.topic_partitions]
 
 
@@ -58,12 +58,12 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     wanted = wanted_partitions(ctx, request)
     if not cluster_allowed(ctx, Operation.ALTER):
         return _all_failed(ErrorCode.cluster_authorization_failed, None, wanted)
-    member = ctx.broker.member
+    member = ctx.services.member
     if member is None:
         results: Results = {}
         for topic, indexes in wanted:
             for index in indexes:
-                known = ctx.broker.topics.partition(topic, index) is not None
+                known = ctx.services.topics.partition(topic, index) is not None
                 code = (
                     ErrorCode.election_not_needed if known else ErrorCode.unknown_topic_or_partition
                 )

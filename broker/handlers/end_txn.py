@@ -30,7 +30,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return {"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed}
     try:
-        code = await ctx.broker.transactions.end_transaction(
+        code = await ctx.services.transactions.end_transaction(
             request.transactional_id, request.producer_id, request.producer_epoch, request.committed
         )
     except CoordinatorError as exc:

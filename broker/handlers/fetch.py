@@ -47,7 +47,7 @@ READ_COMMITTED = 1
 
 def _resolve(ctx: RequestContext, key: PartitionKey) -> tuple[Partition | None, ErrorCode]:
     name, topic_id, index = key
-    topics = ctx.broker.topics
+    topics = ctx.services.topics
     topic = topics.get(name) if name is not None else topics.by_id(topic_id) if topic_id else None
     if topic is None:
         missing = (
@@ -68,7 +68,7 @@ def _unreadable(ctx: RequestContext, plan: FetchPlan) -> set[PartitionKey]:
     for key, _ in plan.partitions:
         name, topic_id, _index = key
         if name is None:
-            topic = ctx.broker.topics.by_id(topic_id) if topic_id else None
+            topic = ctx.services.topics.by_id(topic_id) if topic_id else None
             if topic is None:
                 continue  # UNKNOWN_TOPIC_ID comes first
             name = topic.name
@@ -137,7 +137,7 @@ def _read_partition(
 ) -> int:
     log = partition.log
     high_watermark = partition.high_watermark
-    last_stable = ctx.broker.last_stable_offset(partition)
+    last_stable = ctx.services.last_stable_offset(partition)
     answer["high_watermark"] = high_watermark
     answer["last_stable_offset"] = last_stable
     answer["log_start_offset"] = log.log_start_offset
@@ -146,8 +146,8 @@ def _read_partition(
     if replica_id >= 0:
         # A follower (or a broker reading the controller's metadata log) copies up to
         # the log end, and its fetch offset tells the leader how far it got.
-        if ctx.broker.replicas is not None:
-            ctx.broker.replicas.follower_fetched(partition, replica_id, cached.fetch_offset)
+        if ctx.services.replicas is not None:
+            ctx.services.replicas.follower_fetched(partition, replica_id, cached.fetch_offset)
         read_to, min_one, isolation = None, True, 0
     if isolation == READ_COMMITTED:
         answer["aborted_transactions"] = []
@@ -165,7 +165,7 @@ def _read_partition(
         return 0
     answer["records"] = piece  # sent from the segment file (sendfile), not read here
     if isolation == READ_COMMITTED:
-        answer["aborted_transactions"] = ctx.broker.aborted_transactions(
+        answer["aborted_transactions"] = ctx.services.aborted_transactions(
             partition, cached.fetch_offset, limit
         )
     return piece.size
@@ -216,7 +216,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     session_id = getattr(request, "session_id", 0)
     epoch = getattr(request, "session_epoch", -1)
     try:
-        plan = ctx.broker.fetch_sessions.plan(session_id, epoch, requested, forgotten)
+        plan = ctx.services.fetch_sessions.plan(session_id, epoch, requested, forgotten)
     except SessionError as exc:
         return {"throttle_time": 0, "error_code": exc.code, "session_id": 0, "responses": []}
 

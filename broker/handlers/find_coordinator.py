@@ -36,26 +36,26 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 async def _runtime(ctx: RequestContext, key_type: int) -> CoordinatorRuntime | None:
     """The coordinator of the key type, started (its topic created) if it was not."""
-    broker = ctx.broker
+    services = ctx.services
     if key_type == GROUP:
-        await broker.groups.ensure_started()
-        return broker.groups
+        await services.groups.ensure_started()
+        return services.groups
     if key_type == TRANSACTION:
-        await broker.ensure_transaction_coordinator()
-        return broker.transactions.runtime
+        await services.ensure_transaction_coordinator()
+        return services.transactions.runtime
     if key_type == SHARE and ctx.version >= 6:
-        await broker.share.ensure_started()
-        return broker.share.runtime
+        await services.share.ensure_started()
+        return services.share.runtime
     return None
 
 
 def _locate(ctx: RequestContext, runtime: CoordinatorRuntime, key: str) -> dict[str, Any]:
     """This node on its own; in a cluster the leader of the key's partition."""
-    if ctx.broker.member is None:
+    if ctx.services.member is None:
         return _found(
-            ctx.broker.config.node_id, ctx.listener.advertised_host, ctx.listener.advertised_port
+            ctx.services.config.node_id, ctx.listener.advertised_host, ctx.listener.advertised_port
         )
-    partition = ctx.broker.topics.partition(runtime.topic, runtime.partition_for(key))
+    partition = ctx.services.topics.partition(runtime.topic, runtime.partition_for(key))
     leader = (
         partition.replication.leader_id if partition is not None and partition.replication else -1
     )

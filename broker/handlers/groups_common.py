@@ -23,7 +23,7 @@ async def on_group_shard(
 ) -> tuple[int, Any]:
     """(error code, response). Deferred answers (a future) are awaited here."""
     try:
-        response = await ctx.broker.groups.run(group_id, operation)
+        response = await ctx.services.groups.run(group_id, operation)
         if isinstance(response, asyncio.Future):
             response = await response
     except CoordinatorError as exc:
@@ -129,7 +129,7 @@ async def commit_offsets(
             tp = (topic.name, p.partition_index)
             if topic.name not in readable:
                 continue
-            if ctx.broker.topics.partition(*tp) is None:
+            if ctx.services.topics.partition(*tp) is None:
                 unknown.add(tp)
             else:
                 epoch = getattr(p, "committed_leader_epoch", -1)

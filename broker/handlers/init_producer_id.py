@@ -45,16 +45,16 @@ def _answer(code: int, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    broker = ctx.broker
+    services = ctx.services
     transactional_id = request.transactional_id
     try:
-        await broker.producer_ids.ready()
+        await services.producer_ids.ready()
     except NodeUnreachable:  # a cluster's controller is away and the ids ran out
         return _answer(ErrorCode.coordinator_not_available)
     if transactional_id is None:
         if not may_write_idempotently(ctx):
             return _answer(ErrorCode.cluster_authorization_failed)
-        return _answer(ErrorCode.none, broker.producer_ids.allocate(), 0)
+        return _answer(ErrorCode.none, services.producer_ids.allocate(), 0)
     if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
         return _answer(ErrorCode.transactional_id_authorization_failed)
     if not transactional_id:
@@ -70,14 +70,14 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             timeout_ms,
             expected_pid,
             expected_epoch,
-            broker.producer_ids.allocate,
-            broker.now_ms(),
+            services.producer_ids.allocate,
+            services.now_ms(),
         ),
     )
     if code:
         return _answer(code)
     if isinstance(answer, MarkerPlan):
-        await broker.transactions.finish(answer)
+        await services.transactions.finish(answer)
         return _answer(CONCURRENT_TRANSACTIONS)
     code, producer_id, epoch = answer
     return _answer(fenced_code(code, ctx.version, 4), producer_id, epoch)

@@ -15,7 +15,7 @@ MIN_VERSION, MAX_VERSION = 0, 0
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     async def initialize(key: ShareKey, p: Any) -> dict[str, Any]:
-        code = await ctx.broker.share.run(
+        code = await ctx.services.share.run(
             key, lambda s: s.initialize(key, p.state_epoch, p.start_offset)
         )
         return {"error_code": code}

@@ -19,7 +19,7 @@ COORDINATOR_LOAD_IN_PROGRESS = 14
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     wanted_states = {s.strip().lower() for s in getattr(request, "states_filter", ())}
     wanted_types = {t.strip().lower() for t in getattr(request, "types_filter", ())}
-    runtime = ctx.broker.groups
+    runtime = ctx.services.groups
     await runtime.ensure_started()
     every_group = cluster_allowed(ctx, Operation.DESCRIBE)
     groups = []

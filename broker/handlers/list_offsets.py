@@ -49,7 +49,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             topics.append({"name": topic.name, "partitions": answers})
             continue
         for p in topic.partitions:
-            partition = ctx.broker.topics.partition(topic.name, p.partition_index)
+            partition = ctx.services.topics.partition(topic.name, p.partition_index)
             if partition is None:
                 answers.append(_answer(p.partition_index, ErrorCode.unknown_topic_or_partition))
                 continue
@@ -72,7 +72,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 )
             elif p.timestamp == LATEST:
                 if isolation == READ_COMMITTED:
-                    latest = ctx.broker.last_stable_offset(partition)
+                    latest = ctx.services.last_stable_offset(partition)
                 else:
                     latest = partition.high_watermark
                 answers.append(_answer(p.partition_index, ok, -1, latest, leader_epoch))

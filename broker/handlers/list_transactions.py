@@ -15,13 +15,13 @@ MIN_VERSION, MAX_VERSION = 0, 1
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    transactions = ctx.broker.transactions
+    transactions = ctx.services.transactions
     await transactions.ensure_started()
     known_states = set(STATE_NAMES.values())
     wanted_states = set(request.state_filters)
     wanted_producers = set(request.producer_id_filters)
     min_duration = getattr(request, "duration_filter", -1)
-    now = ctx.broker.now_ms()
+    now = ctx.services.now_ms()
     listed = []
     code = 0
     for shard in list(transactions.runtime.shards.values()):

@@ -39,7 +39,7 @@ def describe_partition(ctx: RequestContext, partition: Partition) -> dict[str, A
     on one node of its own)."""
     replication = partition.replication
     if replication is None:
-        node = ctx.broker.config.node_id
+        node = ctx.services.config.node_id
         leader, epoch = node, partition.leader_epoch
         replicas: tuple[int, ...] = (node,)
         isr = replicas
@@ -60,11 +60,11 @@ def describe_partition(ctx: RequestContext, partition: Partition) -> dict[str, A
 
 def live_brokers(ctx: RequestContext) -> dict[int, tuple[str, int, str | None]]:
     """node id -> (host, port, rack) of the unfenced brokers, on the request's listener."""
-    member = ctx.broker.member
+    member = ctx.services.member
     if member is None:
         listener = ctx.listener
         return {
-            ctx.broker.config.node_id: (listener.advertised_host, listener.advertised_port, None)
+            ctx.services.config.node_id: (listener.advertised_host, listener.advertised_port, None)
         }
     found = {}
     for node_id, registration in sorted(member.view.brokers.items()):
@@ -95,8 +95,8 @@ def _missing(name: str | None, code: ErrorCode, topic_id: Any = None) -> dict[st
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    broker = ctx.broker
-    config = broker.config
+    services = ctx.services
+    config = services.config
     allow_create = config.auto_create_topics and getattr(request, "allow_auto_topic_creation", True)
     requested = request.topics
     if ctx.version == 0 and not requested:
@@ -106,7 +106,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     if requested is None:
         topics = [
             describe_topic(ctx, t, with_operations)
-            for t in broker.topics
+            for t in services.topics
             if _describable(ctx, t.name)
         ]
     else:
@@ -114,7 +114,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             name = entry.name
             topic_id = getattr(entry, "topic_id", None)
             if name is None:
-                by_id = broker.topics.by_id(topic_id) if topic_id else None
+                by_id = services.topics.by_id(topic_id) if topic_id else None
                 if by_id is None:
                     topics.append(_missing(None, ErrorCode.unknown_topic_id, topic_id))
                 elif not _describable(ctx, by_id.name):
@@ -125,14 +125,14 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             if not _describable(ctx, name):
                 topics.append(_missing(name, ErrorCode.topic_authorization_failed))
                 continue
-            topic = broker.topics.get(name)
+            topic = services.topics.get(name)
             if topic is None and allow_create and not may_create_topic(ctx, name):
                 topics.append(_missing(name, ErrorCode.topic_authorization_failed))
                 continue
             if topic is None and allow_create:
                 try:
                     check_topic_name(name)
-                    topic = await broker.create_topic(name, config.num_partitions, {})
+                    topic = await services.create_topic(name, config.num_partitions, {})
                 except TopicError as exc:
                     topics.append(_missing(name, ErrorCode(exc.code)))
                     continue

@@ -35,7 +35,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             Operation.DESCRIBE, ResourceType.TOPIC, topic.topic
         )
         for p in topic.partitions:
-            partition = ctx.broker.topics.partition(topic.topic, p.partition)
+            partition = ctx.services.topics.partition(topic.topic, p.partition)
             if denied:
                 answers.append(_answer(p.partition, ErrorCode.topic_authorization_failed))
             elif partition is None:

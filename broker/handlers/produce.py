@@ -76,7 +76,7 @@ def _transaction_error(
         return _error(
             partition.index, ErrorCode.invalid_txn_state, "partition not added to the transaction"
         )
-    transactions = ctx.broker.transactions
+    transactions = ctx.services.transactions
     if not transactions.coordinates(transactional_id):
         # another node coordinates it (a cluster): that node checked AddPartitionsToTxn,
         # and the producer state fences old epochs, as Kafka before KIP-890
@@ -180,7 +180,7 @@ def append_to_partition(
         if log.config.compacts and _has_keyless_record(data, header):
             return _error(index, ErrorCode.invalid_record, "compacted topics need record keys")
     try:
-        info = ctx.broker.append(partition, data, headers, now_ms)
+        info = ctx.services.append(partition, data, headers, now_ms)
     except DuplicateBatch as duplicate:
         return {
             "index": index,
@@ -238,7 +238,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
         results = []
         denied = checked and not ctx.allowed(Operation.WRITE, ResourceType.TOPIC, topic_data.name)
         for index, records in topic_data.partition_data:
-            partition = ctx.broker.topics.partition(topic_data.name, index)
+            partition = ctx.services.topics.partition(topic_data.name, index)
             if denied:
                 results.append(_error(index, ErrorCode.topic_authorization_failed))
             elif partition is None:
@@ -258,11 +258,11 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
                 results.append(result)
         topics.append({"name": topic_data.name, "partition_responses": results})
     try:
-        await ctx.broker.flush_if_due(written, now_ms)
+        await ctx.services.flush_if_due(written, now_ms)
     except OSError as exc:
         if not faults.is_storage_error(exc):
             raise
-        faults.report(ctx.broker.config.data_dir, exc, "flush")
+        faults.report(ctx.services.config.data_dir, exc, "flush")
         for answer in answers:
             if answer["error_code"] == 0:
                 answer["error_code"] = ErrorCode.kafka_storage_error

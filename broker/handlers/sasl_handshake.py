@@ -29,7 +29,7 @@ log = structlog.get_logger("broker")
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     session = ctx.session
-    sasl = ctx.broker.sasl_listeners.get(ctx.listener.name)
+    sasl = ctx.services.sasl_listeners.get(ctx.listener.name)
     enabled = list(sasl.mechanisms) if sasl is not None else []
     if sasl is None or session.authenticated:
         return {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": enabled}
@@ -46,6 +46,6 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         session.exchange = Refused(request.mechanism)
         return {"error_code": ErrorCode.unsupported_sasl_mechanism, "mechanisms": enabled}
     session.mechanism = request.mechanism
-    session.exchange = sasl.new_exchange(request.mechanism, ctx.broker.scram_credentials)
+    session.exchange = sasl.new_exchange(request.mechanism, ctx.services.scram_credentials)
     session.raw_tokens = ctx.version == 0
     return {"error_code": ErrorCode.none, "mechanisms": enabled}

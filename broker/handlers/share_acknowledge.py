@@ -24,7 +24,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     problem = share_common.request_problem(ctx, request)
     if problem is not None:
         return _top_error(*problem)
-    share = ctx.broker.share
+    share = ctx.services.share
     await share.ensure_started()
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
     if epoch == INITIAL_EPOCH:
@@ -46,7 +46,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "throttle_time": 0,
         "error_code": ErrorCode.none,
         "error_message": None,
-        "acquisition_lock_timeout": ctx.broker.group_settings(
+        "acquisition_lock_timeout": ctx.services.group_settings(
             group_id
         ).share_record_lock_duration_ms,
         "responses": share_common.shape(ctx, answers),

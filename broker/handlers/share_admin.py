@@ -40,7 +40,7 @@ async def group_problem(
 def topic_problem(
     ctx: RequestContext, name: str, operation: Operation
 ) -> tuple[Topic | None, ErrorCode]:
-    topic = ctx.broker.topics.get(name)
+    topic = ctx.services.topics.get(name)
     if topic is None or topic.is_internal:
         return None, ErrorCode.unknown_topic_or_partition
     if not ctx.allowed(operation, ResourceType.TOPIC, name):
@@ -49,7 +49,7 @@ def topic_problem(
 
 
 async def read_state(ctx: RequestContext, key: ShareKey) -> dict[str, Any] | None:
-    share = ctx.broker.share
+    share = ctx.services.share
     await share.ensure_started()
     state: dict[str, Any] | None = await share.run(key, lambda s: s.read(key))
     return state

@@ -48,7 +48,7 @@ def acknowledgements(topics: Iterable[Any]) -> Acknowledgements:
 
 
 def leader(ctx: RequestContext) -> dict[str, int]:
-    return {"leader_id": ctx.broker.config.node_id, "leader_epoch": 0}
+    return {"leader_id": ctx.services.config.node_id, "leader_epoch": 0}
 
 
 async def acknowledge(
@@ -59,7 +59,7 @@ async def acknowledge(
     results: dict[TopicPartition, AckResult] = {}
     readable = _readable_topics(ctx, {topic_id for topic_id, _ in acks})
     for (topic_id, index), batches in acks.items():
-        if ctx.broker.topics.partition_by_id(topic_id, index) is None:
+        if ctx.services.topics.partition_by_id(topic_id, index) is None:
             results[(topic_id, index)] = (ErrorCode.unknown_topic_or_partition, None)
             continue
         if topic_id not in readable:
@@ -67,7 +67,7 @@ async def acknowledge(
             continue
         key = ShareKey(group_id, topic_id, index)
         try:
-            result = await ctx.broker.share.run(
+            result = await ctx.services.share.run(
                 key, functools.partial(_acknowledge, key=key, member=member_id, batches=batches)
             )
             results[(topic_id, index)] = result
@@ -85,7 +85,7 @@ def _acknowledge(shard: Any, key: ShareKey, member: str, batches: Any) -> Any:
 def _readable_topics(ctx: RequestContext, topic_ids: set[uuid.UUID]) -> set[uuid.UUID]:
     readable = set()
     for topic_id in topic_ids:
-        topic = ctx.broker.topics.by_id(topic_id)
+        topic = ctx.services.topics.by_id(topic_id)
         if topic is not None and ctx.allowed(Operation.READ, ResourceType.TOPIC, topic.name):
             readable.add(topic_id)
     return readable
@@ -94,10 +94,10 @@ def _readable_topics(ctx: RequestContext, topic_ids: set[uuid.UUID]) -> set[uuid
 async def end_session(ctx: RequestContext, session: ShareSession, epoch: int) -> None:
     """After a request's acknowledgements: a final epoch closes the session and gives
     back what the member still holds; any other moves the epoch on."""
-    sessions = ctx.broker.share.sessions
+    sessions = ctx.services.share.sessions
     if epoch == FINAL_EPOCH:
         sessions.close(session.group_id, session.member_id)
-        await ctx.broker.share.release_member(
+        await ctx.services.share.release_member(
             session.group_id, session.member_id, list(session.partitions)
         )
     else:

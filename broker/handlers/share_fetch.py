@@ -98,7 +98,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     wrong = _fields_problem(request)
     if wrong is not None:
         return _top_error(*wrong)
-    share = ctx.broker.share
+    share = ctx.services.share
     await share.ensure_started()
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
     acks = share_common.acknowledgements(request.topics)
@@ -133,7 +133,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     ).items():
         answers[tp] = _answer(acknowledge_error_code=code, acknowledge_error_message=message)
     await _let_waiters_go_first(share, group_id, acks)
-    settings = ctx.broker.group_settings(group_id)
+    settings = ctx.services.group_settings(group_id)
     if epoch == FINAL_EPOCH:
         await share_common.end_session(ctx, session, epoch)
     else:
@@ -190,7 +190,7 @@ async def _fetch(
             try:
                 got = await _acquire(ctx, key, partition, acquiring, records_left, bytes_left)
                 if got is None:
-                    waits.append(ctx.broker.share.shard(key).availability(key))
+                    waits.append(ctx.services.share.shard(key).availability(key))
                     waits.append(partition.arrival())
                     continue
             except CoordinatorError as exc:
@@ -243,7 +243,7 @@ def _rotated(session: ShareSession) -> list[TopicPartition]:
 
 
 def _resolve(ctx: RequestContext, tp: TopicPartition) -> tuple[Partition | None, int]:
-    topic = ctx.broker.topics.by_id(tp[0])
+    topic = ctx.services.topics.by_id(tp[0])
     if topic is None:
         return None, ErrorCode.unknown_topic_id
     if not 0 <= tp[1] < len(topic.partitions):
@@ -275,7 +275,7 @@ async def _acquire(
     max_bytes: int,
 ) -> tuple[LogSlice | bytes, list[tuple[int, int, int]]] | None:
     """(batches, acquired ranges) from one partition, or None when nothing is there."""
-    share = ctx.broker.share
+    share = ctx.services.share
     settings = acquiring.settings
     log = partition.log
     initial = _initial_offset(partition, settings.share_auto_offset_reset)
@@ -283,7 +283,9 @@ async def _acquire(
         key, lambda s: s.prepare_fetch(key, initial, log.log_start_offset)
     )
     read_committed = settings.share_read_committed
-    limit = ctx.broker.last_stable_offset(partition) if read_committed else partition.high_watermark
+    limit = (
+        ctx.services.last_stable_offset(partition) if read_committed else partition.high_watermark
+    )
     offset = max(offset, log.log_start_offset)
     if offset >= limit:
         return None
@@ -296,7 +298,7 @@ async def _acquire(
     if piece is None:
         return None
     headers = piece.headers()
-    aborted = ctx.broker.aborted_transactions(partition, offset, limit) if read_committed else []
+    aborted = ctx.services.aborted_transactions(partition, offset, limit) if read_committed else []
     batches = _fetched_batches(headers, aborted)
     acquired = await share.run(
         key,

@@ -27,7 +27,7 @@ Answer = Callable[[ShareKey, Any], Awaitable[dict[str, Any]]]
 async def per_partition(ctx: RequestContext, request: Any, answer: Answer) -> Reply:
     allowed = cluster_allowed(ctx, Operation.CLUSTER_ACTION)
     if allowed:
-        await ctx.broker.share.ensure_started()
+        await ctx.services.share.ensure_started()
     results = []
     for topic in request.topics:
         partitions = []
@@ -51,7 +51,7 @@ async def per_partition(ctx: RequestContext, request: Any, answer: Answer) -> Re
 
 
 async def read(ctx: RequestContext, key: ShareKey) -> dict[str, Any] | None:
-    state: dict[str, Any] | None = await ctx.broker.share.run(key, lambda s: s.read(key))
+    state: dict[str, Any] | None = await ctx.services.share.run(key, lambda s: s.read(key))
     return state
 
 

@@ -16,7 +16,7 @@ async def on_txn_shard(
     ctx: RequestContext, transactional_id: str, operation: Callable[[Any], Any]
 ) -> tuple[int, Any]:
     try:
-        return 0, await ctx.broker.transactions.run(transactional_id, operation)
+        return 0, await ctx.services.transactions.run(transactional_id, operation)
     except CoordinatorError as exc:
         return exc.code, None
 

@@ -32,7 +32,7 @@ MIN_VERSION, MAX_VERSION = 0, 3
 
 
 def _transaction_code(ctx: RequestContext, request: Any) -> int:
-    transactions = ctx.broker.transactions
+    transactions = ctx.services.transactions
     if not transactions.coordinates(request.transactional_id):
         return 0  # another node of the cluster coordinates it, and checked AddOffsetsToTxn
     try:
@@ -44,7 +44,10 @@ def _transaction_code(ctx: RequestContext, request: Any) -> int:
         return INVALID_PRODUCER_ID_MAPPING
     if meta.epoch != request.producer_epoch:
         return PRODUCER_FENCED
-    offsets_partition = (ctx.broker.groups.topic, ctx.broker.groups.partition_for(request.group_id))
+    offsets_partition = (
+        ctx.services.groups.topic,
+        ctx.services.groups.partition_for(request.group_id),
+    )
     if not shard.in_transaction(
         request.transactional_id, request.producer_id, request.producer_epoch, offsets_partition
     ):
@@ -64,8 +67,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     refused = _authorization_code(ctx, request)
     if refused:
         return {"throttle_time": 0, "topics": refuse_all(request, refused)}
-    await ctx.broker.transactions.ensure_started()
-    await ctx.broker.groups.ensure_started()
+    await ctx.services.transactions.ensure_started()
+    await ctx.services.groups.ensure_started()
     details = {
         "group_id": request.group_id,
         "generation": getattr(request, "generation_id", -1),

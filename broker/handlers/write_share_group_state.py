@@ -20,7 +20,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
             for b in p.state_batches
         )
-        code = await ctx.broker.share.run(
+        code = await ctx.services.share.run(
             key,
             lambda s: s.write(key, p.state_epoch, p.leader_epoch, p.start_offset, batches),
         )

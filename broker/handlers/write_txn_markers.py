@@ -29,7 +29,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     for marker in request.markers:
         partitions = {(t.name, p) for t in marker.topics for p in t.partition_indexes}
         if allowed:
-            codes = await ctx.broker.transactions.write_markers(
+            codes = await ctx.services.transactions.write_markers(
                 marker.producer_id,
                 marker.producer_epoch,
                 marker.transaction_result,
