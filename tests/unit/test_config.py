@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from odradek.broker.network.listeners import Listener, ListenerError, parse_endpoints, resolve
 from odradek.broker.observability import health
 from odradek.broker.settings.config import (
     BrokerConfig,
@@ -17,6 +16,7 @@ from odradek.broker.settings.config import (
     read_properties,
     settings_from_environment,
 )
+from odradek.broker.settings.listeners import Listener, ListenerError, parse_endpoints, resolve
 
 
 def test_the_usual_compose_pair_of_listeners() -> None:

@@ -59,3 +59,36 @@ def test_package_imports_only_lower_layers(package: str) -> None:
         for path in sorted((ROOT / package).rglob("*.py"))
     }
     assert not {name: found for name, found in wrong.items() if found}
+
+
+def _broker_part(path: Path) -> str:
+    """broker/cluster/member.py -> cluster; broker/server.py -> server."""
+    parts = path.relative_to(ROOT / "broker").parts
+    return parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
+
+
+def test_broker_sub_packages_import_each_other_without_a_loop() -> None:
+    """Each of broker/'s parts (sub-packages and top-level modules) imports only parts
+    below it: the graph of their imports has no cycle."""
+    uses: dict[str, set[str]] = {}
+    for path in (ROOT / "broker").rglob("*.py"):
+        part = _broker_part(path)
+        for module in _imported_modules(path):
+            names = module.split(".")
+            if names[:2] == ["odradek", "broker"] and len(names) > 2 and names[2] != part:
+                uses.setdefault(part, set()).add(names[2])
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(part: str) -> None:
+        if part in done:
+            return
+        assert part not in visiting, f"import loop: {' -> '.join([*visiting, part])}"
+        visiting.append(part)
+        for used in sorted(uses.get(part, ())):
+            visit(used)
+        visiting.pop()
+        done.add(part)
+
+    for part in sorted(uses):
+        visit(part)
