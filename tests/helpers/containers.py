@@ -154,6 +154,9 @@ class ClusterCompose(_Project):
             ["docker/compose.cluster.yaml"],
             {
                 "ODRADEK_SESSION_TIMEOUT_MS": str(session_timeout_ms),
+                # heartbeats well inside the session, as Kafka's defaults have them
+                # (2 s in 9 s): at the session's length every beat would come too late
+                "ODRADEK_HEARTBEAT_INTERVAL_MS": str(max(session_timeout_ms // 8, 50)),
                 **{f"ODRADEK_PORT_{i + 1}": str(port) for i, port in enumerate(ports)},
             },
         )
