@@ -409,7 +409,7 @@ class OdradekPeer(Peer):
         self.port = free_port()
         self.log_path = workdir / f"odradek-{label}.log"
         self.command = [
-            python, "-m", "broker",
+            python, "-m", "odradek",
             "--data-dir", str(self.data_dir),
             "--host", "127.0.0.1",
             "--port", str(self.port),

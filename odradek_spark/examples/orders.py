@@ -297,7 +297,7 @@ def odradek(data_dir: Path) -> Iterator[str]:
     """An Odradek broker process on a free local port, stopped on exit."""
     port = _free_port()
     broker = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--data-dir", str(data_dir), "--port", str(port)],
+        [sys.executable, "-m", "odradek", "--data-dir", str(data_dir), "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

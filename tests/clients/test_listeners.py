@@ -118,7 +118,7 @@ def test_a_compose_environment_written_for_apache_kafka(tmp_path: Path) -> None:
 
 def run_broker(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "broker", *args],
+        [sys.executable, "-m", "odradek", *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

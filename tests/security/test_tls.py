@@ -412,7 +412,7 @@ def test_garbage_and_plaintext_requests_on_a_tls_port(
 
 
 def run_broker(tmp_path: Path, settings: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
-    args = [sys.executable, "-m", "broker", "--data-dir", str(tmp_path / "data")]
+    args = [sys.executable, "-m", "odradek", "--data-dir", str(tmp_path / "data")]
     for key, value in {"listeners": f"SSL://127.0.0.1:{free_port()}", **settings}.items():
         args += ["--override", f"{key}={value}"]
     return subprocess.run(
