@@ -3,6 +3,7 @@ through the AdminClient, and polling until records arrive."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -122,3 +123,36 @@ def poll_for(consumer: ShareConsumer, seconds: float) -> list[Delivery]:
     while time.monotonic() < deadline:
         got.extend(d for _m, d in poll_once(consumer))
     return got
+
+
+def share_among(
+    bootstrap: str, group: str, topic: str, members: int, expected: int
+) -> dict[int, list[Delivery]]:
+    """`members` ShareConsumers, each in a thread, read `topic` (implicit
+    acknowledgement, holding each poll's records a moment) until `expected` records
+    came in all, or 60 s; then one more second, so that anything delivered twice shows.
+    What each member received."""
+    received: dict[int, list[Delivery]] = {index: [] for index in range(members)}
+    done = threading.Event()
+
+    def member(index: int) -> None:
+        consumer = share_consumer(bootstrap, group, [topic])
+        try:
+            while not done.is_set():
+                for _message, got in poll_once(consumer):
+                    received[index].append(got)
+                time.sleep(0.05)  # work on the records, holding their locks
+        finally:
+            consumer.close()
+
+    threads = [threading.Thread(target=member, args=(i,)) for i in range(members)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 60
+    while sum(map(len, received.values())) < expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1)
+    done.set()
+    for thread in threads:
+        thread.join(30)
+    return received

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections import Counter
@@ -26,6 +25,7 @@ from share.sharing import (
     poll_once,
     poll_until,
     produce,
+    share_among,
     share_consumer,
 )
 
@@ -40,29 +40,7 @@ def test_three_members_share_one_partition(
     values = [f"r{i}".encode() for i in range(600)]
     # small batches: a member acquires whole batches, and one of 600 would go to one member
     produce(broker.bootstrap, unique_topic, values, batch_records=5)
-    received: dict[int, list[Delivery]] = {0: [], 1: [], 2: []}
-    done = threading.Event()
-
-    def member(index: int) -> None:
-        consumer = share_consumer(broker.bootstrap, group, [unique_topic])
-        try:
-            while not done.is_set():
-                for _message, got in poll_once(consumer):
-                    received[index].append(got)
-                time.sleep(0.05)  # work on the records, holding their locks
-        finally:
-            consumer.close()
-
-    threads = [threading.Thread(target=member, args=(i,)) for i in range(3)]
-    for thread in threads:
-        thread.start()
-    deadline = time.monotonic() + 60
-    while sum(map(len, received.values())) < len(values) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1)  # anything delivered twice would show now
-    done.set()
-    for thread in threads:
-        thread.join(30)
+    received = share_among(broker.bootstrap, group, unique_topic, 3, len(values))
     every = [d.value for got in received.values() for d in got]
     assert Counter(every) == Counter(values)
     assert all(received[i] for i in range(3)), {i: len(g) for i, g in received.items()}

@@ -7,7 +7,6 @@ those that need no restart run against Apache Kafka 4.4 as well (`either_broker`
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections import Counter
@@ -20,11 +19,10 @@ from helpers.topics import create_topic
 from helpers.wire import WireClient
 
 from share.sharing import (
-    Delivery,
     earliest_group,
-    poll_once,
     poll_until,
     produce,
+    share_among,
     share_consumer,
 )
 from share.test_share_wire import (
@@ -351,29 +349,7 @@ def test_members_share_a_partition_on_the_defaults(
     group = earliest_group(bootstrap, unique_group)
     values = [f"r{i}".encode() for i in range(5000)]
     produce(bootstrap, unique_topic, values, batch_records=50)
-    received: dict[int, list[Delivery]] = {0: [], 1: []}
-    done = threading.Event()
-
-    def member(index: int) -> None:
-        consumer = share_consumer(bootstrap, group, [unique_topic])
-        try:
-            while not done.is_set():
-                for _message, got in poll_once(consumer):
-                    received[index].append(got)
-                time.sleep(0.05)  # work on the records, holding their locks
-        finally:
-            consumer.close()
-
-    threads = [threading.Thread(target=member, args=(i,)) for i in range(2)]
-    for thread in threads:
-        thread.start()
-    deadline = time.monotonic() + 60
-    while sum(map(len, received.values())) < len(values) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1)  # anything delivered twice would show now
-    done.set()
-    for thread in threads:
-        thread.join(30)
+    received = share_among(bootstrap, group, unique_topic, 2, len(values))
     every = [d.value for got in received.values() for d in got]
     assert Counter(every) == Counter(values)
     assert all(received[i] for i in range(2)), {i: len(g) for i, g in received.items()}
