@@ -1,3 +1,3 @@
 """The data plane's state over storage/: topics and their partitions with their
-logs, fetch sessions, flushing, and the background work on logs (retention,
-rolls, compaction, idle connections)."""
+logs and producer state, fetch sessions, and flushing.
+May use: settings/ (and storage/, protocol/)."""

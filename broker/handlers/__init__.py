@@ -1,4 +1,7 @@
-"""One module per Kafka API. Each opens with the versions it serves and its rules."""
+"""One module per Kafka API. Each opens with the versions it serves and its rules.
+A handler sees the broker through the typed services of services.py.
+May use: every other part of broker/ but server.py (and coordinator/, storage/,
+protocol/)."""
 
 from __future__ import annotations
 

@@ -1,1 +1,2 @@
-"""What operators see: Prometheus metrics, structured logs, the health check."""
+"""What operators see: Prometheus metrics, structured logs, the health check.
+May use: nothing else of broker/."""

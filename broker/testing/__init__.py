@@ -1,7 +1,8 @@
 """Test support other projects import (as odradek.testing, and through the pytest
 plugin): the real broker as a subprocess (broker.py), a cluster of them (cluster.py),
 and the fixtures (pytest_plugin.py). It starts `python -m odradek` and talks to it
-over the network; of the broker's insides it uses only the inter-broker client."""
+over the network; of the broker's insides it uses only the inter-broker client.
+May use: cluster/ (its node client)."""
 
 from odradek.broker.testing.broker import (
     START_TIMEOUT,
