@@ -31,12 +31,23 @@ class NotHosted(LookupError):
 
 
 def check_topic_name(name: str) -> None:
-    if not name or name in (".", ".."):
-        raise TopicError(17, f"topic name {name!r} is illegal")
+    """TopicError (INVALID_TOPIC_EXCEPTION) in Kafka's words for a name it refuses."""
+    if not name:
+        raise TopicError(17, "Topic name is invalid: the empty string is not allowed")
+    if name in (".", ".."):
+        raise TopicError(17, f"Topic name is invalid: '{name}' is not allowed")
     if len(name) > MAX_TOPIC_NAME:
-        raise TopicError(17, f"topic name is longer than {MAX_TOPIC_NAME} characters")
+        raise TopicError(
+            17,
+            f"Topic name is invalid: the length of '{name}' is longer than the max allowed "
+            f"length {MAX_TOPIC_NAME}",
+        )
     if not _LEGAL_NAME.match(name):
-        raise TopicError(17, f"topic name {name!r} has characters other than [a-zA-Z0-9._-]")
+        raise TopicError(
+            17,
+            f"Topic name is invalid: '{name}' contains one or more characters other than "
+            "ASCII alphanumerics, '.', '_' and '-'",
+        )
 
 
 class Partition:
@@ -286,9 +297,9 @@ class TopicRegistry:
     def validate_new(self, name: str, partitions: int, configs: Mapping[str, str]) -> None:
         check_topic_name(name)
         if name in self._by_name:
-            raise TopicError(36, f"topic {name!r} already exists")
+            raise TopicError(36, f"Topic '{name}' already exists.")
         if partitions <= 0:
-            raise TopicError(37, "number of partitions must be larger than 0")
+            raise TopicError(37, "Number of partitions was set to an invalid non-positive value.")
         if partitions > 100000:
             raise TopicError(37, "number of partitions is too large")
         self.check_configs(configs)

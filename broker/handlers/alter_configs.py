@@ -57,6 +57,7 @@ async def alter_resource(
     topic = ctx.services.topics.get(resource.resource_name)
     if topic is None:
         result["error_code"] = ErrorCode.unknown_topic_or_partition
+        result["error_message"] = f"The topic '{resource.resource_name}' does not exist."
         return result
     try:
         new = change(topic.configs)

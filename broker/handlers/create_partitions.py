@@ -29,12 +29,15 @@ def _check(ctx: RequestContext, topic: Any) -> tuple[ErrorCode, str | None]:
         return ErrorCode.topic_authorization_failed, "The topic authorization is failed."
     existing = ctx.services.topics.get(topic.name)
     if existing is None:
-        return ErrorCode.unknown_topic_or_partition, f"topic {topic.name} does not exist"
+        return ErrorCode.unknown_topic_or_partition, f"The topic '{topic.name}' does not exist."
     current = len(existing.partitions)
-    if topic.count <= current:
+    if topic.count == current:
+        return ErrorCode.invalid_partitions, f"Topic already has {current} partition(s)."
+    if topic.count < current:
         return (
             ErrorCode.invalid_partitions,
-            f"topic has {current} partitions, {topic.count} is not more",
+            f"The topic {topic.name} currently has {current} partition(s); {topic.count} "
+            "would not be an increase.",
         )
     if topic.assignments is not None and ctx.services.member is None:
         node = ctx.services.config.node_id

@@ -32,7 +32,8 @@ MIN_VERSION, MAX_VERSION = 2, 7
 
 
 def _result(name: str, code: int, message: str | None = None) -> dict[str, Any]:
-    return {"name": name, "error_code": code, "error_message": message, "configs": None}
+    # (as Kafka: a refused topic is answered with an empty list of configs, not none)
+    return {"name": name, "error_code": code, "error_message": message, "configs": []}
 
 
 def _replication_factor(ctx: RequestContext, topic: Any) -> int:
@@ -63,8 +64,12 @@ def _assignments(ctx: RequestContext, topic: Any) -> list[list[int]] | None:
 def _partition_count(ctx: RequestContext, topic: Any) -> int:
     """Without manual assignments: the count asked for, or the broker default."""
     if topic.replication_factor not in (-1, 1) and ctx.services.member is None:
+        factor = topic.replication_factor
         raise TopicError(
-            38, f"replication factor {topic.replication_factor} is larger than the 1 broker"
+            38,
+            f"Unable to replicate the partition {factor} time(s): The target replication "
+            f"factor of {factor} cannot be reached because only 1 broker(s) are registered "
+            "or some brokers have all their log directories cordoned.",
         )
     if topic.num_partitions == -1:
         return ctx.services.config.num_partitions

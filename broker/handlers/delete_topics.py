@@ -50,6 +50,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             result["error_code"] = ErrorCode.topic_authorization_failed
         elif topic is None:
             result["error_code"] = missing
+            if missing == ErrorCode.unknown_topic_or_partition:  # Kafka's words
+                result["error_message"] = "This server does not host this topic-partition."
         elif not deletable:
             result["error_code"] = ErrorCode.topic_authorization_failed
         else:

@@ -107,7 +107,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     for resource in request.resources:
         result: dict[str, Any] = {
             "error_code": 0,
-            "error_message": None,
+            "error_message": "",  # Kafka answers an empty message, also with some errors
             "resource_type": resource.resource_type,
             "resource_name": resource.resource_name,
             "configs": [],
@@ -121,7 +121,6 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         elif resource.resource_type == TOPIC:
             if ctx.services.topics.get(resource.resource_name) is None:
                 result["error_code"] = ErrorCode.unknown_topic_or_partition
-                result["error_message"] = f"topic {resource.resource_name} does not exist"
             else:
                 result["configs"] = _topic_configs(ctx, resource.resource_name, with_synonyms)
         elif resource.resource_type == BROKER and resource.resource_name in (
@@ -131,6 +130,12 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             result["configs"] = _broker_configs(ctx, with_synonyms)
         elif resource.resource_type == GROUP and resource.resource_name:
             result["configs"] = _group_configs(ctx, resource.resource_name, with_synonyms)
+        elif resource.resource_type == BROKER:
+            result["error_code"] = ErrorCode.invalid_request
+            result["error_message"] = (
+                f"Unexpected broker id, expected {ctx.services.config.node_id} or empty "
+                f"string, but received {resource.resource_name}"
+            )
         else:
             result["error_code"] = ErrorCode.invalid_request
             result["error_message"] = "only topic, broker and group resources are described"

@@ -6,7 +6,8 @@ SUBTRACT (3) for list configs such as cleanup.policy. Errors as AlterConfigs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from odradek.broker.dataplane.topics import TopicError
@@ -32,14 +33,19 @@ def _type_name(resource_type: int, name: str) -> str | None:
 
 
 def apply_operations(
-    current: Mapping[str, str], operations: Any, resource_type: int
+    current: Mapping[str, str],
+    operations: Any,
+    resource_type: int,
+    default_of: Callable[[str], str] = lambda _name: "",
 ) -> dict[str, str]:
+    """The configs after `operations`; APPEND and SUBTRACT start from the value in
+    force (the default, when none is set), as on Kafka."""
     new = dict(current)
     kind = "group" if resource_type == GROUP else "topic"
     for op in operations:
         type_name = _type_name(resource_type, op.name)
         if type_name is None:
-            raise TopicError(INVALID_CONFIG, f"unknown {kind} config name: {op.name}")
+            raise TopicError(INVALID_CONFIG, f"Unknown {kind} config name: {op.name}")
         if op.config_operation == SET:
             if op.value is None:
                 raise TopicError(INVALID_CONFIG, f"no value to set for {op.name}")
@@ -49,7 +55,8 @@ def apply_operations(
         elif op.config_operation in (APPEND, SUBTRACT):
             if type_name != "list":
                 raise TopicError(INVALID_CONFIG, f"{op.name} is not a list config")
-            items = [i for i in new.get(op.name, "").split(",") if i]
+            in_force = new[op.name] if op.name in new else default_of(op.name)
+            items = [i.strip() for i in in_force.split(",") if i.strip()]
             for value in (op.value or "").split(","):
                 if op.config_operation == APPEND and value and value not in items:
                     items.append(value)
@@ -66,7 +73,15 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     for resource in request.resources:
 
         def change(old: Mapping[str, str], resource: Any = resource) -> dict[str, str]:
-            return apply_operations(old, resource.configs, resource.resource_type)
+            return apply_operations(
+                old, resource.configs, resource.resource_type, functools.partial(_default, ctx)
+            )
 
         responses.append(await alter_resource(ctx, resource, request.validate_only, change))
     return {"throttle_time": 0, "responses": responses}
+
+
+def _default(ctx: RequestContext, name: str) -> str:
+    """A topic config's value when none is set (the broker's setting or Kafka's)."""
+    definition = topic_configs.DEFINITIONS.get(name)
+    return "" if definition is None else definition.default(ctx.services.config)

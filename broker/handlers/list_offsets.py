@@ -82,7 +82,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 else:
                     found = log.offset_for_timestamp(p.timestamp)
                 if found is None or found[0] >= partition.high_watermark:
-                    answers.append(_answer(p.partition_index, ok, leader_epoch=leader_epoch))
+                    # nothing found: offset, timestamp and leader epoch all -1, as on Kafka
+                    answers.append(_answer(p.partition_index, ok, leader_epoch=-1))
                 else:
                     offset, timestamp = found
                     answers.append(_answer(p.partition_index, ok, timestamp, offset, leader_epoch))

@@ -106,28 +106,48 @@ DEFINITIONS: dict[str, TopicConfigDef] = {
 _BROKER_DEFAULTS = BrokerConfig()
 
 
+_NOT_A = {
+    "int": "Not a number of type INT",
+    "long": "Not a number of type LONG",
+    "double": "Not a number of type DOUBLE",
+    "boolean": "Expected value to be either true or false",
+}
+_ONE_OF = {
+    "cleanup.policy": ("compact", "delete"),
+    "message.timestamp.type": ("CreateTime", "LogAppendTime"),
+}
+
+
 def validate(configs: Mapping[str, str | None]) -> None:
+    """TopicError (INVALID_CONFIG) for a name Kafka does not know or a value it would
+    refuse, in Kafka's words."""
     for name, value in configs.items():
         definition = DEFINITIONS.get(name)
         if definition is None:
-            raise TopicError(INVALID_CONFIG, f"unknown topic config name: {name}")
+            raise TopicError(INVALID_CONFIG, f"Unknown topic config name: {name}")
         if value is None:
             continue
-        try:
-            if definition.type_name in ("int", "long"):
-                int(value)
-            elif definition.type_name == "double":
-                float(value)
-            elif definition.type_name == "boolean" and value.lower() not in ("true", "false"):
-                raise ValueError(value)
-        except ValueError as exc:
+        why = _value_problem(name, definition.type_name, value)
+        if why is not None:
             raise TopicError(
-                INVALID_CONFIG, f"invalid value {value} for configuration {name}"
-            ) from exc
-        if name == "cleanup.policy" and not set(value.split(",")) <= {"delete", "compact"}:
-            raise TopicError(INVALID_CONFIG, f"invalid value {value} for configuration {name}")
-        if name == "message.timestamp.type" and value not in ("CreateTime", "LogAppendTime"):
-            raise TopicError(INVALID_CONFIG, f"invalid value {value} for configuration {name}")
+                INVALID_CONFIG, f"Invalid value {value} for configuration {name}: {why}"
+            )
+
+
+def _value_problem(name: str, type_name: str, value: str) -> str | None:
+    try:
+        if type_name in ("int", "long"):
+            int(value)
+        elif type_name == "double":
+            float(value)
+        elif type_name == "boolean" and value.strip().lower() not in ("true", "false"):
+            raise ValueError(value)
+    except ValueError:
+        return _NOT_A[type_name]
+    allowed = _ONE_OF.get(name)
+    if allowed is not None and not set(v.strip() for v in value.split(",")) <= set(allowed):
+        return f"String must be one of: {', '.join(allowed)}"
+    return None
 
 
 @dataclass(frozen=True)
