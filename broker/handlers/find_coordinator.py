@@ -34,6 +34,12 @@ MIN_VERSION, MAX_VERSION = 0, 6
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
+INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library or "
+    "the message was sent to an incompatible broker. See the broker logs for more details."
+)
+
+
 async def _runtime(ctx: RequestContext, key_type: int) -> CoordinatorRuntime | None:
     """The coordinator of the key type, started (its topic created) if it was not."""
     services = ctx.services
@@ -69,7 +75,7 @@ def _locate(ctx: RequestContext, runtime: CoordinatorRuntime, key: str) -> dict[
 def _found(node_id: int, host: str, port: int) -> dict[str, Any]:
     return {
         "error_code": ErrorCode.none,
-        "error_message": None,
+        "error_message": "",  # as Kafka answers (v4+)
         "node_id": node_id,
         "host": host,
         "port": port,
@@ -88,9 +94,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     else:
         for key in keys:
             if runtime is None:
-                answers.append(
-                    _refusal(ErrorCode.invalid_request, "no coordinator for this key type")
-                )
+                # Kafka's words: none for a share key below v6, its general ones otherwise
+                why = "" if key_type == SHARE else INVALID_REQUEST_MESSAGE
+                answers.append(_refusal(ErrorCode.invalid_request, why))
             else:
                 answers.append(_authorized(ctx, key_type, key, partial(_locate, ctx, runtime, key)))
     if ctx.version < 4:
@@ -114,7 +120,7 @@ def _authorized(
         )
     elif key_type == SHARE:
         if not _is_share_key(key):
-            return _refusal(ErrorCode.invalid_request, "A share key is group:topic id:partition.")
+            return _refusal(ErrorCode.invalid_request, "")  # Kafka gives no reason
         if cluster_allowed(ctx, Operation.CLUSTER_ACTION):
             return locate()
         return _refusal(ErrorCode.cluster_authorization_failed, None)

@@ -453,8 +453,12 @@ class ClassicProtocol(ShardState):
         if not group_id:
             return Result([], (ErrorCode.invalid_group_id, []))
         group = self.groups.get(group_id)
-        if group is None or group.state == DEAD:
-            return Result([], (ErrorCode.unknown_member_id, []))
+        if group is None or group.state == DEAD:  # as Kafka: each member is unknown
+            unknown = [
+                {"member_id": m, "group_instance_id": i, "error_code": ErrorCode.unknown_member_id}
+                for m, i in leaving
+            ]
+            return Result([], (ErrorCode.none, unknown))
         answers = []
         records: list[Record] = []
         for member_id, instance_id in leaving:

@@ -43,6 +43,7 @@ SET_ASIDE = {
     "rack",
     "topic_id",
     "member_id",
+    "leader",  # a member id (JoinGroup)
     "producer_id",
     "timestamp",
     "log_append_time",

@@ -30,9 +30,21 @@ def create(run: Run, *topics: dict[str, Any], validate_only: bool = False) -> An
 
 
 def quietly_create(run: Run, name: str, partitions: int = 1) -> None:
+    """A topic for the scenario, once the broker asked knows it (Kafka's brokers learn
+    a new topic from the controller a moment after CreateTopics answers)."""
     body = {"topics": [topic(name, partitions)], "timeout": 10000, "validate_only": False}
     answer = run.quiet(CREATE_TOPICS, 7, body)
     assert answer.topics[0].error_code == 0, answer
+    known = run.until(
+        lambda: run.quiet(
+            METADATA, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": False}
+        ),
+        lambda answer: (
+            answer.topics[0].error_code == 0
+            and all(p.leader_id >= 0 for p in answer.topics[0].partitions)
+        ),
+    )
+    assert known.topics[0].error_code == 0, known
 
 
 @scenario("create-topics.valid", "a new topic with configs, then the same name again")

@@ -6,9 +6,12 @@ from __future__ import annotations
 import pytest
 from helpers.broker import Broker
 from helpers.reference_kafka import ReferenceKafka
+from helpers.wire import WireClient
 
-from conformance import scenarios_topics  # noqa: F401 - registers its scenarios
+from conformance import scenarios_groups, scenarios_topics  # noqa: F401 - registers them
 from conformance.harness import SCENARIOS, differences, execute, listed_differences
+
+API_VERSIONS_KEY = pytest.StashKey[list[str]]()
 
 
 @pytest.mark.parametrize("scenario_id", sorted(SCENARIOS))
@@ -32,3 +35,25 @@ def test_answers_as_kafka_does(
 def test_the_listed_differences_name_scenarios() -> None:
     unknown = set(listed_differences()) - set(SCENARIOS)
     assert not unknown, f"the README lists differences of no scenario: {sorted(unknown)}"
+
+
+def test_api_versions_side_by_side(
+    kafka44: ReferenceKafka, shared_broker: Broker, request: pytest.FixtureRequest
+) -> None:
+    """The APIs and version ranges one broker serves and the other does not (printed
+    at the end of the run); the versions both serve must all be readable by both."""
+    ranges = {}
+    for name, bootstrap in (("kafka", kafka44.bootstrap), ("odradek", shared_broker.bootstrap)):
+        with WireClient(bootstrap) as client:
+            answer = client.call(
+                18, 3, {"client_software_name": "t", "client_software_version": "1"}
+            )
+        assert answer.error_code == 0
+        ranges[name] = {a.api_key: (a.min_version, a.max_version) for a in answer.api_keys}
+    lines = []
+    for key in sorted(set(ranges["kafka"]) | set(ranges["odradek"])):
+        kafka, odradek = ranges["kafka"].get(key), ranges["odradek"].get(key)
+        if kafka != odradek:
+            lines.append(f"  api {key:>3}: Kafka 4.4 {kafka or '-'}, Odradek {odradek or '-'}")
+    request.config.stash[API_VERSIONS_KEY] = lines
+    assert ranges["kafka"] and ranges["odradek"]
