@@ -12,7 +12,7 @@ from conformance.scenarios_topics import quietly_create
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT = 8, 9, 10, 11, 12
 LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS = 13, 14, 15, 16
 INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN, DELETE_GROUPS, OFFSET_DELETE = 22, 25, 26, 42, 47
-DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 65, 66
+LIST_TRANSACTIONS = 66
 NOT_READY = (14, 15, 16)  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
 
 
@@ -234,26 +234,20 @@ def _end_txn(run: Run) -> None:
     started = first_init(run, txn)
     pid, epoch = int(started.producer_id), int(started.producer_epoch)
 
-    def end(committed: bool, producer_id: int = pid, producer_epoch: int = epoch) -> None:
+    def end(committed: bool, pid_: int = pid, epoch_: int = epoch, id_: str = txn) -> None:
         body = {
-            "transactional_id": txn,
-            "producer_id": producer_id,
-            "producer_epoch": producer_epoch,
+            "transactional_id": id_,
+            "producer_id": pid_,
+            "producer_epoch": epoch_,
             "committed": committed,
         }
         run.call(END_TXN, 3, body)
 
     end(True)
     end(False)
-    end(True, producer_epoch=epoch + 5)
-    end(True, producer_id=pid + 1000)
-    body = {
-        "transactional_id": run.name("never"),
-        "producer_id": pid,
-        "producer_epoch": epoch,
-        "committed": True,
-    }
-    run.call(END_TXN, 3, body)
+    end(True, epoch_=epoch + 5)
+    end(True, pid_=pid + 1000)
+    end(True, id_=run.name("never"))
 
 
 @scenario("add-offsets-to-txn.errors", "AddOffsetsToTxn of an old epoch and of a stranger")
@@ -272,7 +266,7 @@ def _add_offsets(run: Run) -> None:
         run.call(ADD_OFFSETS_TO_TXN, 3, body)
 
 
-@scenario("transactions-admin.describe-list", "DescribeTransactions and ListTransactions")
+@scenario("transactions-admin.list", "ListTransactions lists a new transactional id")
 def _transactions_admin(run: Run) -> None:
     txn = run.name("t")
     ready(run, 1, txn)
