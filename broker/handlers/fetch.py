@@ -100,7 +100,8 @@ def _read_all(
             "high_watermark": -1,
             "last_stable_offset": -1,
             "log_start_offset": -1,
-            "aborted_transactions": None,
+            # as Kafka: an empty list for partitions refused before any log is asked
+            "aborted_transactions": [] if partition is None else None,
             "preferred_read_replica": -1,
             "records": b"",
         }
@@ -158,8 +159,10 @@ def _read_partition(
             max_offset=read_to,
             min_one=min_one,
         )
-    except OffsetOutOfRange:
+    except OffsetOutOfRange:  # answered, as on Kafka, without the log's offsets
         answer["error_code"] = ErrorCode.offset_out_of_range
+        answer["high_watermark"] = answer["last_stable_offset"] = -1
+        answer["log_start_offset"] = -1
         return 0
     if piece is None:
         return 0

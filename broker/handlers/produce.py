@@ -189,8 +189,11 @@ def append_to_partition(
             "log_append_time": -1,
             "log_start_offset": log.log_start_offset,
         }
-    except ProducerStateError as exc:
-        return _error(index, ErrorCode(exc.code), str(exc))
+    except ProducerStateError as exc:  # Kafka tells the log start with these
+        return {
+            **_error(index, ErrorCode(exc.code), str(exc)),
+            "log_start_offset": log.log_start_offset,
+        }
     except OSError as exc:
         if not faults.is_storage_error(exc):
             raise

@@ -8,7 +8,11 @@ from helpers.broker import Broker
 from helpers.reference_kafka import ReferenceKafka
 from helpers.wire import WireClient
 
-from conformance import scenarios_groups, scenarios_topics  # noqa: F401 - registers them
+from conformance import (  # noqa: F401 - registers their scenarios
+    scenarios_data,
+    scenarios_groups,
+    scenarios_topics,
+)
 from conformance.harness import SCENARIOS, differences, execute, listed_differences
 
 API_VERSIONS_KEY = pytest.StashKey[list[str]]()

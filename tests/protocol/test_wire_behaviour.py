@@ -169,7 +169,9 @@ def test_out_of_range_and_log_start_after_delete_records(shared_broker, unique_t
         early = client.call(FETCH, 11, fetch_body(unique_topic, 1))
         partition = early.responses[0].partitions[0]
         assert partition.error_code == 1  # OFFSET_OUT_OF_RANGE
-        assert partition.log_start_offset == 3 and partition.high_watermark == 5
+        # without the log's offsets, as Kafka 4.4 answers (the conformance suite checks
+        # it there): a client finds the log start with ListOffsets
+        assert partition.log_start_offset == -1 and partition.high_watermark == -1
         assert list_offset(client, unique_topic, -2) == 3
         epochs = client.call(
             OFFSET_FOR_LEADER_EPOCH,
