@@ -159,10 +159,12 @@ def _read_partition(
             max_offset=read_to,
             min_one=min_one,
         )
-    except OffsetOutOfRange:  # answered, as on Kafka, without the log's offsets
+    except OffsetOutOfRange:
         answer["error_code"] = ErrorCode.offset_out_of_range
-        answer["high_watermark"] = answer["last_stable_offset"] = -1
-        answer["log_start_offset"] = -1
+        if replica_id < 0:  # a consumer is answered without the log's offsets, as on Kafka
+            answer["high_watermark"] = answer["last_stable_offset"] = -1
+            answer["log_start_offset"] = -1
+        # (a follower behind the leader's log start starts over there: see replica_fetcher)
         return 0
     if piece is None:
         return 0
