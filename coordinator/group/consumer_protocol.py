@@ -43,6 +43,21 @@ LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
 TopicsView = Callable[[], Mapping[str, tuple[uuid.UUID, int]]]
 
 
+def not_a_member(member_id: str, group_id: str) -> str:
+    """UNKNOWN_MEMBER_ID's message, in Kafka's words."""
+    return f"Member {member_id} is not a member of group {group_id}."
+
+
+def fenced_message(kind: str, epoch: int, known: int) -> str:
+    """FENCED_MEMBER_EPOCH's message, in Kafka's words (`kind`: consumer or share)."""
+    relation = "greater" if epoch > known else "smaller"
+    return (
+        f"The {kind} group member has a {relation} member epoch ({epoch}) than the one "
+        f"known by the group coordinator ({known}). The member must abandon all its "
+        "partitions and rejoin."
+    )
+
+
 class HeartbeatError(Exception):
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
@@ -221,7 +236,8 @@ class ConsumerProtocol(ShardState):
         member = group.members.get(member_id)
         if member is None:
             raise HeartbeatError(
-                ErrorCode.unknown_member_id, f"Member {member_id} is not in group {group.group_id}."
+                ErrorCode.unknown_member_id,
+                f"Member {member_id} is not a member of group {group.group_id}.",
             )
         if instance_id is not None and member.instance_id not in (None, instance_id):
             raise HeartbeatError(
@@ -234,8 +250,7 @@ class ConsumerProtocol(ShardState):
         ):
             raise HeartbeatError(
                 ErrorCode.fenced_member_epoch,
-                f"Member epoch {epoch} is not the group coordinator's {member.member_epoch}. "
-                "The member must abandon all its partitions and rejoin.",
+                fenced_message("consumer", epoch, member.member_epoch),
             )
         return member
 
@@ -263,7 +278,8 @@ class ConsumerProtocol(ShardState):
         member = group.members.get(member_id)
         if member is None:
             raise HeartbeatError(
-                ErrorCode.unknown_member_id, f"Member {member_id} is not in group {group.group_id}."
+                ErrorCode.unknown_member_id,
+                f"Member {member_id} is not a member of group {group.group_id}.",
             )
         self._cancel_consumer_timers(group.group_id, member_id)
         if epoch == STATIC_LEAVE_EPOCH and member.instance_id is not None:

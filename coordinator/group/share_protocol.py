@@ -18,7 +18,10 @@ import uuid
 from typing import Any
 
 from odradek.coordinator.group import share_records as shr
-from odradek.coordinator.group.consumer_protocol import HeartbeatError
+from odradek.coordinator.group.consumer_protocol import (
+    HeartbeatError,
+    fenced_message,
+)
 from odradek.coordinator.group.shard_state import ShardState
 from odradek.coordinator.group.share import ShareGroup, ShareMember, apply_record
 from odradek.coordinator.group.share_assignor import assign
@@ -70,7 +73,8 @@ class ShareProtocol(ShardState):
         if epoch == LEAVE_EPOCH:
             if member_id not in group.members:
                 raise HeartbeatError(
-                    ErrorCode.unknown_member_id, f"Member {member_id} is not in group {group_id}."
+                    ErrorCode.unknown_member_id,
+                    f"Member {member_id} is not a member of group {group_id}.",
                 )
             self._cancel(_session_timer(group_id, member_id))
             self._remove_share_member(group, member_id, records)
@@ -153,13 +157,13 @@ class ShareProtocol(ShardState):
             return member or ShareMember(member_id)
         if member is None:
             raise HeartbeatError(
-                ErrorCode.unknown_member_id, f"Member {member_id} is not in group {group.group_id}."
+                ErrorCode.unknown_member_id,
+                f"Member {member_id} is not a member of group {group.group_id}.",
             )
         if epoch != member.member_epoch:
             raise HeartbeatError(
                 ErrorCode.fenced_member_epoch,
-                f"Member epoch {epoch} is not the group coordinator's {member.member_epoch}. "
-                "The member must rejoin.",
+                fenced_message("share", epoch, member.member_epoch),
             )
         return member
 
@@ -346,4 +350,4 @@ def _validate(request: dict[str, Any]) -> None:
         if not request.get("subscribed_topic_names"):
             raise _invalid("SubscribedTopicNames must be set in first request.")
     elif epoch < LEAVE_EPOCH:
-        raise _invalid(f"MemberEpoch is {epoch}, but must be greater than or equal to -1.")
+        raise _invalid("MemberEpoch is invalid.")

@@ -11,6 +11,7 @@ from helpers.wire import WireClient
 from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_data,
     scenarios_groups,
+    scenarios_new_groups,
     scenarios_topics,
 )
 from conformance.harness import SCENARIOS, differences, execute, listed_differences
