@@ -25,12 +25,11 @@ from odradek.broker.handlers.share_admin import topic_problem
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.coordinator.runtime import CoordinatorError
 from odradek.coordinator.share.records import ShareKey
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, default_message
 
 MIN_VERSION, MAX_VERSION = 0, 0
 
 Answer = tuple[ErrorCode, str | None]
-UNKNOWN_TOPIC_OR_PARTITION = "This server does not host this topic-partition."
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
@@ -41,11 +40,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     to_set: dict[uuid.UUID, tuple[str, frozenset[int]]] = {}
     for requested in request.topics:
         topic, refused = topic_problem(ctx, requested.topic_name, Operation.READ)
-        why = (
-            UNKNOWN_TOPIC_OR_PARTITION if refused == ErrorCode.unknown_topic_or_partition else None
-        )
         answers = [
-            (p, _check(topic, p) if topic is not None else (refused, why))
+            (p, _check(topic, p) if topic is not None else (refused, default_message(refused)))
             for p in requested.partitions
         ]
         checked.append((requested, topic, answers))
@@ -97,7 +93,8 @@ async def _on_group(
 
 def _check(topic: Topic, p: Any) -> Answer:
     if not 0 <= p.partition_index < len(topic.partitions):
-        return ErrorCode.unknown_topic_or_partition, UNKNOWN_TOPIC_OR_PARTITION
+        unknown = ErrorCode.unknown_topic_or_partition
+        return unknown, default_message(unknown)
     return ErrorCode.none, None
 
 

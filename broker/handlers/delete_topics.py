@@ -17,7 +17,7 @@ from typing import Any
 from odradek.broker.handlers.authorization import cluster_allowed
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, default_message
 
 MIN_VERSION, MAX_VERSION = 1, 6
 
@@ -50,8 +50,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             result["error_code"] = ErrorCode.topic_authorization_failed
         elif topic is None:
             result["error_code"] = missing
-            if missing == ErrorCode.unknown_topic_or_partition:  # Kafka's words
-                result["error_message"] = "This server does not host this topic-partition."
+            result["error_message"] = default_message(missing)  # Kafka's words
         elif not deletable:
             result["error_code"] = ErrorCode.topic_authorization_failed
         else:

@@ -27,17 +27,11 @@ from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.metadata import live_brokers
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.coordinator.runtime import CoordinatorRuntime
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, default_message
 
 MIN_VERSION, MAX_VERSION = 0, 6
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
-
-
-INVALID_REQUEST_MESSAGE = (
-    "This most likely occurs because of a request being malformed by the client library or "
-    "the message was sent to an incompatible broker. See the broker logs for more details."
-)
 
 
 async def _runtime(ctx: RequestContext, key_type: int) -> CoordinatorRuntime | None:
@@ -95,7 +89,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         for key in keys:
             if runtime is None:
                 # Kafka's words: none for a share key below v6, its general ones otherwise
-                why = "" if key_type == SHARE else INVALID_REQUEST_MESSAGE
+                why = "" if key_type == SHARE else default_message(ErrorCode.invalid_request)
                 answers.append(_refusal(ErrorCode.invalid_request, why))
             else:
                 answers.append(_authorized(ctx, key_type, key, partial(_locate, ctx, runtime, key)))
