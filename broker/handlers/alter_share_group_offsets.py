@@ -46,12 +46,12 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         ]
         checked.append((requested, topic, answers))
         valid = frozenset(p.partition_index for p, (error, _) in answers if error == ErrorCode.none)
-        if topic is not None and valid:
-            name, before = topic.name, to_set.get(topic.topic_id, ("", frozenset()))[1]
-            to_set[topic.topic_id] = (name, before | valid)
-    unreachable, (code, message) = await _on_group(ctx, group_id, to_set)
-    if unreachable or code:
-        return _top_error(ErrorCode(unreachable or code), message)
+        if topic is not None and valid:  # (a topic named twice: both lists of partitions)
+            before = to_set.get(topic.topic_id, (topic.name, frozenset()))[1]
+            to_set[topic.topic_id] = (topic.name, before | valid)
+    code, message = await _on_group(ctx, group_id, to_set)
+    if code:
+        return _top_error(ErrorCode(code), message)
     responses = []
     for requested, topic, answers in checked:
         partitions = []
@@ -82,13 +82,13 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
 
 async def _on_group(
     ctx: RequestContext, group_id: str, to_set: dict[uuid.UUID, tuple[str, frozenset[int]]]
-) -> tuple[int, tuple[int, str | None]]:
-    """(the shard's error, the group's (error, message)): the group is checked, and
-    created when missing, before any share-partition is set."""
+) -> tuple[int, str | None]:
+    """The group's (error, message), the shard's own error first: the group is checked,
+    and created when missing, before any share-partition is set."""
     code, answer = await on_group_shard(
         ctx, group_id, lambda s: s.prepare_share_offsets_alter(group_id, to_set)
     )
-    return code, (answer if not code else (code, None))
+    return (code, None) if code else answer
 
 
 def _check(topic: Topic, p: Any) -> Answer:
@@ -102,9 +102,8 @@ async def _set_start(ctx: RequestContext, group_id: str, topic: Topic, p: Any) -
     share = ctx.services.share
     await share.ensure_started()
     key = ShareKey(group_id, topic.topic_id, p.partition_index)
-    start = p.start_offset
     try:
-        await share.run(key, lambda s: s.alter_start(key, start))
+        await share.run(key, lambda s: s.alter_start(key, p.start_offset))
     except CoordinatorError as exc:
         return ErrorCode(exc.code), None
     return ErrorCode.none, None

@@ -26,7 +26,7 @@ MIN_VERSION, MAX_VERSION = 0, 0
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     group_id = request.group_id
-    problem = await group_problem(ctx, group_id, Operation.DELETE, must_be_empty=True)
+    problem = await group_problem(ctx, group_id, Operation.DELETE)
     if problem is not None:
         code, message = problem
         return {"throttle_time": 0, "error_code": code, "error_message": message, "responses": []}

@@ -15,26 +15,16 @@ from odradek.protocol.errors import ErrorCode
 
 
 async def group_problem(
-    ctx: RequestContext,
-    group_id: str,
-    operation: Operation,
-    *,
-    must_be_empty: bool,
+    ctx: RequestContext, group_id: str, operation: Operation
 ) -> tuple[ErrorCode, str | None] | None:
-    """The group-level error: not authorized, no such group, not a share group, or
-    still with members when `must_be_empty`."""
+    """Why the group's share offsets may not be changed: not authorized, or what the
+    group's shard says (no such group, not a share group, still with members)."""
     if not ctx.allowed(operation, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed, None
-    code, status = await on_group_shard(ctx, group_id, lambda s: s.share_group_status(group_id))
+    code, problem = await on_group_shard(ctx, group_id, lambda s: s.share_offsets_problem(group_id))
     if code:
         return ErrorCode(code), None
-    if status == "other":
-        return ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
-    if status == "missing":
-        return ErrorCode.group_id_not_found, f"Group {group_id} not found."
-    if must_be_empty and status == "share":
-        return ErrorCode.non_empty_group, "The group is not empty."
-    return None
+    return None if problem is None else (ErrorCode(problem[0]), problem[1])
 
 
 def topic_problem(

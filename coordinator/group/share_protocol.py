@@ -229,7 +229,7 @@ class ShareProtocol(ShardState):
         """The group, or (no share group of that id) the reason GROUP_ID_NOT_FOUND gives."""
         group = self.share_groups.get(group_id)
         if group is None:
-            status = self.share_group_status(group_id).response
+            status = self._share_group_status(group_id)
             return Result([], _not_share(group_id) if status == "other" else _not_found(group_id))
         return Result(
             [],
@@ -251,11 +251,9 @@ class ShareProtocol(ShardState):
         does not exist yet is created empty, at epoch 1 as on Kafka, with the record of
         the share-partitions whose state is about to be set (`topics`: id -> (name,
         partitions))."""
-        status = self.share_group_status(group_id).response
-        if status == "other":
-            return Result([], (ErrorCode.group_id_not_found, _not_share(group_id)))
-        if status == "share":
-            return Result([], (ErrorCode.non_empty_group, "The group is not empty."))
+        problem = self.share_offsets_problem(group_id, may_be_missing=True).response
+        if problem is not None:
+            return Result([], problem)
         if not topics:
             return Result([], (ErrorCode.none, None))
         group = self.share_groups.get(group_id)
@@ -280,15 +278,30 @@ class ShareProtocol(ShardState):
         records.append((shr.encode_key(key), shr.encode_state_partitions(value)))
         return Result(records, (ErrorCode.none, None))
 
-    def share_group_status(self, group_id: str) -> Result[str]:
+    def share_offsets_problem(
+        self, group_id: str, may_be_missing: bool = False
+    ) -> Result[tuple[int, str | None] | None]:
+        """Why a share group's offsets may not be changed now, in Kafka's words (none when
+        they may): it does not exist (unless `may_be_missing`), it is of another kind,
+        or it has members."""
+        status = self._share_group_status(group_id)
+        if status == "other":
+            return Result([], (ErrorCode.group_id_not_found, _not_share(group_id)))
+        if status == "missing" and not may_be_missing:
+            return Result([], (ErrorCode.group_id_not_found, _not_found(group_id)))
+        if status == "share":
+            return Result([], (ErrorCode.non_empty_group, "The group is not empty."))
+        return Result([], None)
+
+    def _share_group_status(self, group_id: str) -> str:
         """ "share" (with members), "empty" (a share group without any), "missing", or
-        "other" (a group of another type): what the offset admin APIs check."""
+        "other" (a group of another type)."""
         group = self.share_groups.get(group_id)
         if group is not None:
-            return Result([], "share" if group.members else "empty")
+            return "share" if group.members else "empty"
         if group_id in self.groups or group_id in self.consumer_groups:
-            return Result([], "other")
-        return Result([], "missing")
+            return "other"
+        return "missing"
 
     def share_group_tombstones(self, group: ShareGroup) -> list[Record]:
         keys = [
