@@ -8,11 +8,11 @@ import time
 from typing import Any
 
 from conformance.harness import Run, scenario
-from conformance.scenarios_groups import NOT_READY
+from conformance.scenarios_groups import first_init
 from conformance.scenarios_topics import list_offsets, quietly_create
 from odradek.protocol.batch import build_batch
 
-PRODUCE, FETCH, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH = 0, 1, 22, 23
+PRODUCE, FETCH, OFFSET_FOR_LEADER_EPOCH = 0, 1, 23
 
 
 def batch(count: int = 1, size: int = 10, **fields: Any) -> bytes:
@@ -83,16 +83,7 @@ def _produce_bad_batches(run: Run) -> None:
 @scenario("produce.idempotent-sequences", "a duplicate batch, then one out of order")
 def _produce_sequences(run: Run) -> None:
     quietly_create(run, run.name("t"))
-    body = {
-        "transactional_id": None,
-        "transaction_timeout": 60000,
-        "producer_id": -1,
-        "producer_epoch": -1,
-    }
-    started = run.until(
-        lambda: run.quiet(INIT_PRODUCER_ID, 4, body),
-        lambda answer: answer.error_code not in NOT_READY,
-    )
+    started = first_init(run, None)
     pid, epoch = int(started.producer_id), int(started.producer_epoch)
 
     def send(sequence: int, count: int = 2) -> None:

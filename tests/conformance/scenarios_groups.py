@@ -193,7 +193,7 @@ def init(run: Run, transactional_id: str | None, pid: int = -1, epoch: int = -1)
     return run.call(INIT_PRODUCER_ID, 4, body)
 
 
-def first_init(run: Run, transactional_id: str) -> Any:
+def first_init(run: Run, transactional_id: str | None) -> Any:
     """InitProducerId asked again while the coordinator loads, as clients do; the
     answer it ends with is kept."""
     body = {
