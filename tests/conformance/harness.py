@@ -204,6 +204,28 @@ def execute(scenario_: Scenario, bootstrap: str) -> list[Any]:
     return [plain(step, run.prefix) for step in run.steps]
 
 
+def error_codes(value: Any) -> Iterator[int]:
+    """Every error code in a plain answer, however deep."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "error_code" and isinstance(item, int):
+                yield item
+            else:
+                yield from error_codes(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from error_codes(item)
+
+
+def kinds_of_answers(steps: list[Any]) -> Iterator[tuple[int, str]]:
+    """(api key, "valid" or "invalid") for every request a run recorded: invalid where
+    the answer carries an error code, valid where it carries none."""
+    for step in steps:
+        if isinstance(step, dict) and "api" in step:
+            failed = any(code != 0 for code in error_codes(step["answer"]))
+            yield step["api"], "invalid" if failed else "valid"
+
+
 def listed_differences() -> dict[str, str]:
     """Scenario id -> reason, from the README's "Differences from Apache Kafka" table."""
     text = README.read_text()

@@ -14,9 +14,18 @@ from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_new_groups,
     scenarios_topics,
 )
-from conformance.harness import SCENARIOS, differences, execute, listed_differences
+from conformance.harness import (
+    SCENARIOS,
+    differences,
+    execute,
+    kinds_of_answers,
+    listed_differences,
+)
 
 API_VERSIONS_KEY = pytest.StashKey[list[str]]()
+# api key -> the kinds of Kafka's answers to it ("valid", "invalid") the scenarios saw
+COVERED: dict[int, set[str]] = {}
+SCENARIOS_RUN: set[str] = set()
 
 
 @pytest.mark.parametrize("scenario_id", sorted(SCENARIOS))
@@ -26,6 +35,9 @@ def test_answers_as_kafka_does(
     scenario = SCENARIOS[scenario_id]
     kafka = execute(scenario, kafka44.bootstrap)
     odradek = execute(scenario, shared_broker.bootstrap)
+    for api, kind in kinds_of_answers(kafka):
+        COVERED.setdefault(api, set()).add(kind)
+    SCENARIOS_RUN.add(scenario_id)
     found = list(differences(kafka, odradek))
     listed = listed_differences()
     if scenario_id in listed:
@@ -62,3 +74,26 @@ def test_api_versions_side_by_side(
             lines.append(f"  api {key:>3}: Kafka 4.4 {kafka or '-'}, Odradek {odradek or '-'}")
     request.config.stash[API_VERSIONS_KEY] = lines
     assert ranges["kafka"] and ranges["odradek"]
+
+
+def test_every_advertised_api_has_a_valid_and_an_invalid_scenario(
+    shared_broker: Broker,
+) -> None:
+    """Runs after the scenarios (it is last in the file): every API Odradek advertises
+    was answered at least once without an error and once with one, by Kafka."""
+    missing_runs = set(SCENARIOS) - SCENARIOS_RUN
+    assert not missing_runs, (
+        f"{len(missing_runs)} scenarios did not run in this session: run the whole "
+        "conformance suite to check its coverage"
+    )
+    with WireClient(shared_broker.bootstrap) as client:
+        answer = client.call(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+    advertised = sorted(a.api_key for a in answer.api_keys)
+    lacking = [
+        f"api {key}: no {kind} scenario"
+        for key in advertised
+        for kind in ("valid", "invalid")
+        if kind not in COVERED.get(key, set())
+    ]
+    print(f"{len(SCENARIOS)} scenarios; {len(advertised)} APIs advertised; {len(lacking)} gaps")
+    assert not lacking, "\n".join(lacking)
