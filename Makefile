@@ -22,7 +22,7 @@ PYTEST_ARGS ?=
 # Reinstall when the project metadata or the set of packages changes.
 INSTALL_DEPS := pyproject.toml $(wildcard */__init__.py) odradek/__init__.py
 # Test harness code that is type-checked (on top of the packages in [tool.mypy]).
-TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py acl_admin.py broker.py certs.py containers.py env.py java.py logs.py messages.py names.py reference_kafka.py topics.py spark.py)
+TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py acl_admin.py broker.py certs.py containers.py env.py java.py logs.py messages.py names.py reference_kafka.py topics.py spark.py streams_app.py)
 TEST_TYPED += $(addprefix tests/soak/,__init__.py workload.py verify.py soak.py)
 STAMP_RUN := $(VENV)/.stamp-install
 STAMP_TEST := $(VENV)/.stamp-install-test
@@ -76,7 +76,15 @@ $(REFERENCE_STAMP): tests/reference/pom.xml
 	mvn -q -B -f tests/reference/pom.xml dependency:copy-dependencies
 	@touch $@
 
-install-test: $(STAMP_TEST) system-deps $(REFERENCE_STAMP)
+# The Kafka Streams 4.4 application of tests/streams/ (tests/streams/pom.xml): built into
+# tests/streams/target, its jars copied into tests/streams/lib.
+STREAMS_STAMP := tests/streams/lib/.stamp
+$(STREAMS_STAMP): tests/streams/pom.xml $(wildcard tests/streams/app/src/main/java/dev/odradek/streams/*.java)
+	rm -rf tests/streams/lib
+	mvn -q -B -f tests/streams/pom.xml package dependency:copy-dependencies
+	@touch $@
+
+install-test: $(STAMP_TEST) system-deps $(REFERENCE_STAMP) $(STREAMS_STAMP)
 
 # Podman settings this host needs (runc, ulimits); the base image carries the host's apt
 # sources and stays local; the host's CA bundle is mounted for pip during the build only.
@@ -105,7 +113,7 @@ test: install-test lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf tests/java/classes tests/reference/lib .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
+	rm -rf tests/java/classes tests/streams/lib tests/streams/target tests/reference/lib .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
 
 # Data-plane benchmark, Odradek beside librdkafka's mock cluster (bench/data_plane.py).
 #   make bench                       full run (~3 min), table + bench/results/data_plane.json
