@@ -52,6 +52,7 @@ class ProduceResult(Rates):
     first_error: str | None = None
     client_errors: list[str] = field(default_factory=list)
     broker_cpu_pct: float = 0.0
+    broker_cpu_s: float = 0.0
     client_cpu_pct: float = 0.0
     other_cpu_pct: float = 0.0
 
@@ -215,6 +216,7 @@ class ConsumeResult(Rates):
     first_error: str | None = None
     client_errors: list[str] = field(default_factory=list)
     broker_cpu_pct: float = 0.0
+    broker_cpu_s: float = 0.0
     client_cpu_pct: float = 0.0
     other_cpu_pct: float = 0.0
 

@@ -1,18 +1,23 @@
-"""Consumer-group benchmark: Odradek side by side with librdkafka's mock cluster.
+"""Consumer-group benchmark: Odradek beside Apache Kafka 4.4 and librdkafka's mock cluster.
 
 Run from the repository root:
 
     .venv/bin/python -m bench.groups [--quick]
 
-Both peers run in child processes (see bench/peers.py); every client is
-confluent-kafka (librdkafka) in this process.
+The three peers run in child processes (see bench/peers.py; Kafka as the test rig
+starts it, bench/reference_kafka.py); every client is confluent-kafka (librdkafka) in
+this process.
 
-- Odradek runs with `group.initial.rebalance.delay.ms=0`; the mock's initial
-  rebalance delay (librdkafka default for the mock: 3000 ms) is set to 0 as well.
+- Odradek runs with `group.initial.rebalance.delay.ms=0` (Kafka has it from the test
+  rig's settings); the mock's initial rebalance delay (librdkafka default for the
+  mock: 3000 ms) is set to 0 as well.
 - memory per group: broker RSS before and after N groups are created with one
   offset commit each (AdminClient.alter_consumer_group_offsets, i.e. OffsetCommit
-  with generation -1), divided by N. Run first, on a fresh broker.
-- join: a group of 1, 10 and 100 consumers (subscribe to a topic with as many
+  with generation -1), divided by N (bench/group_memory.py). Run first, on a fresh
+  broker.
+- one-member join: N groups in a row, each a new consumer that subscribes, waits for
+  its assignment (timed) and closes (leaves); the broker's CPU over all of them / N.
+- join: a group of 10 and 100 consumers (subscribe to a topic with as many
   partitions as members, default eager assignor "range,roundrobin", client
   defaults otherwise: heartbeat.interval.ms=3000, session.timeout.ms=45000). All
   consumers are created first, then subscribed one after the other and polled
@@ -22,8 +27,11 @@ confluent-kafka (librdkafka) in this process.
   commit their partition's offset synchronously in a loop; total commits/s and
   per-commit latency p50/p99.
 
-Ratios are oriented so that >1 means Odradek is better: mock/Odradek for times and
-memory, Odradek/mock for commits/s.
+The broker's CPU (process CPU from /proc; Kafka's whole JVM) is divided by the
+operations: per offset commit, per group creation, per one-member join and leave.
+
+Ratios are oriented so that >1 means Odradek is better: other/Odradek for times, CPU
+and memory, Odradek/other for rates.
 """
 
 from __future__ import annotations
@@ -37,16 +45,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from confluent_kafka import (
-    Consumer as KafkaConsumer,
-)
-from confluent_kafka import (
-    ConsumerGroupTopicPartitions,
-    KafkaException,
-    TopicPartition,
-)
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer as KafkaConsumer
+from confluent_kafka import KafkaException, TopicPartition
 
+from bench.group_memory import run_memory_case
 from bench.peers import (
     CpuMeter,
     ErrorSink,
@@ -55,7 +57,6 @@ from bench.peers import (
     Peer,
     client_config,
     percentile,
-    rss_mib,
 )
 from bench.report import (
     Run,
@@ -68,6 +69,7 @@ from bench.report import (
     remove_workdir,
     report,
     run_steps,
+    start_kafka,
     start_run,
     topic_name,
     value_row,
@@ -80,6 +82,11 @@ CONSUMER_HEARTBEAT_MS = 250
 ODRADEK_OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",
     "group.consumer.heartbeat.interval.ms": str(CONSUMER_HEARTBEAT_MS),
+}
+# Kafka 4.4 refuses a heartbeat interval under group.consumer.min.heartbeat.interval.ms
+KAFKA_SETTINGS = {
+    "group.consumer.heartbeat.interval.ms": str(CONSUMER_HEARTBEAT_MS),
+    "group.consumer.min.heartbeat.interval.ms": str(CONSUMER_HEARTBEAT_MS),
 }
 JOIN_TIMEOUT = 60.0
 # Both peers: the mock completes a rebalance of a group that already has members only
@@ -99,6 +106,7 @@ class Settings:
     quick: bool
     join_sizes: tuple[int, ...]
     join_repeats: dict[int, int]
+    single_joins: int
     commit_members: int
     commit_seconds: float
     memory_groups: int
@@ -106,8 +114,8 @@ class Settings:
     @classmethod
     def make(cls, quick: bool) -> Settings:
         if quick:
-            return cls(quick, (1, 10, 100), {1: 1, 10: 1, 100: 1}, 10, 2.0, 1000)
-        return cls(quick, (1, 10, 100), {1: 5, 10: 7, 100: 5}, 10, 5.0, 2000)
+            return cls(quick, (10, 100), {10: 1, 100: 1}, 10, 10, 2.0, 1000)
+        return cls(quick, (10, 100), {10: 7, 100: 5}, 30, 10, 5.0, 2000)
 
 
 # --------------------------------------------------------------------------- join
@@ -122,6 +130,7 @@ class JoinResult:
     close_seconds: float = 0.0
     client_errors: list[str] = field(default_factory=list)
     broker_cpu_pct: float = 0.0
+    broker_cpu_s: float = 0.0
     client_cpu_pct: float = 0.0
     other_cpu_pct: float = 0.0
 
@@ -256,6 +265,42 @@ def run_protocol_join_cases(run: Run, peers: list[Peer], protocol: str) -> None:
 
         details = {name: [asdict(r) for r in results] for name, results in runs.items()}
         run.rows.append(peer_row(label, "ms", "lower", medians.get, text, details))
+
+
+def run_single_joins(run: Run, peers: list[Peer]) -> None:
+    """Per protocol and peer: `single_joins` one-member groups in a row, each joined by a
+    new consumer and left again; the median join and the broker's CPU per join."""
+    count = run.settings.single_joins
+    for index, protocol in enumerate(PROTOCOL_CONFIG):
+        times: dict[str, list[float]] = {}
+        per_join: dict[str, tuple[float, float]] = {}
+        for peer in peers_in_order(peers, index):
+            topic = topic_name("join1")
+            sink = ErrorSink()
+            try:
+                peer.create_topic(topic, 1)
+                with CpuMeter(peer.pid) as cpu:
+                    for _ in range(count):
+                        result = JoinResult(members=1)
+                        close_members(join_group(peer.bootstrap, topic, 1, sink, result, protocol))
+                        if result.seconds is None:
+                            raise RuntimeError(f"not assigned within {JOIN_TIMEOUT:.0f}s")
+                        times.setdefault(peer.name, []).append(result.seconds * 1000)
+                per_join[peer.name] = (cpu.broker_seconds, count)
+                peer.delete_topic(topic)
+                check_peer(run, peer, f"one-member joins ({protocol})")
+            except (KafkaException, RuntimeError) as exc:
+                times.pop(peer.name, None)
+                run.problems.append(f"{peer.name} one-member joins ({protocol}): {exc}")
+            print(f"    {peer.name} {protocol}: {times.get(peer.name)}", flush=True)
+        medians = {name: statistics.median(runs) for name, runs in times.items()}
+        case = (
+            f"join ({protocol} protocol): 1 member, subscribe to assigned, median of {count} "
+            "new groups in a row"
+        )
+        run.rows.append(value_row(case, "ms", "lower", medians, "{:.1f} ms", details=times))
+        case = "  broker CPU per one-member group: consumer connects, joins, is assigned, leaves"
+        run.rows.append(cpu_per_op_row(case, per_join))
 
 
 def join_text(results: list[JoinResult] | None, median_ms: float | None) -> str:
@@ -404,139 +449,18 @@ def run_commit_cases(run: Run, peers: list[Peer]) -> None:
     run.rows.append(cpu_per_op_row("broker CPU per offset commit (same loop)", cpu))
 
 
-# --------------------------------------------------------------------------- memory
-
-
-@dataclass
-class MemoryResult:
-    groups: int
-    committed: int = 0
-    errors: int = 0
-    first_error: str | None = None
-    seconds: float = 0.0
-    rss_before_mib: float = 0.0
-    rss_after_mib: float = 0.0
-    broker_cpu_pct: float = 0.0
-    broker_cpu_s: float = 0.0
-    client_cpu_pct: float = 0.0
-    other_cpu_pct: float = 0.0
-
-    @property
-    def kib_per_group(self) -> float:
-        return (self.rss_after_mib - self.rss_before_mib) * 1024 / self.groups
-
-
-def settled_rss(pid: int, wait: float = 1.5) -> float:
-    time.sleep(wait)
-    return rss_mib(pid)["VmRSS"]
-
-
-def create_groups(peer: Peer, groups: int) -> MemoryResult:
-    """`groups` groups with one committed offset each, through AdminClient."""
-    result = MemoryResult(groups=groups)
-    sink = ErrorSink()
-    admin = AdminClient(client_config(peer.bootstrap, sink))
-    topic = topic_name("mem")
-    peer.create_topic(topic, 1)
-    prefix = f"bench-mem-{uuid.uuid4().hex[:6]}"
-
-    def commit_batch(names: list[str]) -> None:
-        futures = [
-            admin.alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(name, [TopicPartition(topic, 0, 1)])],
-                request_timeout=30,
-            )[name]
-            for name in names
-        ]
-        for future in futures:
-            try:
-                future.result(timeout=60)
-                result.committed += 1
-            except KafkaException as exc:
-                result.errors += 1
-                result.first_error = result.first_error or str(exc)
-
-    # warm-up: the first commits create the offsets partitions' state
-    commit_batch([f"{prefix}-warm-{i}" for i in range(20)])
-    result.committed = 0
-    result.rss_before_mib = settled_rss(peer.pid)
-    started = time.perf_counter()
-    names = [f"{prefix}-{i}" for i in range(groups)]
-    with CpuMeter(peer.pid) as cpu:
-        for at in range(0, groups, 200):  # at most 200 admin requests in flight
-            commit_batch(names[at : at + 200])
-    cpu.record(result)
-    result.seconds = time.perf_counter() - started
-    result.rss_after_mib = settled_rss(peer.pid)
-    peer.delete_topic(topic)
-    return result
-
-
-def run_memory_case(run: Run, peers: list[Peer]) -> None:
-    s = run.settings
-    label = (
-        f"memory per group: broker RSS delta / {s.memory_groups} groups, one offset commit each "
-        "(AdminClient alter_consumer_group_offsets)"
-    )
-    results: dict[str, MemoryResult] = {}
-    for peer in peers:
-        try:
-            result = create_groups(peer, s.memory_groups)
-            results[peer.name] = result
-            if result.errors:
-                run.problems.append(
-                    f"{peer.name} memory case: {result.errors} failed commits; "
-                    f"first: {result.first_error}"
-                )
-            check_peer(run, peer, label)
-        except (KafkaException, RuntimeError, OSError) as exc:
-            run.problems.append(f"{peer.name} memory case: {exc}")
-        done = results.get(peer.name)
-        if done is not None:
-            print(
-                f"    {peer.name}: {done.kib_per_group:.2f} KiB/group "
-                f"({done.rss_before_mib:.1f} -> {done.rss_after_mib:.1f} MiB, "
-                f"{done.committed} groups in {done.seconds:.1f}s)",
-                flush=True,
-            )
-
-    def value(name: str) -> float | None:
-        result = results.get(name)
-        if result is None or result.committed < result.groups:
-            return None
-        # a zero or negative delta (allocator reuse) cannot be compared
-        return result.kib_per_group if result.kib_per_group > 0 else None
-
-    def text(name: str) -> str:
-        result = results.get(name)
-        if result is None:
-            return "failed"
-        return (
-            f"{result.kib_per_group:.2f} KiB/group ({result.rss_before_mib:.1f} -> "
-            f"{result.rss_after_mib:.1f} MiB; {result.committed} groups in {result.seconds:.1f} s)"
-        )
-
-    details = {name: asdict(r) for name, r in results.items()}
-    run.rows.append(peer_row(label, "KiB/group", "lower", value, text, details))
-    rates = {
-        name: r.committed / r.seconds for name, r in results.items() if r.seconds and r.committed
-    }
-    case = "  (same case) group creations/s through the admin client, 200 in flight"
-    run.rows.append(value_row(case, "groups/s", "higher", rates, "{:.0f}/s"))
-    cpu = {name: (r.broker_cpu_s, r.committed) for name, r in results.items() if r.committed}
-    run.rows.append(cpu_per_op_row("  (same case) broker CPU per group creation", cpu))
-
-
 # --------------------------------------------------------------------------- main
 
 
 def start(run: Run, peers: list[Peer]) -> None:
-    """Odradek with ODRADEK_OVERRIDES, the mock with an initial rebalance delay of 0."""
+    """Odradek with ODRADEK_OVERRIDES, the mock with an initial rebalance delay of 0,
+    Kafka with KAFKA_SETTINGS."""
     peers.append(OdradekPeer(run.python, run.workdir, overrides=ODRADEK_OVERRIDES))
     mock = MockPeer(run.python, run.workdir)
     peers.append(mock)
     mock.set_rebalance_delay(0)
     mock.set_consumer_heartbeat_interval(CONSUMER_HEARTBEAT_MS)
+    start_kafka(run, peers, KAFKA_SETTINGS)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -544,15 +468,16 @@ def main(argv: list[str] | None = None) -> int:
     run = start_run(Settings.make(args.quick), "group", "odradek-bench-groups-")
     steps: list[tuple[str, Step]] = [
         ("memory per group", run_memory_case),
+        ("one-member joins", run_single_joins),
         ("join", run_join_cases),
         ("offset commits", run_commit_cases),
     ]
     findings = run_steps(run, start, steps)
     notes = [
-        "ratio > 1 means Odradek is better: mock/Odradek for times, latencies and memory, "
-        "Odradek/mock for rates. CPU: broker process / client process, % of one core.",
-        "Odradek: --override group.initial.rebalance.delay.ms=0; mock: "
-        "rd_kafka_mock_group_initial_rebalance_delay_ms(0) (its default is 3000 ms).",
+        "ratio > 1 means Odradek is better: other/Odradek for times, latencies, CPU and "
+        "memory, Odradek/other for rates. CPU: broker process / client process, % of one core.",
+        "Odradek: --override group.initial.rebalance.delay.ms=0 (Kafka: the same setting); "
+        "mock: rd_kafka_mock_group_initial_rebalance_delay_ms(0) (its default is 3000 ms).",
         "Consumers: confluent-kafka with session.timeout.ms=6000, heartbeat.interval.ms=2000, "
         "other settings default (eager range,roundrobin assignor), all in this process, "
         "polled round-robin from one thread. Members that joined earlier learn of a new "
@@ -564,17 +489,18 @@ def main(argv: list[str] | None = None) -> int:
         "members only when its timer of session.timeout.ms - 1000 ms (5 s here) fires, not when "
         "all members have rejoined, so its multi-member join times mostly measure that timer.",
         "Consumer protocol (KIP-848): confluent-kafka with group.protocol=consumer, the "
-        "broker's uniform assignor; both peers give members a heartbeat interval of "
-        f"{CONSUMER_HEARTBEAT_MS} ms (Odradek: group.consumer.heartbeat.interval.ms; mock: "
-        "rd_kafka_mock_set_group_consumer_heartbeat_interval_ms), since members learn of a "
-        "new target assignment only at their next heartbeat.",
+        "broker's uniform assignor; every peer gives members a heartbeat interval of "
+        f"{CONSUMER_HEARTBEAT_MS} ms (Odradek and Kafka: group.consumer.heartbeat.interval.ms; "
+        "mock: rd_kafka_mock_set_group_consumer_heartbeat_interval_ms), since members learn "
+        "of a new target assignment only at their next heartbeat.",
     ]
     report(
         run,
         name="groups",
         notes=notes,
         findings=findings,
-        settings=asdict(run.settings) | {"odradek_overrides": ODRADEK_OVERRIDES},
+        settings=asdict(run.settings)
+        | {"odradek_overrides": ODRADEK_OVERRIDES, "kafka_settings": KAFKA_SETTINGS},
     )
     remove_workdir(run, args.keep)
     return 0

@@ -5,6 +5,8 @@
   --mock-host`), created through librdkafka's C API so that topics can be made with
   an exact partition count (the mock has no CreateTopics handler); it takes commands
   as JSON lines on stdin.
+- Apache Kafka 4.4 runs as one combined KRaft node, a JVM started the way the test
+  rig starts it (bench/reference_kafka.py: same settings, same heap).
 - Helpers: free ports, a process's CPU time and memory from /proc (CpuMeter; JobMeter
   adds up a process tree, for Spark's JVM and workers), the client settings every
   case uses, and librdkafka's log lines kept for the report.
@@ -29,6 +31,8 @@ from typing import IO, Any
 import confluent_kafka
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench.reference_kafka import ReferenceKafka
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -395,7 +399,31 @@ def wait_until_accepting(proc: subprocess.Popen[Any], port: int, timeout: float 
     return time.perf_counter()
 
 
-class OdradekPeer(Peer):
+class AdminPeer(Peer):
+    """A broker that creates and deletes topics through the Kafka admin API."""
+
+    _admin: AdminClient | None = None
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient(client_config(self.bootstrap, ErrorSink()))
+        return self._admin
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        futures = self.admin.create_topics(
+            [NewTopic(topic, num_partitions=partitions, replication_factor=1)],
+            operation_timeout=10,
+        )
+        futures[topic].result(timeout=20)
+        self.wait_for_topic(topic, partitions)
+
+    def delete_topic(self, topic: str) -> None:
+        futures = self.admin.delete_topics([topic], operation_timeout=10)
+        futures[topic].result(timeout=20)
+
+
+class OdradekPeer(AdminPeer):
     name = "odradek"
 
     def __init__(
@@ -427,30 +455,34 @@ class OdradekPeer(Peer):
             self.stop()
             raise
         self.bootstrap = f"127.0.0.1:{self.port}"
-        self._admin: AdminClient | None = None
-
-    @property
-    def admin(self) -> AdminClient:
-        if self._admin is None:
-            self._admin = AdminClient(client_config(self.bootstrap, ErrorSink()))
-        return self._admin
-
-    def create_topic(self, topic: str, partitions: int) -> None:
-        futures = self.admin.create_topics(
-            [NewTopic(topic, num_partitions=partitions, replication_factor=1)],
-            operation_timeout=10,
-        )
-        futures[topic].result(timeout=20)
-        self.wait_for_topic(topic, partitions)
-
-    def delete_topic(self, topic: str) -> None:
-        futures = self.admin.delete_topics([topic], operation_timeout=10)
-        futures[topic].result(timeout=20)
 
     def stop(self) -> None:
         self._admin = None
         super().stop()
         self._log.close()
+
+
+class KafkaPeer(AdminPeer):
+    """Apache Kafka 4.4 (bench/reference_kafka.py); `startup_s` is spawn to accepting
+    connections after the storage format, which `format_s` times on its own."""
+
+    name = "kafka"
+
+    def __init__(
+        self, workdir: Path, label: str = "main", settings: dict[str, str] | None = None
+    ) -> None:
+        self.kafka = ReferenceKafka(workdir / f"kafka-{label}", extra=dict(settings or {}))
+        self.log_path = self.kafka.log_file
+        self.kafka.start()
+        assert self.kafka.proc is not None and self.kafka.figures is not None
+        self.proc = self.kafka.proc
+        self.startup_s = self.kafka.figures.seconds
+        self.format_s = self.kafka.figures.format_seconds
+        self.bootstrap = self.kafka.bootstrap
+
+    def stop(self) -> None:
+        self._admin = None
+        self.kafka.stop()
 
 
 class MockPeer(Peer):

@@ -1,7 +1,7 @@
 """A benchmark run: its settings and work dir, the steps it takes with the peers, the
-rows it measures (Odradek beside the mock, with the ratio oriented so that > 1 means
-Odradek is better), and the report: a Markdown table on stdout and
-bench/results/NAME.json.
+rows it measures (Odradek beside the mock and, where the run starts it, Apache Kafka
+4.4, each ratio oriented so that > 1 means Odradek is better), and the report: a
+Markdown table on stdout and bench/results/NAME.json.
 """
 
 from __future__ import annotations
@@ -19,14 +19,24 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import confluent_kafka
 
-from bench.peers import CLIENT_LOG, OTHER_CPU, REPO, MockPeer, OdradekPeer, Peer, venv_python
+from bench import reference_kafka
+from bench.peers import (
+    CLIENT_LOG,
+    OTHER_CPU,
+    REPO,
+    KafkaPeer,
+    MockPeer,
+    OdradekPeer,
+    Peer,
+    venv_python,
+)
 
 RESULTS_DIR = REPO / "bench" / "results"
 
@@ -35,10 +45,28 @@ RESULTS_DIR = REPO / "bench" / "results"
 # Shared with bench/groups.py and bench/transactions.py: rows, the run's skeleton, the report.
 
 
-def cpu_per_op_row(case: str, per_peer: dict[str, tuple[float, int]]) -> Row:
-    """A row of the broker's CPU time per operation, from (CPU seconds, operations)."""
-    values = {name: cpu / ops * 1e6 for name, (cpu, ops) in per_peer.items() if ops}
-    return value_row(case, "µs", "lower", values, "{:.0f} µs")
+def cpu_per_op_row(
+    case: str,
+    per_peer: Mapping[str, tuple[float, float]],
+    unit: str = "µs",
+    scale: float = 1e6,
+    fmt: str = "{:.0f} µs",
+    missing: str = "failed",
+) -> Row:
+    """A row of the broker's CPU time per operation, from (CPU seconds, operations);
+    `scale` turns seconds into `unit` (µs by default). /proc counts CPU in ticks (10 ms):
+    a peer that used less than one tick over the case gets no value, only a bound."""
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    values = {name: cpu / ops * scale for name, (cpu, ops) in per_peer.items() if ops}
+
+    def text(name: str) -> str:
+        if name not in values:
+            return missing
+        if values[name] == 0:
+            return "< " + fmt.format(tick / per_peer[name][1] * scale) + " (under a tick)"
+        return fmt.format(values[name])
+
+    return peer_row(case, unit, "lower", lambda name: values.get(name) or None, text)
 
 
 @dataclass
@@ -51,12 +79,23 @@ class Row:
     odradek_text: str = ""
     mock_text: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    kafka: float | None = None
+    kafka_text: str = ""
+
+    def _against(self, other: float | None) -> float | None:
+        if not self.odradek or not other:
+            return None
+        return self.odradek / other if self.better == "higher" else other / self.odradek
 
     @property
     def ratio(self) -> float | None:
-        if not self.odradek or not self.mock:
-            return None
-        return self.odradek / self.mock if self.better == "higher" else self.mock / self.odradek
+        """Odradek against the mock, > 1 when Odradek is better."""
+        return self._against(self.mock)
+
+    @property
+    def kafka_ratio(self) -> float | None:
+        """Odradek against Apache Kafka 4.4, > 1 when Odradek is better."""
+        return self._against(self.kafka)
 
 
 def peer_row(
@@ -77,6 +116,8 @@ def peer_row(
         odradek_text=text("odradek"),
         mock_text=text("mock"),
         details=details or {},
+        kafka=value("kafka"),
+        kafka_text=text("kafka"),
     )
 
 
@@ -107,6 +148,7 @@ class Run:
     extra: dict[str, Any] = field(default_factory=dict)
     profiles: dict[str, list[Path]] = field(default_factory=dict)
     began: float = field(default_factory=time.perf_counter)
+    with_kafka: bool = False  # the run starts Apache Kafka 4.4: its columns are reported
 
 
 Step = Callable[[Run, list[Peer]], None]
@@ -132,6 +174,35 @@ def start_peers(run: Run, peers: list[Peer]) -> None:
     """Odradek, then the mock; each is added once it is up (so that it gets stopped)."""
     peers.append(OdradekPeer(run.python, run.workdir))
     peers.append(MockPeer(run.python, run.workdir))
+
+
+def start_kafka(run: Run, peers: list[Peer], settings: dict[str, str] | None = None) -> None:
+    """Apache Kafka 4.4 as a third peer; if it does not start, the run goes on without it
+    and says why (its columns show "failed")."""
+    run.with_kafka = True
+    run.extra["kafka_settings"] = dict(settings or {})
+    if not reference_kafka.available():
+        run.problems.append(
+            f"Apache Kafka {reference_kafka.VERSION} not installed in {reference_kafka.LIB} "
+            "(make install-test) or no java"
+        )
+        return
+    try:
+        peers.append(KafkaPeer(run.workdir, settings=settings))
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        run.problems.append(f"Apache Kafka did not start: {exc}")
+
+
+def kafka_note(run: Run) -> str:
+    """How the run's Kafka was started: the JVM heap and the settings beyond the rig's."""
+    settings = run.extra.get("kafka_settings") or {}
+    added = ", ".join(f"{key}={value}" for key, value in settings.items())
+    return (
+        f"Apache Kafka {reference_kafka.VERSION}: one combined KRaft node (broker and "
+        f"controller) in one JVM, java {reference_kafka.HEAP}, the test rig's settings "
+        "(bench/reference_kafka.py)" + (f" plus {added}" if added else "") + "; its CPU is "
+        "the whole JVM process's (all threads), from /proc."
+    )
 
 
 def run_steps(
@@ -206,12 +277,40 @@ def broker_log_findings(path: Path, limit: int = 40) -> list[str]:
     return found[:limit]
 
 
-def render_table(rows: list[Row], columns: tuple[str, str] = ("Odradek", "mock")) -> str:
-    lines = [f"| case | {columns[0]} | {columns[1]} | ratio |", "|---|---|---|---|"]
+def render_table(
+    rows: list[Row], columns: tuple[str, str] = ("Odradek", "mock"), with_kafka: bool = False
+) -> str:
+    """Odradek, [Kafka 4.4 and the ratio against it,] the mock and the ratio against it."""
+
+    def ratio(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.2f}"
+
+    if not with_kafka:
+        lines = [f"| case | {columns[0]} | {columns[1]} | ratio |", "|---|---|---|---|"]
+        for row in rows:
+            lines.append(
+                f"| {row.case} | {row.odradek_text} | {row.mock_text} | {ratio(row.ratio)} |"
+            )
+        return "\n".join(lines)
+    lines = [
+        f"| case | {columns[0]} | Kafka 4.4 | vs Kafka | {columns[1]} | vs {columns[1]} |",
+        "|---|---|---|---|---|---|",
+    ]
     for row in rows:
-        ratio = "n/a" if row.ratio is None else f"{row.ratio:.2f}"
-        lines.append(f"| {row.case} | {row.odradek_text} | {row.mock_text} | {ratio} |")
+        lines.append(
+            f"| {row.case} | {row.odradek_text} | {row.kafka_text} | {ratio(row.kafka_ratio)} "
+            f"| {row.mock_text} | {ratio(row.ratio)} |"
+        )
     return "\n".join(lines)
+
+
+def row_json(row: Row, with_kafka: bool) -> dict[str, Any]:
+    document = {**asdict(row), "ratio": row.ratio}
+    if with_kafka:
+        document["kafka_ratio"] = row.kafka_ratio
+    else:
+        del document["kafka"], document["kafka_text"]
+    return document
 
 
 def git_head() -> str | None:
@@ -299,8 +398,9 @@ def report(
     """
     elapsed = time.perf_counter() - run.began
     command = command_line()
-    table = render_table(run.rows, columns)
-    notes = [note for note in [*notes, noise_note()] if note]
+    table = render_table(run.rows, columns, run.with_kafka)
+    kafka = kafka_note(run) if run.with_kafka else ""
+    notes = [note for note in [*notes, kafka, noise_note()] if note]
     text = "\n".join([table, "", *notes, "", f"command: `{command}`"])
     print()
     print(text)
@@ -315,9 +415,15 @@ def report(
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "seconds": round(elapsed, 1),
         "settings": asdict(run.settings) if settings is None else settings,
-        "environment": environment(),
+        "environment": environment(
+            **(
+                {"kafka": reference_kafka.VERSION, "kafka_jvm": reference_kafka.HEAP}
+                if run.with_kafka
+                else {}
+            )
+        ),
         "ratio_meaning": ratio_meaning,
-        "rows": [{**asdict(row), "ratio": row.ratio} for row in run.rows],
+        "rows": [row_json(row, run.with_kafka) for row in run.rows],
         **({} if notes_in_table else {"notes": notes}),
         "problems": run.problems,
         "other_cpu_pct_per_case": [round(v, 1) for v in OTHER_CPU],

@@ -1,11 +1,12 @@
-"""Transactions benchmark: Odradek side by side with librdkafka's mock cluster.
+"""Transactions benchmark: Odradek beside Apache Kafka 4.4 and librdkafka's mock cluster.
 
 Run from the repository root:
 
     .venv/bin/python -m bench.transactions [--quick]
 
-Both peers run in child processes (bench/peers.py hosts them); every client is
-confluent-kafka (librdkafka) in this process, one transactional producer at a time.
+The three peers run in child processes (bench/peers.py hosts them; Kafka as the test
+rig starts it, bench/reference_kafka.py); every client is confluent-kafka (librdkafka)
+in this process, one transactional producer at a time.
 
 - transactions/s, 1 partition: begin, 10 records of 100 B, commit_transaction(),
   in a loop for a fixed time after a few untimed warm-up transactions.
@@ -20,8 +21,11 @@ confluent-kafka (librdkafka) in this process, one transactional producer at a ti
   watermark up to the last record, repeated passes for a fixed time after one
   untimed pass (the mock keeps about 5 MiB per partition, so the fill stays below).
 
-Ratios are oriented so that >1 means Odradek is better: Odradek/mock for rates and
-throughput, mock/Odradek for latency.
+The broker's CPU (process CPU from /proc; Kafka's whole JVM) is divided by the
+transactions, and by the MB read in the consume cases.
+
+Ratios are oriented so that >1 means Odradek is better: Odradek/other for rates and
+throughput, other/Odradek for latency and CPU.
 """
 
 from __future__ import annotations
@@ -34,10 +38,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from bench.clients import (
-    Rates,
-    read_pass,
-)
+from bench.clients import Rates, read_pass
 from bench.peers import (
     CpuMeter,
     ErrorSink,
@@ -57,6 +58,7 @@ from bench.report import (
     remove_workdir,
     report,
     run_steps,
+    start_kafka,
     start_peers,
     start_run,
     topic_name,
@@ -77,12 +79,13 @@ class Settings:
     quick: bool
     txn_seconds: float
     consume_seconds: float
+    warmup_seconds: float
 
     @classmethod
     def make(cls, quick: bool) -> Settings:
         if quick:
-            return cls(quick, 3.0, 1.5)
-        return cls(quick, 12.0, 5.0)
+            return cls(quick, 3.0, 1.5, 1.5)
+        return cls(quick, 12.0, 5.0, 5.0)
 
 
 # --------------------------------------------------------------------------- transactions
@@ -235,6 +238,23 @@ def run_transactions(
         result.first_error = result.first_error or deliveries.first_error
     result.client_errors = sink.errors
     return result
+
+
+def warm_up(run: Run, peers: list[Peer]) -> None:
+    """Untimed transactions with offsets on every peer: Kafka creates its transaction
+    and offsets topics at their first use, and the JVM compiles its hot paths."""
+    for peer in peers:
+        topic, source = topic_name("warm"), topic_name("warm-in")
+        try:
+            peer.create_topic(topic, 8)
+            peer.create_topic(source, 8)
+            result = run_transactions(peer.bootstrap, topic, 8, run.settings.warmup_seconds, source)
+            if not result.transactions:
+                run.problems.append(f"{peer.name} warm-up: {result.first_error}")
+            peer.delete_topic(topic)
+            peer.delete_topic(source)
+        except (KafkaException, RuntimeError) as exc:
+            run.problems.append(f"{peer.name} warm-up: {exc}")
 
 
 def run_txn_cases(run: Run, peers: list[Peer]) -> None:
@@ -400,6 +420,7 @@ class ConsumeResult(Rates):
     first_error: str | None = None
     client_errors: list[str] = field(default_factory=list)
     broker_cpu_pct: float = 0.0
+    broker_cpu_s: float = 0.0
     client_cpu_pct: float = 0.0
     other_cpu_pct: float = 0.0
 
@@ -524,6 +545,9 @@ def run_consume_cases(run: Run, peers: list[Peer]) -> None:
         rates = {name: r.mb_per_s for name, r in results.items()}
         details = {name: asdict(r) for name, r in results.items()} | {"failures": failures}
         run.rows.append(peer_row(label, "MB/s", "higher", rates.get, text, details))
+        per_mb = {n: (r.broker_cpu_s, r.value_bytes / 1e6) for n, r in results.items() if r.records}
+        case = "  broker CPU per MB (same case)"
+        run.rows.append(cpu_per_op_row(case, per_mb, "ms/MB", 1e3, "{:.2f} ms"))
     shares: dict[str, float] = {}
     for name, by_isolation in per_peer.items():
         committed = by_isolation.get("read_committed")
@@ -537,21 +561,28 @@ def run_consume_cases(run: Run, peers: list[Peer]) -> None:
 # --------------------------------------------------------------------------- main
 
 
+def start(run: Run, peers: list[Peer]) -> None:
+    start_peers(run, peers)
+    start_kafka(run, peers)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = arg_parser(__doc__).parse_args(argv)
     settings = Settings.make(args.quick)
     run = start_run(settings, "transactions", "odradek-bench-txn-")
     steps: list[tuple[str, Step]] = [
+        ("warm-up", warm_up),
         ("transactions", run_txn_cases),
         ("consume", run_consume_cases),
     ]
-    findings = run_steps(run, start_peers, steps)
+    findings = run_steps(run, start, steps)
     notes = [
-        "ratio > 1 means Odradek is better: Odradek/mock for rates and throughput, "
-        "mock/Odradek for latency. CPU: broker process / client process, % of one core. "
+        "ratio > 1 means Odradek is better: Odradek/other for rates and throughput, "
+        "other/Odradek for latency and CPU. CPU: broker process / client process, % of one core. "
         "MB = 10^6 bytes of record values.",
         f"transactions: one confluent-kafka transactional producer (librdkafka defaults, "
-        f"linger.ms=5; commit_transaction flushes), {WARMUP_TXNS} untimed warm-up "
+        f"linger.ms=5; commit_transaction flushes), after {settings.warmup_seconds:g} s of "
+        f"untimed transactions on every peer; {WARMUP_TXNS} untimed warm-up "
         f"transactions, then {settings.txn_seconds:g} s; consume: {settings.consume_seconds:g} s "
         "of passes after one untimed pass.",
         "consume rows: the single consumer (client CPU column) is the bottleneck, not the "
