@@ -5,8 +5,7 @@ encoded here field by field instead of through kio's message classes, at a
 fraction of the cost. The bytes are the same as kio's encoding of the same
 answer (tests/unit/test_protocol.py compares them for every version).
 
-Odradek never reports per-record errors or a new leader, so `record_errors`
-(v8+) is always empty and the tagged fields of v10+ are left out.
+Odradek never reports a new leader, so the tagged fields of v10+ are left out.
 """
 
 from __future__ import annotations
@@ -69,7 +68,13 @@ def encode_produce_response(
             if version >= 5:
                 out.append(_INT64.pack(partition["log_start_offset"]))
             if version >= 8:
-                out.append(_array_length(0, flexible))  # record_errors
+                record_errors = partition.get("record_errors", ())
+                out.append(_array_length(len(record_errors), flexible))
+                for error in record_errors:
+                    out.append(_INT32.pack(error["batch_index"]))
+                    out.append(_nullable_string(error["batch_index_error_message"], flexible))
+                    if flexible:
+                        out.append(b"\x00")
                 out.append(_nullable_string(partition.get("error_message"), flexible))
             if flexible:
                 out.append(b"\x00")  # no tagged fields

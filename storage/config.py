@@ -26,6 +26,9 @@ class LogConfig:
     flush_ms: int | None = None
     cleanup_policy: str = "delete"  # "delete", "compact" or "compact,delete"
     message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
+    # how far before or after the broker's clock a CreateTime record may be stamped
+    message_timestamp_before_max_ms: int = INT64_MAX
+    message_timestamp_after_max_ms: int = INT64_MAX
     min_insync_replicas: int = 1
     # Compaction (cleanup.policy=compact), see storage/cleaner.py
     delete_retention_ms: int = 24 * 3600 * 1000  # tombstones and markers live this long
@@ -128,6 +131,8 @@ _PARSERS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "flush.ms": ("flush_ms", _optional_long(0)),
     "cleanup.policy": ("cleanup_policy", _cleanup_policy),
     "message.timestamp.type": ("message_timestamp_type", _timestamp_type),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", _long(0)),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", _long(0)),
     "min.insync.replicas": ("min_insync_replicas", _long(1, INT32_MAX)),
     "delete.retention.ms": ("delete_retention_ms", _long(0)),
     "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", _ratio),

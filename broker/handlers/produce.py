@@ -2,18 +2,25 @@
 
 - Record batches stay bytes: each batch's 61-byte header is read, its CRC32C
   checked, and the log patches base offset and leader epoch in place.
-- Only magic 2 (INVALID_RECORD otherwise); a bad CRC or a torn batch is
+- Exactly one batch of magic 2 a partition (INVALID_RECORD otherwise), zstd only
+  from v7 (UNSUPPORTED_COMPRESSION_TYPE); a bad CRC or a torn batch is
   CORRUPT_MESSAGE; a batch larger than the topic's `max.message.bytes` is
-  MESSAGE_TOO_LARGE. One bad batch fails its whole partition, not the others.
+  MESSAGE_TOO_LARGE; a codec Kafka does not know is UNKNOWN_SERVER_ERROR, as Kafka
+  fails on it. One bad batch fails its whole partition, not the others.
+- Records stamped further from the broker's clock than the topic's
+  `message.timestamp.before.max.ms` / `after.max.ms` (CreateTime topics) are
+  INVALID_TIMESTAMP, and records without a key on a compacted topic INVALID_RECORD,
+  each record named in `record_errors` (v8+) in Kafka's words.
 - Compressed batches are stored exactly as sent.
 - Idempotent and transactional batches go through the partition's producer
   state: duplicates answer with the original offset, gaps and stale epochs with
   Kafka's codes (see storage/producer_state.py).
-- A transactional batch must belong to its producer's open transaction
-  (INVALID_TXN_STATE otherwise) when this node coordinates its transactional id;
+- A transactional batch needs the request's transactional id (else every partition
+  answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka does) and must belong to
+  its producer's open transaction (INVALID_TXN_STATE otherwise) when this node
+  coordinates its transactional id;
   while that coordinator loads or moves the answer is NOT_ENOUGH_REPLICAS, which
   producers retry, as Kafka answers when it cannot verify the transaction.
-- A compacted topic refuses records without a key (INVALID_RECORD).
 - acks must be 0, 1 or -1; acks=0 gets no response at all. With acks=-1 a
   partition with fewer in-sync replicas than its `min.insync.replicas` answers
   NOT_ENOUGH_REPLICAS (on one node of its own there is one replica). In a cluster
@@ -43,15 +50,28 @@ from odradek.broker.handlers.authorization import acls_enabled
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.coordinator.runtime import CoordinatorError
-from odradek.protocol.batch import BatchHeader, InvalidBatch, TruncatedBatch, iter_batches
+from odradek.protocol.batch import (
+    ATTR_TRANSACTIONAL,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    InvalidBatch,
+    TruncatedBatch,
+    iter_batches,
+)
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.produce_request import ProduceRequest
 from odradek.protocol.produce_response import encode_produce_response
 from odradek.storage import faults
 from odradek.storage.batch_rewrite import decode_records
+from odradek.storage.config import INT64_MAX
 from odradek.storage.producer_state import DuplicateBatch, ProducerStateError
 
 MIN_VERSION, MAX_VERSION = 3, 11
+TIMESTAMP_REJECTED = "One or more records have been rejected due to invalid timestamp"
+NOT_ADDED = "Partition was not added to the transaction"
+ZSTD, KNOWN_CODECS = 4, range(5)
+MAGIC_AT, ATTRIBUTES_AT = 16, 22  # the magic byte, the low byte of the attributes
 
 
 def _error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -65,6 +85,14 @@ def _error(index: int, code: ErrorCode, message: str | None = None) -> dict[str,
     }
 
 
+def _refused(partition: Partition, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    """A batch the log refused: Kafka tells the log start with these."""
+    return {
+        **_error(partition.index, code, message),
+        "log_start_offset": partition.log.log_start_offset,
+    }
+
+
 def _transaction_error(
     ctx: RequestContext, partition: Partition, transactional_id: str | None, header: BatchHeader
 ) -> dict[str, Any] | None:
@@ -73,9 +101,7 @@ def _transaction_error(
     if entry is not None and header.producer_epoch < entry.epoch:
         return _error(partition.index, ErrorCode.invalid_producer_epoch)
     if transactional_id is None:
-        return _error(
-            partition.index, ErrorCode.invalid_txn_state, "partition not added to the transaction"
-        )
+        return _error(partition.index, ErrorCode.invalid_txn_state, NOT_ADDED)
     transactions = ctx.services.transactions
     if not transactions.coordinates(transactional_id):
         # another node coordinates it (a cluster): that node checked AddPartitionsToTxn,
@@ -97,9 +123,7 @@ def _transaction_error(
             ErrorCode.not_enough_replicas,
             f"cannot verify the partition is in the transaction yet: {reason}",
         )
-    return _error(
-        partition.index, ErrorCode.invalid_txn_state, "partition not added to the transaction"
-    )
+    return _error(partition.index, ErrorCode.invalid_txn_state, NOT_ADDED)
 
 
 def _in_sync(partition: Partition) -> int:
@@ -130,11 +154,69 @@ async def _wait_for_replicas(
             answer["error_code"] = ErrorCode.not_enough_replicas_after_append
 
 
-def _has_keyless_record(data: bytearray | memoryview, header: BatchHeader) -> bool:
-    """Compacted topics keep records by key: Kafka refuses records without one."""
+def _record_errors(
+    partition: Partition, data: bytearray | memoryview, header: BatchHeader, now_ms: int
+) -> dict[str, Any] | None:
+    """Kafka's checks of each record: a key on compacted topics, a CreateTime stamp
+    within the topic's limits around the broker's clock."""
+    config = partition.log.config
+    before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+    stamps = not config.log_append_time and (before < INT64_MAX or after < INT64_MAX)
+    if not (config.compacts or stamps):
+        return None
     batch = bytes(memoryview(data)[header.position : header.position + header.size])
     records = decode_records(header, batch)
-    return records is not None and any(record.key is None for record in records)
+    if records is None:
+        return None
+    name = f"{partition.topic.name}-{partition.index}"
+    errors: list[tuple[int, str]] = []
+    late = False
+    for index, record in enumerate(records):
+        timestamp = header.base_timestamp + record.timestamp_delta
+        if config.compacts and record.key is None:
+            why = f"Compacted topic cannot accept message without key in topic partition {name}"
+            errors.append((index, why))
+        elif stamps and timestamp != -1 and not -after <= now_ms - timestamp <= before:
+            late = True
+            errors.append(
+                (
+                    index,
+                    f"Timestamp {timestamp} of message with offset "
+                    f"{header.base_offset + record.offset_delta} is out of range. The timestamp "
+                    f"should be within [{now_ms - before}, {now_ms + after}]",
+                )
+            )
+    if not errors:
+        return None
+    if late:
+        code, message = ErrorCode.invalid_timestamp, TIMESTAMP_REJECTED
+    else:
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+        code = ErrorCode.invalid_record
+        message = (
+            f"One or more records have been rejected due to {len(errors)} record errors in "
+            f"total, and only showing the first three errors at most: [{shown}]"
+        )
+    record_errors = [{"batch_index": i, "batch_index_error_message": m} for i, m in errors]
+    return {**_refused(partition, code, message), "record_errors": record_errors}
+
+
+def request_problem(
+    index: int, records: bytes | memoryview | None, version: int
+) -> dict[str, Any] | None:
+    """Kafka's first look at a partition's records, before the log: one batch of
+    magic 2, zstd only from Produce v7."""
+    data = records or b""
+    if len(data) <= MAGIC_AT:  # no batch at all
+        return _error(index, ErrorCode.invalid_record)
+    size = LOG_OVERHEAD + int.from_bytes(data[8:12], "big", signed=True)
+    if size > len(data) or data[MAGIC_AT] != 2:  # no whole batch, or an old format
+        return _error(index, ErrorCode.invalid_record)
+    if version < 7 and len(data) > ATTRIBUTES_AT and data[ATTRIBUTES_AT] & 7 == ZSTD:
+        return _error(index, ErrorCode.unsupported_compression_type)
+    if size < len(data):  # more than one batch
+        return _error(index, ErrorCode.invalid_record)
+    return None
 
 
 def append_to_partition(
@@ -167,18 +249,29 @@ def append_to_partition(
         code = ErrorCode.corrupt_message if "CRC" in str(exc) else ErrorCode.invalid_record
         return _error(index, code, str(exc))
     for header in headers:
+        if header.compression not in KNOWN_CODECS:
+            return _refused(partition, ErrorCode.unknown_server_error)
         if header.size > log.config.max_message_bytes:
             return _error(index, ErrorCode.message_too_large)
         if header.records_count != header.last_offset_delta + 1:
-            return _error(index, ErrorCode.invalid_record, "record count does not match offsets")
+            return _refused(
+                partition, ErrorCode.invalid_record, "record count does not match offsets"
+            )
         if header.is_control:
-            return _error(index, ErrorCode.invalid_record, "clients may not send control batches")
+            return _refused(
+                partition, ErrorCode.invalid_record, "clients may not send control batches"
+            )
+        if header.producer_id >= 0 and header.base_sequence < 0:
+            return _refused(
+                partition, ErrorCode.invalid_record, "a producer's batch needs a sequence"
+            )
         if header.is_transactional:
             problem = _transaction_error(ctx, partition, transactional_id, header)
             if problem is not None:
                 return problem
-        if log.config.compacts and _has_keyless_record(data, header):
-            return _error(index, ErrorCode.invalid_record, "compacted topics need record keys")
+        problem = _record_errors(partition, data, header, now_ms)
+        if problem is not None:
+            return problem
     try:
         info = ctx.services.append(partition, data, headers, now_ms)
     except DuplicateBatch as duplicate:
@@ -189,11 +282,8 @@ def append_to_partition(
             "log_append_time": -1,
             "log_start_offset": log.log_start_offset,
         }
-    except ProducerStateError as exc:  # Kafka tells the log start with these
-        return {
-            **_error(index, ErrorCode(exc.code), str(exc)),
-            "log_start_offset": log.log_start_offset,
-        }
+    except ProducerStateError as exc:
+        return _refused(partition, ErrorCode(exc.code), str(exc))
     except OSError as exc:
         if not faults.is_storage_error(exc):
             raise
@@ -211,6 +301,18 @@ def append_to_partition(
 def _transactional_id_allowed(ctx: RequestContext, transactional_id: str | None) -> bool:
     return transactional_id is None or ctx.allowed(
         Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    )
+
+
+def _has_transactional_batch(request: ProduceRequest) -> bool:
+    """Whether a partition's first batch is transactional (what Kafka looks at)."""
+    return any(
+        records is not None
+        and len(records) >= HEADER_SIZE
+        and records[MAGIC_AT] == 2
+        and records[ATTRIBUTES_AT] & ATTR_TRANSACTIONAL
+        for topic_data in request.topic_data
+        for _, records in topic_data.partition_data
     )
 
 
@@ -233,7 +335,8 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
     answers: list[dict[str, Any]] = []  # of the partitions written to
     ends: list[tuple[Partition, int, dict[str, Any]]] = []  # what acks=all waits for
     checked = acls_enabled(ctx)
-    if checked and not _transactional_id_allowed(ctx, request.transactional_id):
+    unnamed = request.transactional_id is None and _has_transactional_batch(request)
+    if unnamed or (checked and not _transactional_id_allowed(ctx, request.transactional_id)):
         if acks == 0:
             return None
         return encode_produce_response(ctx.version, _refuse_all(request))
@@ -246,6 +349,8 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
                 results.append(_error(index, ErrorCode.topic_authorization_failed))
             elif partition is None:
                 results.append(_error(index, ErrorCode.unknown_topic_or_partition))
+            elif (problem := request_problem(index, records, ctx.version)) is not None:
+                results.append(problem)
             elif not partition.led_here:
                 results.append(_error(index, ErrorCode.not_leader_or_follower))
             elif acks not in (0, 1, -1):

@@ -29,10 +29,14 @@ def create(run: Run, *topics: dict[str, Any], validate_only: bool = False) -> An
     return run.call(CREATE_TOPICS, 7, body)
 
 
-def quietly_create(run: Run, name: str, partitions: int = 1) -> None:
+def quietly_create(run: Run, name: str, partitions: int = 1, **configs: str) -> None:
     """A topic for the scenario, once the broker asked knows it (Kafka's brokers learn
     a new topic from the controller a moment after CreateTopics answers)."""
-    body = {"topics": [topic(name, partitions)], "timeout": 10000, "validate_only": False}
+    body = {
+        "topics": [topic(name, partitions, **configs)],
+        "timeout": 10000,
+        "validate_only": False,
+    }
     answer = run.quiet(CREATE_TOPICS, 7, body)
     assert answer.topics[0].error_code == 0, answer
     known = run.until(
@@ -45,6 +49,22 @@ def quietly_create(run: Run, name: str, partitions: int = 1) -> None:
         ),
     )
     assert known.topics[0].error_code == 0, known
+    # and until its partitions take requests (Kafka's replica manager becomes their
+    # leader a moment after its metadata names it)
+    body = {
+        "replica_id": -1,
+        "isolation_level": 0,
+        "topics": [
+            {
+                "name": name,
+                "partitions": [{"partition_index": i, "timestamp": -1} for i in range(partitions)],
+            }
+        ],
+    }
+    run.until(
+        lambda: run.quiet(LIST_OFFSETS, 7, body),
+        lambda answer: all(p.error_code == 0 for p in answer.topics[0].partitions),
+    )
 
 
 @scenario("create-topics.valid", "a new topic with configs, then the same name again")

@@ -12,6 +12,7 @@ from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_data,
     scenarios_groups,
     scenarios_new_groups,
+    scenarios_produce,
     scenarios_topics,
 )
 from conformance.harness import (

@@ -213,6 +213,15 @@ _partition_answers = st.fixed_dictionaries(
         "log_append_time": st.one_of(st.just(-1), st.integers(0, 2**41)),
         "log_start_offset": st.integers(-1, 2**62),
         "error_message": st.one_of(st.none(), st.text(max_size=40)),
+        "record_errors": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "batch_index": st.integers(0, 2**31 - 1),
+                    "batch_index_error_message": st.one_of(st.none(), st.text(max_size=40)),
+                }
+            ),
+            max_size=3,
+        ),
     }
 )
 _topic_answers = st.lists(
