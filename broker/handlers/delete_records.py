@@ -2,8 +2,10 @@
 
 Moves a partition's log start offset up to the given offset (-1 means the
 high watermark); whole segments below it are removed. An offset above the
-high watermark is OFFSET_OUT_OF_RANGE. Answers the new low watermark. With ACLs a
-topic needs DELETE on it: TOPIC_AUTHORIZATION_FAILED otherwise.
+high watermark is OFFSET_OUT_OF_RANGE. Answers the new low watermark. A topic that
+is compacted and not deleted (cleanup.policy=compact) keeps its records:
+POLICY_VIOLATION, as Kafka answers. With ACLs a topic needs DELETE on it:
+TOPIC_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 log = partition.log
                 high_watermark = partition.high_watermark
                 offset = high_watermark if p.offset == HIGH_WATERMARK else p.offset
-                if not 0 <= offset <= high_watermark:
+                if log.config.compacts and not log.config.deletes:
+                    answer["error_code"] = ErrorCode.policy_violation
+                elif not 0 <= offset <= high_watermark:
                     answer["error_code"] = ErrorCode.offset_out_of_range
                 else:
                     answer["low_watermark"] = log.delete_records_before(offset)
