@@ -22,7 +22,7 @@ PYTEST_ARGS ?=
 # Reinstall when the project metadata or the set of packages changes.
 INSTALL_DEPS := pyproject.toml $(wildcard */__init__.py) odradek/__init__.py
 # Test harness code that is type-checked (on top of the packages in [tool.mypy]).
-TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py acl_admin.py broker.py certs.py containers.py env.py java.py logs.py messages.py names.py reference_kafka.py topics.py spark.py streams_app.py)
+TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py acl_admin.py broker.py certs.py containers.py env.py java.py logs.py messages.py names.py reference_kafka.py topics.py spark.py client_programs.py go_client.py js_client.py streams_app.py)
 TEST_TYPED += $(addprefix tests/soak/,__init__.py workload.py verify.py soak.py)
 STAMP_RUN := $(VENV)/.stamp-install
 STAMP_TEST := $(VENV)/.stamp-install-test
@@ -84,7 +84,19 @@ $(STREAMS_STAMP): tests/streams/pom.xml $(wildcard tests/streams/app/src/main/ja
 	mvn -q -B -f tests/streams/pom.xml package dependency:copy-dependencies
 	@touch $@
 
-install-test: $(STAMP_TEST) system-deps $(REFERENCE_STAMP) $(STREAMS_STAMP)
+# The franz-go scenarios of tests/go (github.com/twmb/franz-go from the Go module proxy,
+# pinned by go.mod and go.sum), built into tests/go/bin.
+GO_CLIENT := tests/go/bin/kafkago
+$(GO_CLIENT): tests/go/go.mod tests/go/go.sum $(wildcard tests/go/*.go)
+	cd tests/go && go build -o bin/kafkago .
+
+# KafkaJS 2.2.4 for tests/js/scenarios.js, from the npm registry (tests/js/package-lock.json).
+JS_CLIENT_STAMP := tests/js/node_modules/.stamp
+$(JS_CLIENT_STAMP): tests/js/package.json tests/js/package-lock.json
+	cd tests/js && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+install-test: $(STAMP_TEST) system-deps $(REFERENCE_STAMP) $(GO_CLIENT) $(JS_CLIENT_STAMP) $(STREAMS_STAMP)
 
 # Podman settings this host needs (runc, ulimits); the base image carries the host's apt
 # sources and stays local; the host's CA bundle is mounted for pip during the build only.
@@ -113,7 +125,7 @@ test: install-test lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf tests/java/classes tests/streams/lib tests/streams/target tests/reference/lib .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
+	rm -rf tests/go/bin tests/js/node_modules tests/java/classes tests/streams/lib tests/streams/target tests/reference/lib .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
 
 # Data-plane benchmark, Odradek beside librdkafka's mock cluster (bench/data_plane.py).
 #   make bench                       full run (~3 min), table + bench/results/data_plane.json
