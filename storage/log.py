@@ -290,16 +290,21 @@ class PartitionLog:
         *,
         max_offset: int | None = None,
         min_one: bool = True,
+        partial_tail: bool = False,
     ) -> LogSlice | None:
         """Whole batches from the one holding `offset`, up to `max_bytes` (but at least
-        one batch with min_one), none with a base offset >= `max_offset`; None if nothing."""
+        one batch with min_one), none with a base offset >= `max_offset`; None if nothing.
+        With `partial_tail` the bytes of the next batch up to `max_bytes` come too, as
+        Kafka sends them to consumers (which drop a batch cut short)."""
         with self._lock:
             self._check_open()
             self._check_range(offset)
             if offset == self.log_end_offset:
                 return None
             for segment in self._segments[self._segment_at(offset) :]:
-                found, piece = self._read_segment(segment, offset, max_bytes, max_offset, min_one)
+                found, piece = self._read_segment(
+                    segment, offset, max_bytes, max_offset, min_one, partial_tail
+                )
                 if found:
                     return piece
             return None
@@ -311,6 +316,7 @@ class PartitionLog:
         max_bytes: int,
         max_offset: int | None,
         min_one: bool,
+        partial_tail: bool = False,
     ) -> tuple[bool, LogSlice | None]:
         index = segment.index(self.config.index_interval_bytes)
         first = None
@@ -327,9 +333,11 @@ class PartitionLog:
         limit = first.position + max_bytes
         end = max(first.position + first.size, index.position_before(limit, max_offset))
         for header in segment.headers(end):
-            if header.position + header.size > limit or (
-                max_offset is not None and header.base_offset >= max_offset
-            ):
+            if max_offset is not None and header.base_offset >= max_offset:
+                break
+            if header.position + header.size > limit:
+                if partial_tail:
+                    end = limit
                 break
             end = header.position + header.size
         return True, self._slice(segment, first.position, end - first.position)

@@ -1,10 +1,12 @@
 """Fetch (1), v4-v16.
 
-- Whole stored batches are returned as they sit in the segment file, starting
-  with the batch that holds the fetch offset; clients skip earlier records.
+- Stored batches are returned as they sit in the segment file, starting with the
+  batch that holds the fetch offset; clients skip earlier records.
 - Limits: `partition_max_bytes` per partition and `max_bytes` overall, except
   that the first batch of the first partition with data is returned even when
-  larger, so a consumer can always make progress.
+  larger, so a consumer can always make progress. As on Kafka, a consumer gets the
+  bytes up to the limit, the last batch cut short if it does not fit (clients drop
+  it and fetch it again); followers get whole batches.
 - Long poll: with fewer than `min_bytes` available the request parks until a
   Produce to one of its partitions or `max_wait_ms`, whichever is first.
 - An offset outside [log start, log end] is OFFSET_OUT_OF_RANGE; the answer
@@ -158,6 +160,7 @@ def _read_partition(
             max(min(cached.max_bytes, budget), 0),
             max_offset=read_to,
             min_one=min_one,
+            partial_tail=replica_id < 0,
         )
     except OffsetOutOfRange:
         answer["error_code"] = ErrorCode.offset_out_of_range
@@ -179,7 +182,9 @@ def _read_partition(
 def _shape(
     plan: FetchPlan, results: list[tuple[PartitionKey, CachedPartition, dict[str, Any]]]
 ) -> list[dict[str, Any]]:
-    """Group answers by topic; an incremental answer keeps only partitions with news."""
+    """Group answers by topic; an incremental answer keeps only partitions with news,
+    and moves those that had records to the end of its session, so that the others
+    come first next time (as Kafka does)."""
     topics: dict[tuple[str | None, Any], list[dict[str, Any]]] = {}
     for key, cached, answer in results:
         news = cached.changed(
@@ -187,6 +192,8 @@ def _shape(
         )
         if plan.incremental and not (news or answer["records"] or answer["error_code"]):
             continue
+        if plan.incremental and answer["records"] and plan.session is not None:
+            plan.session.partitions.move_to_end(key)
         topics.setdefault((key[0], key[1]), []).append(answer)
     return [
         {"topic": name, "topic_id": topic_id, "partitions": partitions}

@@ -10,6 +10,7 @@ from helpers.wire import WireClient
 
 from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_data,
+    scenarios_fetch,
     scenarios_groups,
     scenarios_new_groups,
     scenarios_produce,
