@@ -8,7 +8,9 @@ and its epoch is the target's epoch.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from odradek.coordinator.group import share_records as shr
@@ -36,8 +38,8 @@ class ShareGroup:
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, TopicPartitions] = field(default_factory=dict)
-    # the subscribed topics (name -> (id, partitions)) the group epoch was computed for
-    topics: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
+    # the hash of the subscribed topics (topics_hash) the group epoch was computed for
+    metadata_hash: int = 0
     state_partitions: shr.StatePartitions = field(default_factory=shr.StatePartitions)
 
     @property
@@ -50,16 +52,25 @@ class ShareGroup:
 
     def copy(self) -> ShareGroup:
         """A copy a heartbeat may change: records replace members, never change them."""
-        return dataclasses.replace(
-            self, members=dict(self.members), target=dict(self.target), topics=dict(self.topics)
-        )
+        return dataclasses.replace(self, members=dict(self.members), target=dict(self.target))
+
+
+def topics_hash(topics: Mapping[str, tuple[uuid.UUID, int]]) -> int:
+    """A signed 64-bit hash of the subscribed topics (name -> (id, partitions)), the same
+    in every process; 0 for none."""
+    if not topics:
+        return 0
+    text = ";".join(f"{name},{tid},{count}" for name, (tid, count) in sorted(topics.items()))
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), signed=True)
 
 
 def apply_record(group: ShareGroup, key: shr.ShareKey, value: bytes | None) -> None:
     """One record's change to `group`, the same live, on a working copy and loading."""
     kind, member_id = key.kind, key.member
     if kind == shr.GROUP_EPOCH:
-        group.group_epoch = shr.decode_group_epoch(value) if value is not None else 0
+        group.group_epoch, group.metadata_hash = (
+            shr.decode_group_epoch(value) if value is not None else (0, 0)
+        )
     elif kind == shr.TARGET_EPOCH:
         group.assignment_epoch = shr.decode_assignment_epoch(value) if value is not None else 0
     elif kind == shr.TARGET_MEMBER:

@@ -23,7 +23,7 @@ from odradek.coordinator.group.consumer_protocol import (
     fenced_message,
 )
 from odradek.coordinator.group.shard_state import ShardState
-from odradek.coordinator.group.share import ShareGroup, ShareMember, apply_record
+from odradek.coordinator.group.share import ShareGroup, ShareMember, apply_record, topics_hash
 from odradek.coordinator.group.share_assignor import assign
 from odradek.coordinator.runtime import Record, Result
 from odradek.protocol.errors import ErrorCode
@@ -106,15 +106,8 @@ class ShareProtocol(ShardState):
         if stored is None or _metadata(stored) != _metadata(updated):
             _emit(group, records, _member_record(group_id, updated))
         bump = stored is None or stored.subscribed_topic_names != updated.subscribed_topic_names
-        topics = self._share_topics(group)
-        if topics != group.topics:
-            group.topics = topics
-            bump = True
-        if bump or group.group_epoch == 0:
-            key = shr.ShareKey(shr.GROUP_EPOCH, group_id)
-            _emit(
-                group, records, (shr.encode_key(key), shr.encode_group_epoch(group.group_epoch + 1))
-            )
+        if bump or group.group_epoch == 0 or self._share_topics_hash(group) != group.metadata_hash:
+            self._bump_share_epoch(group, records)
         if group.group_epoch > group.assignment_epoch:
             self._share_assign(group, records)
         after = group.members[member_id]
@@ -172,14 +165,23 @@ class ShareProtocol(ShardState):
         names = {n for m in group.members.values() for n in m.subscribed_topic_names}
         return {n: existing[n] for n in sorted(names) if n in existing}
 
+    def _share_topics_hash(self, group: ShareGroup) -> int:
+        return topics_hash(self._share_topics(group))
+
+    def _bump_share_epoch(self, group: ShareGroup, records: list[Record]) -> None:
+        """The next group epoch, with the hash of the topics it is for: a heartbeat moves the
+        epoch again only when the members' subscriptions or those topics change."""
+        key = shr.ShareKey(shr.GROUP_EPOCH, group.group_id)
+        value = shr.encode_group_epoch(group.group_epoch + 1, self._share_topics_hash(group))
+        _emit(group, records, (shr.encode_key(key), value))
+
     def _share_assign(self, group: ShareGroup, records: list[Record]) -> None:
+        topics = self._share_topics(group)
         subscriptions = {
-            m.member_id: frozenset(
-                group.topics[n][0] for n in m.subscribed_topic_names if n in group.topics
-            )
+            m.member_id: frozenset(topics[n][0] for n in m.subscribed_topic_names if n in topics)
             for m in group.members.values()
         }
-        partitions = {topic_id: count for topic_id, count in group.topics.values()}
+        partitions = {topic_id: count for topic_id, count in topics.values()}
         new_target = assign(subscriptions, partitions, group.target)
         for member_id, target in new_target.items():
             if group.target.get(member_id) != target:
@@ -194,10 +196,8 @@ class ShareProtocol(ShardState):
         for kind in (shr.TARGET_MEMBER, shr.CURRENT_ASSIGNMENT, shr.MEMBER_METADATA):
             key = shr.ShareKey(kind, group.group_id, member_id)
             _emit(group, records, (shr.encode_key(key), None))
-        key = shr.ShareKey(shr.GROUP_EPOCH, group.group_id)
-        _emit(group, records, (shr.encode_key(key), shr.encode_group_epoch(group.group_epoch + 1)))
+        self._bump_share_epoch(group, records)
         if group.members:
-            group.topics = self._share_topics(group)
             self._share_assign(group, records)
 
     # -- timers --------------------------------------------------------------------
@@ -240,7 +240,7 @@ class ShareProtocol(ShardState):
                 "assignment_epoch": group.assignment_epoch,
                 "assignor_name": "simple",
                 "members": list(group.members.values()),
-                "topic_names": {topic_id: name for name, (topic_id, _) in group.topics.items()},
+                "topic_names": {tid: name for name, (tid, _) in self.topics_view().items()},
             },
         )
 

@@ -100,13 +100,15 @@ def _read(raw: bytes) -> Reader:
     return reader
 
 
-def encode_group_epoch(epoch: int) -> bytes:
+def encode_group_epoch(epoch: int, metadata_hash: int = 0) -> bytes:
     """ShareGroupMetadataValue: the epoch and the hash of the subscribed topics' metadata."""
-    return _start().int32(epoch).int64(0).no_tags().done()
+    return _start().int32(epoch).int64(metadata_hash).no_tags().done()
 
 
-def decode_group_epoch(raw: bytes) -> int:
-    return _read(raw).int32()
+def decode_group_epoch(raw: bytes) -> tuple[int, int]:
+    """(epoch, metadata hash)."""
+    reader = _read(raw)
+    return reader.int32(), reader.int64()
 
 
 def encode_assignment_epoch(epoch: int) -> bytes:
