@@ -1,7 +1,8 @@
 # Odradek: developer and CI entry points.
 #   make run           start a broker on 127.0.0.1:9092 with ./data
 #   make install-test  install the package with its test extra, plus kcat, podman (with runc and
-#                      mmdebstrap) and a JDK where absent, and Apache Kafka 4.4 (Maven Central)
+#                      mmdebstrap) and a JDK where absent, and Apache Kafka 4.4 with its Java
+#                      client (Maven Central)
 #   make image         the container image localhost/odradek:latest, on a local Debian base
 #   make lint          ruff + mypy
 #   make test          install-test + lint + pytest (PYTEST_ARGS="-k foo" to narrow)
@@ -22,7 +23,7 @@ PYTEST_ARGS ?=
 # Reinstall when the project metadata or the set of packages changes.
 INSTALL_DEPS := pyproject.toml $(wildcard */__init__.py) odradek/__init__.py
 # Test harness code that is type-checked (on top of the packages in [tool.mypy]).
-TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py acl_admin.py broker.py certs.py containers.py env.py java.py logs.py messages.py names.py reference_kafka.py topics.py spark.py client_programs.py go_client.py js_client.py streams_app.py)
+TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py acl_admin.py both_brokers.py broker.py certs.py containers.py env.py java.py logs.py messages.py names.py reference_kafka.py topics.py spark.py client_programs.py go_client.py js_client.py streams_app.py)
 TEST_TYPED += $(addprefix tests/soak/,__init__.py workload.py verify.py soak.py)
 STAMP_RUN := $(VENV)/.stamp-install
 STAMP_TEST := $(VENV)/.stamp-install-test
@@ -76,6 +77,13 @@ $(REFERENCE_STAMP): tests/reference/pom.xml
 	mvn -q -B -f tests/reference/pom.xml dependency:copy-dependencies
 	@touch $@
 
+# The Apache Kafka Java client 4.4 that tests/java/KafkaTool.java runs on (tests/java/pom.xml).
+JAVA_CLIENT_STAMP := tests/java/lib/.stamp
+$(JAVA_CLIENT_STAMP): tests/java/pom.xml
+	rm -rf tests/java/lib
+	mvn -q -B -f tests/java/pom.xml dependency:copy-dependencies -DoutputDirectory=tests/java/lib
+	@touch $@
+
 # The Kafka Streams 4.4 application of tests/streams/ (tests/streams/pom.xml): built into
 # tests/streams/target, its jars copied into tests/streams/lib.
 STREAMS_STAMP := tests/streams/lib/.stamp
@@ -96,7 +104,7 @@ $(JS_CLIENT_STAMP): tests/js/package.json tests/js/package-lock.json
 	cd tests/js && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-install-test: $(STAMP_TEST) system-deps $(REFERENCE_STAMP) $(GO_CLIENT) $(JS_CLIENT_STAMP) $(STREAMS_STAMP)
+install-test: $(STAMP_TEST) system-deps $(REFERENCE_STAMP) $(JAVA_CLIENT_STAMP) $(GO_CLIENT) $(JS_CLIENT_STAMP) $(STREAMS_STAMP)
 
 # Podman settings this host needs (runc, ulimits); the base image carries the host's apt
 # sources and stays local; the host's CA bundle is mounted for pip during the build only.
@@ -125,7 +133,7 @@ test: install-test lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf tests/go/bin tests/js/node_modules tests/java/classes tests/streams/lib tests/streams/target tests/reference/lib .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
+	rm -rf tests/go/bin tests/js/node_modules tests/java/classes tests/streams/lib tests/streams/target tests/java/lib tests/reference/lib .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
 
 # Data-plane benchmark, Odradek beside librdkafka's mock cluster (bench/data_plane.py).
 #   make bench                       full run (~3 min), table + bench/results/data_plane.json

@@ -1,8 +1,10 @@
-"""Compile and run tests/java/KafkaTool.java against the Apache Kafka Java client.
+"""Compile and run tests/java/*.java (KafkaTool and its scenarios) against the Apache
+Kafka Java client 4.4.
 
-The client jars come from the PyPI wheel ``shigawire-apache-flink-libraries``
-(``pyflink/lib/``). Classes are compiled on demand into ``tests/java/classes/<hash>/``,
-keyed by the source, the jar set and the javac version, so edits recompile and
+The client and what it needs (Jackson, SLF4J with its simple binding, logging warnings
+to stderr) come from Maven Central: `make install-test` copies them into tests/java/lib
+(tests/java/pom.xml). Classes are compiled on demand into ``tests/java/classes/<hash>/``,
+keyed by the sources, the jar set and the javac version, so edits recompile and
 repeated runs do not.
 """
 
@@ -12,7 +14,6 @@ import base64
 import contextlib
 import fcntl
 import hashlib
-import importlib.util
 import json
 import os
 import queue
@@ -30,19 +31,10 @@ from typing import Any
 from helpers.env import missing, require_executable
 
 JAVA_DIR = Path(__file__).resolve().parents[1] / "java"
-SOURCE = JAVA_DIR / "KafkaTool.java"
+LIB = JAVA_DIR / "lib"
 CLASSES_ROOT = Path(os.environ.get("ODRADEK_JAVA_CLASSES", JAVA_DIR / "classes"))
 MAIN_CLASS = "KafkaTool"
-JARS = (
-    "kafka-clients.jar",
-    "slf4j-api.jar",
-    "lz4-java.jar",
-    "snappy-java.jar",
-    "zstd-jni.jar",
-    "jackson-core.jar",
-    "jackson-databind.jar",
-    "jackson-annotations.jar",
-)
+CLIENT_VERSION = "4.4.0"
 DEFAULT_TIMEOUT = 60.0
 
 
@@ -50,15 +42,15 @@ class JavaToolError(AssertionError):
     pass
 
 
-def jar_dir() -> Path | None:
-    spec = importlib.util.find_spec("pyflink")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        lib = Path(location) / "lib"
-        if (lib / "kafka-clients.jar").is_file():
-            return lib
-    return None
+def sources() -> list[Path]:
+    return sorted(JAVA_DIR.glob("*.java"))
+
+
+def jars() -> list[Path]:
+    """The jars of tests/java/lib, or none when the client is not installed."""
+    if not (LIB / f"kafka-clients-{CLIENT_VERSION}.jar").is_file():
+        return []
+    return sorted(LIB.glob("*.jar"))
 
 
 def _javac_version(javac: str) -> str:
@@ -71,22 +63,17 @@ def _build() -> tuple[str, str]:
     """Returns (java executable, classpath). Compiles if needed; fails/skips if impossible."""
     java = require_executable("java", "install a JDK 17")
     javac = require_executable("javac", "install a JDK 17")
-    lib = jar_dir()
-    if lib is None:
-        missing(
-            "Kafka Java client jars not found: pip install "
-            "'shigawire-apache-flink-libraries==2.0.0.post1' (pyflink/lib/kafka-clients.jar)"
-        )
-    jars = [lib / name for name in JARS]
-    absent = [str(j) for j in jars if not j.is_file()]
-    if absent:
-        missing(f"jars missing from {lib}: {', '.join(absent)}")
-    jar_cp = os.pathsep.join(str(j) for j in jars)
+    jar_files = jars()
+    if not jar_files:
+        missing(f"the Kafka Java client {CLIENT_VERSION} is not in {LIB} (run `make install-test`)")
+    jar_cp = os.pathsep.join(str(j) for j in jar_files)
+    source_files = sources()
 
     digest = hashlib.sha256()
-    digest.update(SOURCE.read_bytes())
+    for source in source_files:
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
     digest.update(_javac_version(javac).encode())
-    for j in jars:
+    for j in jar_files:
         st = j.stat()
         digest.update(f"{j.name}:{st.st_size}".encode())
     out_dir = CLASSES_ROOT / digest.hexdigest()[:16]
@@ -106,7 +93,7 @@ def _build() -> tuple[str, str]:
                         str(tmp),
                         "-cp",
                         jar_cp,
-                        str(SOURCE),
+                        *map(str, source_files),
                     ],
                     capture_output=True,
                     text=True,
@@ -129,6 +116,8 @@ def command(args: Sequence[str]) -> list[str]:
         "-XX:TieredStopAtLevel=1",
         "-Xshare:auto",
         "-Dslf4j.internal.verbosity=ERROR",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-Dorg.slf4j.simpleLogger.logFile=System.err",
         "-cp",
         classpath,
         MAIN_CLASS,
@@ -286,13 +275,18 @@ def produce(
     linger_ms: int | None = None,
     batch_size: int | None = None,
     partition: int | None = None,
+    transaction: str | None = None,
     props: Mapping[str, object] | None = None,
     check: bool = True,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> JavaResult:
     """Produce ``records`` (see ``record_line``) or ``count`` generated records
-    (key ``key-i``, value ``value-i``). Result lines: index, partition, offset, timestamp."""
+    (key ``key-i``, value ``value-i``). Result lines: index, partition, offset, timestamp.
+    ``transaction`` "commit" or "abort": all in one transaction (props must name a
+    transactional.id)."""
     args = ["produce", "--bootstrap", bootstrap, "--topic", topic, "--acks", acks]
+    if transaction is not None:
+        args += ["--transaction", transaction]
     if compression is not None:
         args += ["--compression", compression]
     if idempotence is not None:
@@ -360,6 +354,38 @@ def admin(
 ) -> JavaResult:
     """An admin subcommand, e.g. ``admin(b, "create-topic", "--topic", t, "--partitions", "3")``."""
     return run([command_name, "--bootstrap", bootstrap, *args, *props_args(props)], check=check)
+
+
+def admin_steps(
+    bootstrap: str, steps: Sequence[Sequence[str] | Mapping[str, Any]], timeout: float = 120
+) -> list[list[dict[str, Any]]]:
+    """Admin commands run one after the other by one Admin client in one JVM (KafkaTool
+    ``script``): each step is a command's arguments (no --bootstrap), or {"args": [...],
+    "lines": N, "within_ms": MS} to run it again until it prints N lines. Returns the
+    lines of each step; a failed step's one line is {"error": {"type", "message"}}."""
+    stdin = "".join(
+        json.dumps(list(step) if not isinstance(step, Mapping) else dict(step)) + "\n"
+        for step in steps
+    )
+    result = run(["script", "--bootstrap", bootstrap], stdin=stdin, timeout=timeout, check=False)
+    if result.returncode != 0:
+        raise JavaToolError(f"Java admin script failed:\n{result.describe()}")
+    out: list[list[dict[str, Any]]] = [[] for _ in steps]
+    for line in result.lines:
+        step = line.pop("step", None)
+        if step is None:
+            raise JavaToolError(f"Java admin script failed:\n{result.describe()}")
+        out[step].append(line)
+    return out
+
+
+def error_type(lines: Sequence[Mapping[str, Any]]) -> str | None:
+    """The simple class name of a step's error, or of its first item's failure."""
+    for line in lines:
+        failure = line.get("error") or line.get("failure")
+        if failure is not None:
+            return str(failure["type"]).rsplit(".", 1)[-1]
+    return None
 
 
 # --------------------------------------------------------------------------- background

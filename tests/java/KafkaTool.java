@@ -29,6 +29,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Random;
 import java.util.Set;
@@ -39,7 +40,8 @@ import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
-import org.apache.kafka.clients.admin.ConsumerGroupListing;
+import org.apache.kafka.clients.admin.GroupListing;
+import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.ListTopicsOptions;
@@ -49,6 +51,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.admin.TopicListing;
+import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -65,13 +68,15 @@ import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.StaleMemberEpochException;
+import org.apache.kafka.common.errors.UnknownMemberIdException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public final class KafkaTool {
-    private static final ObjectMapper JSON = new ObjectMapper();
+    static final ObjectMapper JSON = new ObjectMapper();
     private static final PrintStream OUT = System.out;
     private static final Set<String> FLAGS =
             Set.of("stdin", "help", "until-end", "commit", "internal", "no-key");
@@ -91,17 +96,25 @@ public final class KafkaTool {
             "  offsets-for-times  --topic T --timestamp MS [--partition P]   (consumer API)",
             "  list-offsets       --topic T --spec earliest|latest|max-timestamp|MS [--partition P]",
             "                     [--isolation-level L]   (admin API)",
-            "  create-topic       --topic T [--partitions N] [--replication-factor R] [--config k=v]...",
+            "  create-topic       --topic T... [--partitions N] [--replication-factor R] [--config k=v]...",
             "  delete-topic       --topic T...",
             "  list-topics        [--internal]",
             "  describe-topics    --topic T...",
-            "  describe-configs   --topic T | --broker ID",
-            "  alter-configs      --topic T | --broker ID  [--set k=v]... [--delete k]...",
+            "  describe-configs   --topic T | --group G | --broker ID",
+            "  alter-configs      --topic T | --group G | --broker ID  [--set k=v]... [--delete k]...",
             "                     [--append k=v]... [--subtract k=v]...   (incremental)",
             "  create-partitions  --topic T --total N",
             "  describe-cluster",
-            "  list-groups",
-            "  describe-groups    --group G...",
+            "  list-groups        [--type classic|consumer|share|streams|all]... [--state S]...",
+            "                     (consumer groups, classic and consumer, without --type)",
+            "  describe-groups    --group G...   (classic and consumer groups)",
+            "  describe-share-groups --group G...",
+            "  share-group-offsets --group G --topic T   (start offsets of a share group)",
+            "  describe-producers --topic T [--partition P]",
+            "  script             admin steps from stdin, one JSON array of arguments a line",
+            "  group-scenario     --topic T --group G --protocol classic|consumer (GroupScenarios)",
+            "  every-group-type   --topic T --group G (GroupScenarios)",
+            "  share-scenario     --scenario NAME --topic T --group G (ShareScenarios)",
             "  group-offsets      --group G",
             "  describe-transactions --transactional-id ID...",
             "  txn-producer       --prop transactional.id=ID  (JSON commands on stdin, see txnProducer)",
@@ -207,7 +220,14 @@ public final class KafkaTool {
 
     // ------------------------------------------------------------------ JSON helpers
 
+    // While a script step runs, what it prints is kept here instead (see script()).
+    private static List<ObjectNode> captured = null;
+
     static void emit(JsonNode node) {
+        if (captured != null && node instanceof ObjectNode) {
+            captured.add((ObjectNode) node);
+            return;
+        }
         try {
             OUT.println(JSON.writeValueAsString(node));
             OUT.flush();
@@ -338,9 +358,7 @@ public final class KafkaTool {
                         headers.add(new RecordHeader(h.get(0).asText(), readBytes(h.get(1))));
                     }
                 } else if (hs != null && hs.isObject()) {
-                    var it = hs.fields();
-                    while (it.hasNext()) {
-                        var e = it.next();
+                    for (var e : hs.properties()) {
                         headers.add(new RecordHeader(e.getKey(), readBytes(e.getValue())));
                     }
                 }
@@ -675,7 +693,19 @@ public final class KafkaTool {
         started.put("event", "started");
         emit(started);
         while (true) {
-            ConsumerRecords<byte[], byte[]> recs = consumer.poll(Duration.ofMillis(100));
+            ConsumerRecords<byte[], byte[]> recs;
+            try {
+                recs = consumer.poll(Duration.ofMillis(100));
+            } catch (UnknownMemberIdException | StaleMemberEpochException e) {
+                // A fenced member of a consumer-protocol group finds out from a request made
+                // with its old member id or epoch (the 4.x client's OffsetFetch, say); like an
+                // application, it polls on, and the consumer joins again.
+                ObjectNode ev = JSON.createObjectNode();
+                ev.put("event", "poll-failed");
+                ev.set("failure", errorNode(e));
+                emit(ev);
+                continue;
+            }
             if (!recs.isEmpty()) {
                 ObjectNode ev = JSON.createObjectNode();
                 ev.put("event", "polled");
@@ -729,7 +759,7 @@ public final class KafkaTool {
                 break;
             }
         }
-        consumer.close(Duration.ofSeconds(10));
+        consumer.close(CloseOptions.timeout(Duration.ofSeconds(10)));
         ObjectNode done = JSON.createObjectNode();
         done.put("event", "closed");
         emit(done);
@@ -748,6 +778,13 @@ public final class KafkaTool {
         d.put("acks", "all");
         d.put("enable.idempotence", "true");
         return d;
+    }
+
+    // The metadata of a group the producer is not a member of (what 3.x built from a name;
+    // 4.4 deprecates the constructors, with nothing else that builds it).
+    @SuppressWarnings("removal")
+    static ConsumerGroupMetadata groupMetadata(String group) {
+        return new ConsumerGroupMetadata(group, -1, "", Optional.empty());
     }
 
     static ObjectNode txnResult(String cmd, boolean ok) {
@@ -831,7 +868,7 @@ public final class KafkaTool {
                         }
                         case "send-offsets":
                             producer.sendOffsetsToTransaction(offsetsFromJson(c.get("offsets")),
-                                    new ConsumerGroupMetadata(c.get("group").asText()));
+                                    groupMetadata(c.get("group").asText()));
                             break;
                         case "loop": {
                             int count = c.get("count").asInt();
@@ -844,7 +881,7 @@ public final class KafkaTool {
                                         ("loop-" + i).getBytes(StandardCharsets.UTF_8)));
                                 producer.sendOffsetsToTransaction(
                                         Map.of(new TopicPartition(offTopic, 0), new OffsetAndMetadata(i + 1)),
-                                        new ConsumerGroupMetadata(group));
+                                        groupMetadata(group));
                                 producer.commitTransaction();
                             }
                             res.put("count", count);
@@ -901,14 +938,16 @@ public final class KafkaTool {
         cd.put("max.poll.records", String.valueOf(every));
         cd.put("request.timeout.ms", "10000");
         cd.put("default.api.timeout.ms", "20000");
-        cd.put("session.timeout.ms", "10000");
-        cd.put("heartbeat.interval.ms", "1000");
+        Map<String, String> extra = pairs(o.all("consumer-prop"));
+        if (!"consumer".equalsIgnoreCase(extra.get("group.protocol"))) {
+            // the consumer protocol takes these from the broker (4.x refuses them)
+            cd.put("session.timeout.ms", "10000");
+            cd.put("heartbeat.interval.ms", "1000");
+        }
         Properties cp = new Properties();
         cp.put("bootstrap.servers", o.require("bootstrap"));
         cp.putAll(cd);
-        for (Map.Entry<String, String> e : pairs(o.all("consumer-prop")).entrySet()) {
-            cp.put(e.getKey(), e.getValue());
-        }
+        cp.putAll(extra);
         long copied = 0;
         long transactions = 0;
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp);
@@ -1197,9 +1236,13 @@ public final class KafkaTool {
     }
 
     static int describeAcls(Opts o, Admin admin) throws Exception {
+        List<ObjectNode> found = new ArrayList<>();
         for (var binding : admin.describeAcls(aclFilter(o.get("filter", ""))).values().get()) {
-            emit(aclJson(binding));
+            found.add(aclJson(binding));
         }
+        // the same order on every broker: by resource, then principal, then operation
+        found.sort((a, b) -> a.toString().compareTo(b.toString()));
+        found.forEach(KafkaTool::emit);
         return 0;
     }
 
@@ -1226,276 +1269,338 @@ public final class KafkaTool {
         if (topic != null) {
             return new ConfigResource(ConfigResource.Type.TOPIC, topic);
         }
+        String group = o.get("group", null);
+        if (group != null) {
+            return new ConfigResource(ConfigResource.Type.GROUP, group);
+        }
         return new ConfigResource(ConfigResource.Type.BROKER, o.require("broker"));
+    }
+
+    // Admin steps in one JVM, one per stdin line: a JSON array of a command's arguments
+    // (no --bootstrap), or {"args": [...], "lines": N, "within_ms": MS}, run again until it
+    // prints N lines or MS pass (for what a broker applies a moment after it answers).
+    // Each line printed carries "step": the step's index; a failed step prints
+    // {"error": ..., "step": i} and the script goes on.
+    static int script(Opts o) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        try (Admin admin = Admin.create(clientProps(o, adminDefaults()))) {
+            int step = 0;
+            String line;
+            while ((line = in.readLine()) != null) {
+                if (line.isBlank()) {
+                    continue;
+                }
+                JsonNode spec = JSON.readTree(line);
+                JsonNode argv = spec.isArray() ? spec : spec.get("args");
+                String[] args = new String[argv.size()];
+                for (int i = 0; i < args.length; i++) {
+                    args[i] = argv.get(i).asText();
+                }
+                int want = spec.has("lines") ? spec.get("lines").asInt() : -1;
+                long deadline = System.currentTimeMillis()
+                        + (spec.has("within_ms") ? spec.get("within_ms").asLong() : 0);
+                List<ObjectNode> lines;
+                while (true) {
+                    lines = new ArrayList<>();
+                    captured = lines;
+                    try {
+                        adminCommand(new Opts(args), admin);
+                    } catch (Exception e) {
+                        lines.clear();
+                        lines.add((ObjectNode) JSON.createObjectNode().set("error", errorNode(e)));
+                    } finally {
+                        captured = null;
+                    }
+                    if (want < 0 || lines.size() == want || System.currentTimeMillis() >= deadline) {
+                        break;
+                    }
+                    Thread.sleep(200);
+                }
+                for (ObjectNode n : lines) {
+                    n.put("step", step);
+                    emit(n);
+                }
+                step++;
+            }
+        }
+        return 0;
     }
 
     static int admin(Opts o) throws Exception {
         try (Admin admin = Admin.create(clientProps(o, adminDefaults()))) {
-            switch (o.command) {
-                case "create-topic": {
-                    int partitions = Integer.parseInt(o.get("partitions", "1"));
-                    short rf = Short.parseShort(o.get("replication-factor", "1"));
-                    NewTopic nt = new NewTopic(o.require("topic"), partitions, rf);
-                    nt.configs(pairs(o.all("config")));
-                    var res = admin.createTopics(List.of(nt));
-                    res.all().get();
+            return adminCommand(o, admin);
+        }
+    }
+
+    static int adminCommand(Opts o, Admin admin) throws Exception {
+        switch (o.command) {
+            case "create-topic": {
+                int partitions = Integer.parseInt(o.get("partitions", "1"));
+                short rf = Short.parseShort(o.get("replication-factor", "1"));
+                List<NewTopic> topics = new ArrayList<>();
+                for (String name : o.all("topic")) {
+                    topics.add(new NewTopic(name, partitions, rf).configs(pairs(o.all("config"))));
+                }
+                if (topics.isEmpty()) {
+                    throw new IllegalArgumentException("missing option --topic");
+                }
+                var res = admin.createTopics(topics);
+                res.all().get();
+                for (NewTopic nt : topics) {
                     ObjectNode n = JSON.createObjectNode();
                     n.put("topic", nt.name());
                     n.put("partitions", res.numPartitions(nt.name()).get());
                     n.put("replication_factor", res.replicationFactor(nt.name()).get());
                     n.put("topic_id", String.valueOf(res.topicId(nt.name()).get()));
                     emit(n);
-                    return 0;
                 }
-                case "delete-topic": {
-                    List<String> topics = o.all("topic");
-                    admin.deleteTopics(topics).all().get();
-                    for (String t : topics) {
-                        ObjectNode n = JSON.createObjectNode();
-                        n.put("deleted", t);
-                        emit(n);
-                    }
-                    return 0;
-                }
-                case "list-topics": {
-                    ListTopicsOptions lto = new ListTopicsOptions().listInternal(o.flag("internal"));
-                    List<TopicListing> listings = new ArrayList<>(admin.listTopics(lto).listings().get());
-                    listings.sort((a, b) -> a.name().compareTo(b.name()));
-                    for (TopicListing l : listings) {
-                        ObjectNode n = JSON.createObjectNode();
-                        n.put("topic", l.name());
-                        n.put("internal", l.isInternal());
-                        n.put("topic_id", String.valueOf(l.topicId()));
-                        emit(n);
-                    }
-                    return 0;
-                }
-                case "describe-topics": {
-                    List<String> topics = o.all("topic");
-                    Map<String, TopicDescription> res = admin.describeTopics(topics).allTopicNames().get();
-                    for (String t : topics) {
-                        TopicDescription td = res.get(t);
-                        ObjectNode n = JSON.createObjectNode();
-                        n.put("topic", td.name());
-                        n.put("internal", td.isInternal());
-                        n.put("topic_id", String.valueOf(td.topicId()));
-                        ArrayNode ps = n.putArray("partitions");
-                        for (TopicPartitionInfo p : td.partitions()) {
-                            ObjectNode pn = ps.addObject();
-                            pn.put("partition", p.partition());
-                            pn.set("leader", nodeJson(p.leader()));
-                            ArrayNode rs = pn.putArray("replicas");
-                            p.replicas().forEach(r -> rs.add(r.id()));
-                            ArrayNode isr = pn.putArray("isr");
-                            p.isr().forEach(r -> isr.add(r.id()));
-                        }
-                        emit(n);
-                    }
-                    return 0;
-                }
-                case "describe-configs": {
-                    ConfigResource res = resource(o);
-                    Config cfg = admin.describeConfigs(List.of(res)).all().get().get(res);
-                    List<ConfigEntry> entries = new ArrayList<>(cfg.entries());
-                    entries.sort((a, b) -> a.name().compareTo(b.name()));
-                    for (ConfigEntry e : entries) {
-                        ObjectNode n = JSON.createObjectNode();
-                        n.put("name", e.name());
-                        n.put("value", e.value());
-                        n.put("source", e.source().name());
-                        n.put("read_only", e.isReadOnly());
-                        n.put("default", e.isDefault());
-                        n.put("sensitive", e.isSensitive());
-                        emit(n);
-                    }
-                    return 0;
-                }
-                case "alter-configs": {
-                    ConfigResource res = resource(o);
-                    List<AlterConfigOp> ops = new ArrayList<>();
-                    pairs(o.all("set")).forEach((k, v) -> ops.add(
-                            new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SET)));
-                    pairs(o.all("append")).forEach((k, v) -> ops.add(
-                            new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.APPEND)));
-                    pairs(o.all("subtract")).forEach((k, v) -> ops.add(
-                            new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SUBTRACT)));
-                    for (String k : o.all("delete")) {
-                        ops.add(new AlterConfigOp(new ConfigEntry(k, null), AlterConfigOp.OpType.DELETE));
-                    }
-                    admin.incrementalAlterConfigs(Map.of(res, ops)).all().get();
-                    ObjectNode n = JSON.createObjectNode();
-                    n.put("altered", res.name());
-                    n.put("ops", ops.size());
-                    emit(n);
-                    return 0;
-                }
-                case "create-partitions": {
-                    String topic = o.require("topic");
-                    int total = Integer.parseInt(o.require("total"));
-                    admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(total))).all().get();
-                    ObjectNode n = JSON.createObjectNode();
-                    n.put("topic", topic);
-                    n.put("total", total);
-                    emit(n);
-                    return 0;
-                }
-                case "describe-cluster": {
-                    DescribeClusterResult r = admin.describeCluster();
-                    ObjectNode n = JSON.createObjectNode();
-                    n.put("cluster_id", r.clusterId().get());
-                    n.set("controller", nodeJson(r.controller().get()));
-                    ArrayNode nodes = n.putArray("nodes");
-                    for (Node node : r.nodes().get()) {
-                        nodes.add(nodeJson(node));
-                    }
-                    emit(n);
-                    return 0;
-                }
-                case "list-groups": {
-                    List<ConsumerGroupListing> gs = new ArrayList<>(admin.listConsumerGroups().all().get());
-                    gs.sort((a, b) -> a.groupId().compareTo(b.groupId()));
-                    for (ConsumerGroupListing g : gs) {
-                        ObjectNode n = JSON.createObjectNode();
-                        n.put("group", g.groupId());
-                        n.put("simple", g.isSimpleConsumerGroup());
-                        g.state().ifPresent(s -> n.put("state", s.toString()));
-                        emit(n);
-                    }
-                    return 0;
-                }
-                case "describe-groups": {
-                    List<String> groups = o.all("group");
-                    Map<String, ConsumerGroupDescription> res = admin.describeConsumerGroups(groups).all().get();
-                    for (String g : groups) {
-                        ConsumerGroupDescription cg = res.get(g);
-                        ObjectNode n = JSON.createObjectNode();
-                        n.put("group", cg.groupId());
-                        n.put("state", String.valueOf(cg.state()));
-                        n.put("assignor", cg.partitionAssignor());
-                        n.set("coordinator", nodeJson(cg.coordinator()));
-                        ArrayNode ms = n.putArray("members");
-                        for (MemberDescription m : cg.members()) {
-                            ObjectNode mn = ms.addObject();
-                            mn.put("member_id", m.consumerId());
-                            mn.put("client_id", m.clientId());
-                            mn.put("host", m.host());
-                            m.groupInstanceId().ifPresent(i -> mn.put("group_instance_id", i));
-                            ArrayNode a = mn.putArray("assignment");
-                            for (TopicPartition tp : m.assignment().topicPartitions()) {
-                                a.addObject().put("topic", tp.topic()).put("partition", tp.partition());
-                            }
-                        }
-                        emit(n);
-                    }
-                    return 0;
-                }
-                case "group-offsets": {
-                    String g = o.require("group");
-                    Map<TopicPartition, OffsetAndMetadata> offs =
-                            admin.listConsumerGroupOffsets(g).partitionsToOffsetAndMetadata().get();
-                    List<TopicPartition> keys = new ArrayList<>(offs.keySet());
-                    keys.sort((a, b) -> a.topic().equals(b.topic())
-                            ? Integer.compare(a.partition(), b.partition()) : a.topic().compareTo(b.topic()));
-                    for (TopicPartition tp : keys) {
-                        OffsetAndMetadata om = offs.get(tp);
-                        ObjectNode n = JSON.createObjectNode();
-                        n.put("topic", tp.topic());
-                        n.put("partition", tp.partition());
-                        if (om == null) {
-                            n.putNull("offset");
-                        } else {
-                            n.put("offset", om.offset());
-                            n.put("metadata", om.metadata());
-                        }
-                        emit(n);
-                    }
-                    return 0;
-                }
-                case "alter-group-offsets": {
-                    String g = o.require("group");
-                    Map<TopicPartition, OffsetAndMetadata> offs = new LinkedHashMap<>();
-                    for (String item : o.all("offset")) {
-                        int eq = item.indexOf('=');
-                        offs.put(parseTp(item.substring(0, eq)),
-                                new OffsetAndMetadata(Long.parseLong(item.substring(eq + 1))));
-                    }
-                    admin.alterConsumerGroupOffsets(g, offs).all().get();
-                    ObjectNode n = JSON.createObjectNode();
-                    n.put("altered", g);
-                    n.set("partitions", tpsJson(offs.keySet()));
-                    emit(n);
-                    return 0;
-                }
-                case "delete-group-offsets": {
-                    String g = o.require("group");
-                    Set<TopicPartition> parts = new HashSet<>();
-                    for (String item : o.all("partition")) {
-                        parts.add(parseTp(item));
-                    }
-                    var res = admin.deleteConsumerGroupOffsets(g, parts);
-                    for (TopicPartition tp : parts) {
-                        ObjectNode n = JSON.createObjectNode();
-                        n.put("partition", tp.topic() + ":" + tp.partition());
-                        try {
-                            res.partitionResult(tp).get();
-                            n.put("deleted", true);
-                        } catch (ExecutionException e) {
-                            n.put("deleted", false);
-                            n.set("failure", errorNode(e));
-                        }
-                        emit(n);
-                    }
-                    return 0;
-                }
-                case "delete-groups": {
-                    List<String> groups = o.all("group");
-                    var res = admin.deleteConsumerGroups(groups).deletedGroups();
-                    for (String g : groups) {
-                        ObjectNode n = JSON.createObjectNode();
-                        n.put("group", g);
-                        try {
-                            res.get(g).get();
-                            n.put("deleted", true);
-                        } catch (ExecutionException e) {
-                            n.put("deleted", false);
-                            n.set("failure", errorNode(e));
-                        }
-                        emit(n);
-                    }
-                    return 0;
-                }
-                case "list-offsets":
-                    return listOffsets(o, admin);
-                case "alter-scram":
-                    return alterScram(o, admin);
-                case "describe-scram":
-                    return describeScram(o, admin);
-                case "create-acls":
-                    return createAcls(o, admin);
-                case "describe-acls":
-                    return describeAcls(o, admin);
-                case "delete-acls":
-                    return deleteAcls(o, admin);
-                case "describe-transactions": {
-                    for (String id : o.all("transactional-id")) {
-                        var d = admin.describeTransactions(List.of(id)).description(id).get();
-                        ObjectNode n = JSON.createObjectNode();
-                        n.put("transactional_id", id);
-                        n.put("state", d.state().toString());
-                        n.put("producer_id", d.producerId());
-                        n.put("producer_epoch", d.producerEpoch());
-                        n.put("timeout_ms", d.transactionTimeoutMs());
-                        ArrayNode ps = n.putArray("partitions");
-                        for (TopicPartition tp : d.topicPartitions()) {
-                            ps.addObject().put("topic", tp.topic()).put("partition", tp.partition());
-                        }
-                        emit(n);
-                    }
-                    return 0;
-                }
-                default:
-                    throw new IllegalArgumentException("unknown command: " + o.command);
+                return 0;
             }
+            case "delete-topic": {
+                List<String> topics = o.all("topic");
+                admin.deleteTopics(topics).all().get();
+                for (String t : topics) {
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("deleted", t);
+                    emit(n);
+                }
+                return 0;
+            }
+            case "list-topics": {
+                ListTopicsOptions lto = new ListTopicsOptions().listInternal(o.flag("internal"));
+                List<TopicListing> listings = new ArrayList<>(admin.listTopics(lto).listings().get());
+                listings.sort((a, b) -> a.name().compareTo(b.name()));
+                for (TopicListing l : listings) {
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("topic", l.name());
+                    n.put("internal", l.isInternal());
+                    n.put("topic_id", String.valueOf(l.topicId()));
+                    emit(n);
+                }
+                return 0;
+            }
+            case "describe-topics": {
+                List<String> topics = o.all("topic");
+                Map<String, TopicDescription> res = admin.describeTopics(topics).allTopicNames().get();
+                for (String t : topics) {
+                    TopicDescription td = res.get(t);
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("topic", td.name());
+                    n.put("internal", td.isInternal());
+                    n.put("topic_id", String.valueOf(td.topicId()));
+                    ArrayNode ps = n.putArray("partitions");
+                    for (TopicPartitionInfo p : td.partitions()) {
+                        ObjectNode pn = ps.addObject();
+                        pn.put("partition", p.partition());
+                        pn.set("leader", nodeJson(p.leader()));
+                        ArrayNode rs = pn.putArray("replicas");
+                        p.replicas().forEach(r -> rs.add(r.id()));
+                        ArrayNode isr = pn.putArray("isr");
+                        p.isr().forEach(r -> isr.add(r.id()));
+                    }
+                    emit(n);
+                }
+                return 0;
+            }
+            case "describe-configs": {
+                ConfigResource res = resource(o);
+                Config cfg = admin.describeConfigs(List.of(res)).all().get().get(res);
+                List<ConfigEntry> entries = new ArrayList<>(cfg.entries());
+                entries.sort((a, b) -> a.name().compareTo(b.name()));
+                for (ConfigEntry e : entries) {
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("name", e.name());
+                    n.put("value", e.value());
+                    n.put("source", e.source().name());
+                    n.put("read_only", e.isReadOnly());
+                    n.put("default", e.isDefault());
+                    n.put("sensitive", e.isSensitive());
+                    emit(n);
+                }
+                return 0;
+            }
+            case "alter-configs": {
+                ConfigResource res = resource(o);
+                List<AlterConfigOp> ops = new ArrayList<>();
+                pairs(o.all("set")).forEach((k, v) -> ops.add(
+                        new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SET)));
+                pairs(o.all("append")).forEach((k, v) -> ops.add(
+                        new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.APPEND)));
+                pairs(o.all("subtract")).forEach((k, v) -> ops.add(
+                        new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SUBTRACT)));
+                for (String k : o.all("delete")) {
+                    ops.add(new AlterConfigOp(new ConfigEntry(k, null), AlterConfigOp.OpType.DELETE));
+                }
+                admin.incrementalAlterConfigs(Map.of(res, ops)).all().get();
+                ObjectNode n = JSON.createObjectNode();
+                n.put("altered", res.name());
+                n.put("ops", ops.size());
+                emit(n);
+                return 0;
+            }
+            case "create-partitions": {
+                String topic = o.require("topic");
+                int total = Integer.parseInt(o.require("total"));
+                admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(total))).all().get();
+                ObjectNode n = JSON.createObjectNode();
+                n.put("topic", topic);
+                n.put("total", total);
+                emit(n);
+                return 0;
+            }
+            case "describe-cluster": {
+                DescribeClusterResult r = admin.describeCluster();
+                ObjectNode n = JSON.createObjectNode();
+                n.put("cluster_id", r.clusterId().get());
+                n.set("controller", nodeJson(r.controller().get()));
+                ArrayNode nodes = n.putArray("nodes");
+                for (Node node : r.nodes().get()) {
+                    nodes.add(nodeJson(node));
+                }
+                emit(n);
+                return 0;
+            }
+            case "list-groups":
+                return Groups.list(o, admin);
+            case "describe-share-groups":
+                return Groups.describeShare(o, admin);
+            case "share-group-offsets":
+                return Groups.shareOffsets(o, admin);
+            case "describe-producers":
+                return Groups.describeProducers(o, admin);
+            case "describe-groups": {
+                List<String> groups = o.all("group");
+                Map<String, ConsumerGroupDescription> res = admin.describeConsumerGroups(groups).all().get();
+                for (String g : groups) {
+                    ConsumerGroupDescription cg = res.get(g);
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("group", cg.groupId());
+                    n.put("type", String.valueOf(cg.type()));
+                    n.put("state", String.valueOf(cg.groupState()));
+                    n.put("assignor", cg.partitionAssignor());
+                    n.set("coordinator", nodeJson(cg.coordinator()));
+                    ArrayNode ms = n.putArray("members");
+                    for (MemberDescription m : cg.members()) {
+                        ObjectNode mn = ms.addObject();
+                        mn.put("member_id", m.consumerId());
+                        mn.put("client_id", m.clientId());
+                        mn.put("host", m.host());
+                        m.groupInstanceId().ifPresent(i -> mn.put("group_instance_id", i));
+                        ArrayNode a = mn.putArray("assignment");
+                        for (TopicPartition tp : m.assignment().topicPartitions()) {
+                            a.addObject().put("topic", tp.topic()).put("partition", tp.partition());
+                        }
+                    }
+                    emit(n);
+                }
+                return 0;
+            }
+            case "group-offsets": {
+                String g = o.require("group");
+                Map<TopicPartition, OffsetAndMetadata> offs =
+                        admin.listConsumerGroupOffsets(g).partitionsToOffsetAndMetadata().get();
+                List<TopicPartition> keys = new ArrayList<>(offs.keySet());
+                keys.sort((a, b) -> a.topic().equals(b.topic())
+                        ? Integer.compare(a.partition(), b.partition()) : a.topic().compareTo(b.topic()));
+                for (TopicPartition tp : keys) {
+                    OffsetAndMetadata om = offs.get(tp);
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("topic", tp.topic());
+                    n.put("partition", tp.partition());
+                    if (om == null) {
+                        n.putNull("offset");
+                    } else {
+                        n.put("offset", om.offset());
+                        n.put("metadata", om.metadata());
+                    }
+                    emit(n);
+                }
+                return 0;
+            }
+            case "alter-group-offsets": {
+                String g = o.require("group");
+                Map<TopicPartition, OffsetAndMetadata> offs = new LinkedHashMap<>();
+                for (String item : o.all("offset")) {
+                    int eq = item.indexOf('=');
+                    offs.put(parseTp(item.substring(0, eq)),
+                            new OffsetAndMetadata(Long.parseLong(item.substring(eq + 1))));
+                }
+                admin.alterConsumerGroupOffsets(g, offs).all().get();
+                ObjectNode n = JSON.createObjectNode();
+                n.put("altered", g);
+                n.set("partitions", tpsJson(offs.keySet()));
+                emit(n);
+                return 0;
+            }
+            case "delete-group-offsets": {
+                String g = o.require("group");
+                Set<TopicPartition> parts = new HashSet<>();
+                for (String item : o.all("partition")) {
+                    parts.add(parseTp(item));
+                }
+                var res = admin.deleteConsumerGroupOffsets(g, parts);
+                for (TopicPartition tp : parts) {
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("partition", tp.topic() + ":" + tp.partition());
+                    try {
+                        res.partitionResult(tp).get();
+                        n.put("deleted", true);
+                    } catch (ExecutionException e) {
+                        n.put("deleted", false);
+                        n.set("failure", errorNode(e));
+                    }
+                    emit(n);
+                }
+                return 0;
+            }
+            case "delete-groups": {
+                List<String> groups = o.all("group");
+                var res = admin.deleteConsumerGroups(groups).deletedGroups();
+                for (String g : groups) {
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("group", g);
+                    try {
+                        res.get(g).get();
+                        n.put("deleted", true);
+                    } catch (ExecutionException e) {
+                        n.put("deleted", false);
+                        n.set("failure", errorNode(e));
+                    }
+                    emit(n);
+                }
+                return 0;
+            }
+            case "list-offsets":
+                return listOffsets(o, admin);
+            case "alter-scram":
+                return alterScram(o, admin);
+            case "describe-scram":
+                return describeScram(o, admin);
+            case "create-acls":
+                return createAcls(o, admin);
+            case "describe-acls":
+                return describeAcls(o, admin);
+            case "delete-acls":
+                return deleteAcls(o, admin);
+            case "describe-transactions": {
+                for (String id : o.all("transactional-id")) {
+                    var d = admin.describeTransactions(List.of(id)).description(id).get();
+                    ObjectNode n = JSON.createObjectNode();
+                    n.put("transactional_id", id);
+                    n.put("state", d.state().toString());
+                    n.put("producer_id", d.producerId());
+                    n.put("producer_epoch", d.producerEpoch());
+                    n.put("timeout_ms", d.transactionTimeoutMs());
+                    ArrayNode ps = n.putArray("partitions");
+                    for (TopicPartition tp : d.topicPartitions()) {
+                        ps.addObject().put("topic", tp.topic()).put("partition", tp.partition());
+                    }
+                    emit(n);
+                }
+                return 0;
+            }
+            default:
+                throw new IllegalArgumentException("unknown command: " + o.command);
         }
     }
 
@@ -1529,6 +1634,18 @@ public final class KafkaTool {
                     break;
                 case "group-member":
                     status = groupMember(o);
+                    break;
+                case "script":
+                    status = script(o);
+                    break;
+                case "group-scenario":
+                    status = GroupScenarios.split(o);
+                    break;
+                case "every-group-type":
+                    status = GroupScenarios.everyType(o);
+                    break;
+                case "share-scenario":
+                    status = ShareScenarios.run(o);
                     break;
                 default:
                     if (o.flag("help")) {
