@@ -48,7 +48,12 @@ def _free_port() -> int:
 
 
 def _cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    # Kafka's storage tool reads an id that starts with "-" as an option, as Kafka's own
+    # ids never do (1 in 64 random ones would)
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _rss_kib(pid: int) -> int:
