@@ -66,23 +66,30 @@ class LeaderEpochCache:
             self._starts.insert(0, start_offset)
         return True
 
-    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+    def end_offset_for(
+        self, epoch: int, log_end_offset: int, leader_epoch: int = UNDEFINED
+    ) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (epoch, end offset) by Kafka's rules.
 
         The latest epoch ends at the log end. Otherwise the answer is the start of
         the first later epoch, paired with the largest known epoch <= the one asked
-        (or the one asked, when it is older than every known epoch).
+        (or the one asked, when it is older than every known epoch). A leader's
+        `leader_epoch` nothing was written in yet counts as starting at the log end,
+        as Kafka notes it when the leader takes over.
         """
-        if epoch == UNDEFINED or not self._epochs:
+        epochs, starts = self._epochs, self._starts
+        if leader_epoch > self.latest_epoch:
+            epochs, starts = [*epochs, leader_epoch], [*starts, log_end_offset]
+        if epoch == UNDEFINED or not epochs:
             return UNDEFINED, UNDEFINED
-        if epoch == self.latest_epoch:
+        if epoch == epochs[-1]:
             return epoch, log_end_offset
-        higher = bisect.bisect_right(self._epochs, epoch)
-        if higher == len(self._epochs):
+        higher = bisect.bisect_right(epochs, epoch)
+        if higher == len(epochs):
             return UNDEFINED, UNDEFINED
         if higher == 0:
-            return epoch, self._starts[0]
-        return self._epochs[higher - 1], self._starts[higher]
+            return epoch, starts[0]
+        return epochs[higher - 1], starts[higher]
 
     def save(self, *, durable: bool = True) -> None:
         write_epochs(self.path, self.entries, durable=durable)

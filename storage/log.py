@@ -522,10 +522,11 @@ class PartitionLog:
                 with self._lock:
                     self._persisted_recovery_base = max(self._persisted_recovery_base, base)
 
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """OffsetForLeaderEpoch: (epoch, end offset), (-1, -1) if unknown."""
+    def end_offset_for_epoch(self, epoch: int, leader_epoch: int = -1) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (epoch, end offset), (-1, -1) if unknown; see
+        LeaderEpochCache.end_offset_for."""
         with self._lock:
-            return self._epochs.end_offset_for(epoch, self.log_end_offset)
+            return self._epochs.end_offset_for(epoch, self.log_end_offset, leader_epoch)
 
     @property
     def leader_epochs(self) -> list[tuple[int, int]]:

@@ -6,13 +6,17 @@ Timestamps with special meaning:
     -3  max timestamp (v7+): the record with the largest timestamp
     -4  earliest local (v8+): the log start offset (all data is local here)
 Any other timestamp finds the first record whose timestamp is >= it, through
-the time index; none answers offset -1 and timestamp -1.
+the time index; none (or one past the high watermark, or the last stable offset
+under read_committed) answers offset -1 and timestamp -1. Other negative
+timestamps, and special ones older than the request's version, are
+UNSUPPORTED_VERSION; a partition asked twice is INVALID_REQUEST, answered once.
 
 With ACLs a topic needs DESCRIBE on it: TOPIC_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -23,6 +27,8 @@ MIN_VERSION, MAX_VERSION = 1, 8
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -2, -1, -3, -4
 READ_COMMITTED = 1
+# the first version that knows each special timestamp (Kafka's ReplicaManager)
+SINCE_VERSION = {EARLIEST: 1, LATEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, -5: 9, -6: 11}
 
 
 def _answer(
@@ -38,8 +44,13 @@ def _answer(
     }
 
 
+def _unsupported(timestamp: int, version: int) -> bool:
+    return timestamp < 0 and version < SINCE_VERSION.get(timestamp, 1 << 15)
+
+
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     isolation = getattr(request, "isolation_level", 0)
+    asked = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
     topics = []
     for topic in request.topics:
         answers = []
@@ -49,6 +60,16 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             topics.append({"name": topic.name, "partitions": answers})
             continue
         for p in topic.partitions:
+            times = asked[(topic.name, p.partition_index)]
+            if times > 1:
+                asked[(topic.name, p.partition_index)] = 0  # the one answer given
+                answers.append(_answer(p.partition_index, ErrorCode.invalid_request))
+                continue
+            if times == 0:
+                continue
+            if _unsupported(p.timestamp, ctx.version):
+                answers.append(_answer(p.partition_index, ErrorCode.unsupported_version))
+                continue
             partition = ctx.services.topics.partition(topic.name, p.partition_index)
             if partition is None:
                 answers.append(_answer(p.partition_index, ErrorCode.unknown_topic_or_partition))
@@ -66,22 +87,22 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 continue
             log = partition.log
             ok = ErrorCode.none
+            if isolation == READ_COMMITTED:
+                fetchable = ctx.services.last_stable_offset(partition)
+            else:
+                fetchable = partition.high_watermark
             if p.timestamp in (EARLIEST, EARLIEST_LOCAL):
                 answers.append(
                     _answer(p.partition_index, ok, -1, log.log_start_offset, leader_epoch)
                 )
             elif p.timestamp == LATEST:
-                if isolation == READ_COMMITTED:
-                    latest = ctx.services.last_stable_offset(partition)
-                else:
-                    latest = partition.high_watermark
-                answers.append(_answer(p.partition_index, ok, -1, latest, leader_epoch))
+                answers.append(_answer(p.partition_index, ok, -1, fetchable, leader_epoch))
             else:
                 if p.timestamp == MAX_TIMESTAMP:
                     found = log.max_timestamp()
                 else:
                     found = log.offset_for_timestamp(p.timestamp)
-                if found is None or found[0] >= partition.high_watermark:
+                if found is None or found[0] >= fetchable:
                     # nothing found: offset, timestamp and leader epoch all -1, as on Kafka
                     answers.append(_answer(p.partition_index, ok, leader_epoch=-1))
                 else:

@@ -2,7 +2,8 @@
 
 For each partition, from the leader epoch checkpoint: the largest epoch not
 above the requested one and its end offset (the start of the next epoch, or
-the log end offset for the latest epoch); (-1, -1) when no epoch fits. A
+the log end offset for the latest epoch, the leader's own epoch counting from
+the log end when nothing was written in it yet); (-1, -1) when no epoch fits. A
 current_leader_epoch newer than this broker's is UNKNOWN_LEADER_EPOCH, an
 older one FENCED_LEADER_EPOCH.
 
@@ -47,7 +48,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             elif 0 <= p.current_leader_epoch < partition.leader_epoch:
                 answers.append(_answer(p.partition, ErrorCode.fenced_leader_epoch))
             else:
-                epoch, end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
+                epoch, end_offset = partition.log.end_offset_for_epoch(
+                    p.leader_epoch, partition.leader_epoch
+                )
                 answers.append(_answer(p.partition, ErrorCode.none, epoch, end_offset))
         topics.append({"topic": topic.topic, "partitions": answers})
     return {"throttle_time": 0, "topics": topics}

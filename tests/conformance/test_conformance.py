@@ -13,6 +13,7 @@ from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_fetch,
     scenarios_groups,
     scenarios_new_groups,
+    scenarios_offsets,
     scenarios_produce,
     scenarios_topics,
 )
