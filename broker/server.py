@@ -83,6 +83,12 @@ def group_config(
         share_session_timeout_ms=config.group_share_session_timeout_ms,
         share_heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
         share_max_size=config.group_share_max_size,
+        streams_session_timeout_ms=config.group_streams_session_timeout_ms,
+        streams_heartbeat_interval_ms=config.group_streams_heartbeat_interval_ms,
+        streams_num_standby_replicas=config.group_streams_num_standby_replicas,
+        streams_initial_rebalance_delay_ms=config.group_streams_initial_rebalance_delay_ms,
+        streams_assignment_interval_ms=config.group_streams_assignment_interval_ms,
+        streams_max_size=config.group_streams_max_size,
         timeouts_of=timeouts_of,
     )
 

@@ -27,6 +27,8 @@ def api_keys(apis: Iterable[Api]) -> list[dict[str, int]]:
 # ConsumerGroupHeartbeat and ConsumerGroupDescribe: listed only while
 # group.coordinator.rebalance.protocols has "consumer", as Kafka does
 CONSUMER_PROTOCOL_APIS = (68, 69)
+# StreamsGroupHeartbeat and StreamsGroupDescribe: only while it has "streams"
+STREAMS_PROTOCOL_APIS = (88, 89)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
@@ -34,4 +36,6 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     protocols = ctx.services.config.group_coordinator_rebalance_protocols
     if "consumer" not in {p.strip() for p in protocols.split(",")}:
         apis = [api for api in apis if api.key not in CONSUMER_PROTOCOL_APIS]
+    if "streams" not in {p.strip() for p in protocols.split(",")}:
+        apis = [api for api in apis if api.key not in STREAMS_PROTOCOL_APIS]
     return {"error_code": 0, "api_keys": api_keys(apis), "throttle_time": 0}

@@ -114,6 +114,17 @@ _NAMES = {
     "group.share.min.record.lock.duration.ms": "group_share_min_record_lock_duration_ms",
     "group.share.max.record.lock.duration.ms": "group_share_max_record_lock_duration_ms",
     "group.share.max.share.sessions": "share_max_share_sessions",
+    "group.streams.session.timeout.ms": "group_streams_session_timeout_ms",
+    "group.streams.min.session.timeout.ms": "group_streams_min_session_timeout_ms",
+    "group.streams.max.session.timeout.ms": "group_streams_max_session_timeout_ms",
+    "group.streams.heartbeat.interval.ms": "group_streams_heartbeat_interval_ms",
+    "group.streams.min.heartbeat.interval.ms": "group_streams_min_heartbeat_interval_ms",
+    "group.streams.max.heartbeat.interval.ms": "group_streams_max_heartbeat_interval_ms",
+    "group.streams.max.size": "group_streams_max_size",
+    "group.streams.num.standby.replicas": "group_streams_num_standby_replicas",
+    "group.streams.max.standby.replicas": "group_streams_max_standby_replicas",
+    "group.streams.initial.rebalance.delay.ms": "group_streams_initial_rebalance_delay_ms",
+    "group.streams.assignment.interval.ms": "group_streams_assignment_interval_ms",
     "share.coordinator.state.topic.num.partitions": "share_coordinator_state_topic_num_partitions",
     "share.coordinator.snapshot.update.records.per.snapshot": (
         "share_coordinator_snapshot_update_records_per_snapshot"
@@ -208,7 +219,7 @@ class BrokerConfig:
     producer_id_expiration_ms: int = 86400000
     txn_abort_interval_ms: int = 10000
     log_cleaner_backoff_ms: int = 15000
-    group_coordinator_rebalance_protocols: str = "classic,consumer"
+    group_coordinator_rebalance_protocols: str = "classic,consumer,streams"
     group_consumer_session_timeout_ms: int = 45000
     group_consumer_heartbeat_interval_ms: int = 5000
     group_consumer_max_size: int = 2147483647
@@ -231,6 +242,18 @@ class BrokerConfig:
     group_share_min_record_lock_duration_ms: int = 15000
     group_share_max_record_lock_duration_ms: int = 60000
     share_max_share_sessions: int = 2000
+    # streams groups (KIP-1071)
+    group_streams_session_timeout_ms: int = 45000
+    group_streams_min_session_timeout_ms: int = 45000
+    group_streams_max_session_timeout_ms: int = 60000
+    group_streams_heartbeat_interval_ms: int = 5000
+    group_streams_min_heartbeat_interval_ms: int = 5000
+    group_streams_max_heartbeat_interval_ms: int = 15000
+    group_streams_max_size: int = 2147483647
+    group_streams_num_standby_replicas: int = 0
+    group_streams_max_standby_replicas: int = 2
+    group_streams_initial_rebalance_delay_ms: int = 3000
+    group_streams_assignment_interval_ms: int = 1000
     share_coordinator_state_topic_num_partitions: int = 50
     share_coordinator_snapshot_update_records_per_snapshot: int = 500
     share_coordinator_state_topic_prune_interval_ms: int = 300000

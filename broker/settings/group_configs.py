@@ -109,6 +109,36 @@ DEFINITIONS: dict[str, GroupConfigDef] = {
             lambda c: c.group_share_max_record_lock_duration_ms,
         ),
     ),
+    "streams.session.timeout.ms": GroupConfigDef(
+        "group.streams.session.timeout.ms",
+        lambda c: str(c.group_streams_session_timeout_ms),
+        "int",
+        _int_between(
+            lambda c: c.group_streams_min_session_timeout_ms,
+            lambda c: c.group_streams_max_session_timeout_ms,
+        ),
+    ),
+    "streams.heartbeat.interval.ms": GroupConfigDef(
+        "group.streams.heartbeat.interval.ms",
+        lambda c: str(c.group_streams_heartbeat_interval_ms),
+        "int",
+        _int_between(
+            lambda c: c.group_streams_min_heartbeat_interval_ms,
+            lambda c: c.group_streams_max_heartbeat_interval_ms,
+        ),
+    ),
+    "streams.num.standby.replicas": GroupConfigDef(
+        "group.streams.num.standby.replicas",
+        lambda c: str(c.group_streams_num_standby_replicas),
+        "int",
+        _int_between(lambda _c: 0, lambda c: c.group_streams_max_standby_replicas),
+    ),
+    "streams.initial.rebalance.delay.ms": GroupConfigDef(
+        "group.streams.initial.rebalance.delay.ms",
+        lambda c: str(c.group_streams_initial_rebalance_delay_ms),
+        "int",
+        _int_between(lambda _c: 0, lambda _c: 2147483647),
+    ),
     "share.auto.offset.reset": GroupConfigDef(
         "share.auto.offset.reset", lambda _c: "latest", "string", _offset_reset
     ),
@@ -129,6 +159,10 @@ class GroupSettings:
     share_record_lock_duration_ms: int
     share_auto_offset_reset: str
     share_read_committed: bool
+    streams_session_timeout_ms: int
+    streams_heartbeat_interval_ms: int
+    streams_num_standby_replicas: int
+    streams_initial_rebalance_delay_ms: int
 
 
 class GroupConfigStore:
@@ -160,6 +194,10 @@ class GroupConfigStore:
                 int(self.value(group_id, "share.record.lock.duration.ms")),
                 self.value(group_id, "share.auto.offset.reset"),
                 self.value(group_id, "share.isolation.level") == "read_committed",
+                int(self.value(group_id, "streams.session.timeout.ms")),
+                int(self.value(group_id, "streams.heartbeat.interval.ms")),
+                int(self.value(group_id, "streams.num.standby.replicas")),
+                int(self.value(group_id, "streams.initial.rebalance.delay.ms")),
             )
         return cached
 
@@ -170,6 +208,10 @@ class GroupConfigStore:
             settings.consumer_heartbeat_interval_ms,
             settings.share_session_timeout_ms,
             settings.share_heartbeat_interval_ms,
+            settings.streams_session_timeout_ms,
+            settings.streams_heartbeat_interval_ms,
+            settings.streams_num_standby_replicas,
+            settings.streams_initial_rebalance_delay_ms,
         )
 
     def validate(self, changes: Mapping[str, str | None]) -> None:

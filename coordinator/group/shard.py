@@ -17,6 +17,7 @@ from typing import Any
 from odradek.coordinator.group import consumer_records as cr
 from odradek.coordinator.group import records as rec
 from odradek.coordinator.group import share_records as shr
+from odradek.coordinator.group import streams_records as sr
 from odradek.coordinator.group.classic import (
     COMPLETING_REBALANCE,
     DEAD,
@@ -29,13 +30,15 @@ from odradek.coordinator.group.classic_members import ClassicMembers
 from odradek.coordinator.group.consumer import ConsumerGroup
 from odradek.coordinator.group.shard_state import CommittedOffset, GroupConfig, now_ms
 from odradek.coordinator.group.share_protocol import ShareProtocol
+from odradek.coordinator.group.streams import group_tombstones
+from odradek.coordinator.group.streams_admin import StreamsGroups
 from odradek.coordinator.runtime import Record, Result
 from odradek.protocol.errors import ErrorCode
 
 __all__ = ["CommittedOffset", "GroupConfig", "GroupShard"]
 
 
-class GroupShard(ClassicMembers, ShareProtocol):
+class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
     """Replay of the shard's records, offsets, and the requests about whole groups."""
 
     # -- replay ------------------------------------------------------------------
@@ -54,6 +57,10 @@ class GroupShard(ClassicMembers, ShareProtocol):
             share_key = shr.decode_key(key)
             if share_key is not None:
                 self._replay_share(share_key, value)
+                return
+            streams_key = sr.decode_key(key)
+            if streams_key is not None:
+                self._replay_streams(streams_key, value)
 
     def _replay_offset(
         self, offset: int, key: rec.OffsetKey, value: bytes | None, producer_id: int
@@ -68,6 +75,7 @@ class GroupShard(ClassicMembers, ShareProtocol):
                 value is not None
                 and key.group not in self.groups
                 and key.group not in self.consumer_groups
+                and key.group not in self.streams_groups
             ):
                 # a group known only by its offsets (simple commits) is an Empty group
                 self.groups[key.group] = ClassicGroup(key.group)
@@ -87,7 +95,7 @@ class GroupShard(ClassicMembers, ShareProtocol):
             return
         for group_id, offsets in pending.items():
             self.offsets.setdefault(group_id, {}).update(offsets)
-            if group_id not in self.groups:
+            if group_id not in self.groups and group_id not in self.streams_groups:
                 self.groups[group_id] = ClassicGroup(group_id)
 
     def _replay_group(self, group_id: str, value: bytes | None) -> None:
@@ -135,6 +143,7 @@ class GroupShard(ClassicMembers, ShareProtocol):
                 self._arm_session(group, member)
         self.on_consumer_groups_loaded()
         self.on_share_groups_loaded()
+        self.on_streams_groups_loaded()
         self._schedule_offset_expiry()
 
     # -- offsets -------------------------------------------------------------------
@@ -148,7 +157,12 @@ class GroupShard(ClassicMembers, ShareProtocol):
         member_id = request["member_id"]
         code = ErrorCode.none
         consumer_group = self.consumer_groups.get(group_id)
-        if consumer_group is not None:
+        streams_group = self.streams_groups.get(group_id)
+        if streams_group is not None:
+            code = self.streams_commit_error(streams_group, request)
+            if code != ErrorCode.none:
+                return Result([], {tp: code for tp in request["offsets"]})
+        elif consumer_group is not None:
             code = _consumer_commit_error(consumer_group, member_id, generation, producer)
             if code != ErrorCode.none:
                 return Result([], {tp: code for tp in request["offsets"]})
@@ -170,7 +184,7 @@ class GroupShard(ClassicMembers, ShareProtocol):
                     self._arm_session(group, group.members[member_id])
         if code != ErrorCode.none:
             return Result([], {tp: code for tp in request["offsets"]})
-        if group is None and consumer_group is None:
+        if group is None and consumer_group is None and streams_group is None:
             self.groups[group_id] = ClassicGroup(group_id)
         now = now_ms()
         records: list[Record] = []
@@ -216,6 +230,11 @@ class GroupShard(ClassicMembers, ShareProtocol):
             code = _consumer_fetch_error(consumer_group, *member)
             if code != ErrorCode.none:
                 return Result([], {"error_code": code, "offsets": []})
+        streams_group = self.streams_groups.get(group_id)
+        if streams_group is not None:
+            code = self.streams_fetch_error(streams_group, *member)
+            if code != ErrorCode.none:
+                return Result([], {"error_code": code, "offsets": []})
         committed = self.offsets.get(group_id, {})
         pending = {
             tp
@@ -250,6 +269,15 @@ class GroupShard(ClassicMembers, ShareProtocol):
                 records += self.share_group_tombstones(share_group)
                 answers[group_id] = ErrorCode.none
                 continue
+            streams_group = self.streams_groups.get(group_id)
+            if streams_group is not None:
+                if streams_group.members:
+                    answers[group_id] = ErrorCode.non_empty_group
+                    continue
+                records += self._offset_tombstones(group_id, self.offsets.get(group_id, {}))
+                records += group_tombstones(streams_group)
+                answers[group_id] = ErrorCode.none
+                continue
             consumer_group = self.consumer_groups.get(group_id)
             if consumer_group is not None:
                 if consumer_group.members:
@@ -278,10 +306,14 @@ class GroupShard(ClassicMembers, ShareProtocol):
     ) -> Result[tuple[int, dict[tuple[str, int], ErrorCode]]]:
         group = self.groups.get(group_id)
         consumer_group = self.consumer_groups.get(group_id)
-        if group is None and consumer_group is None and group_id not in self.offsets:
+        streams_group = self.streams_groups.get(group_id)
+        unknown = group is None and consumer_group is None and group_id not in self.offsets
+        if unknown and streams_group is None:
             return Result([], (ErrorCode.group_id_not_found, {}))
         subscribed: set[str] = set()
-        if consumer_group is not None:
+        if streams_group is not None:
+            subscribed = self.streams_subscribed(streams_group)
+        elif consumer_group is not None:
             for member in consumer_group.members.values():
                 subscribed.update(self._member_topics(member))
         elif group is not None and group.members:
@@ -319,6 +351,9 @@ class GroupShard(ClassicMembers, ShareProtocol):
         for group_id, offsets in self.offsets.items():
             group = self.groups.get(group_id)
             if group is not None and group.members:
+                continue
+            streams_group = self.streams_groups.get(group_id)
+            if streams_group is not None and streams_group.members:
                 continue
             expired = [
                 tp
@@ -369,6 +404,9 @@ class GroupShard(ClassicMembers, ShareProtocol):
             (g.group_id, "consumer", g.state, "consumer") for g in self.consumer_groups.values()
         ]
         listed += [(g.group_id, "share", g.state, "share") for g in self.share_groups.values()]
+        listed += [
+            (g.group_id, "streams", g.state, "streams") for g in self.streams_groups.values()
+        ]
         known = {listed_group[0] for listed_group in listed}
         listed += [(g, "", EMPTY, "classic") for g in self.offsets if g not in known]
         return Result([], listed)

@@ -13,6 +13,8 @@ from odradek.coordinator.group import records as rec
 from odradek.coordinator.group.classic import ClassicGroup
 from odradek.coordinator.group.consumer import ConsumerGroup
 from odradek.coordinator.group.share import ShareGroup
+from odradek.coordinator.group.streams import StreamsGroup
+from odradek.coordinator.group.streams_topics import ConfiguredTopology
 from odradek.coordinator.runtime import Record, ShardRuntime
 
 MAX_GROUP_SIZE = 10000
@@ -26,6 +28,10 @@ class GroupTimeouts:
     consumer_heartbeat_interval_ms: int
     share_session_timeout_ms: int
     share_heartbeat_interval_ms: int
+    streams_session_timeout_ms: int = 45000
+    streams_heartbeat_interval_ms: int = 5000
+    streams_num_standby_replicas: int = 0
+    streams_initial_rebalance_delay_ms: int = 3000
 
 
 @dataclass
@@ -45,6 +51,14 @@ class GroupConfig:
     share_session_timeout_ms: int = 45000
     share_heartbeat_interval_ms: int = 5000
     share_max_size: int = 200
+    # streams groups (KIP-1071): group.streams.*
+    streams_session_timeout_ms: int = 45000
+    streams_heartbeat_interval_ms: int = 5000
+    streams_num_standby_replicas: int = 0
+    streams_initial_rebalance_delay_ms: int = 3000
+    streams_assignment_interval_ms: int = 1000
+    streams_task_offset_interval_ms: int = 60000
+    streams_max_size: int = 2147483647
     # a group's own timeouts (group configs); None: every group has the ones above
     timeouts_of: Callable[[str], GroupTimeouts] | None = None
 
@@ -56,6 +70,10 @@ class GroupConfig:
             self.consumer_heartbeat_interval_ms,
             self.share_session_timeout_ms,
             self.share_heartbeat_interval_ms,
+            self.streams_session_timeout_ms,
+            self.streams_heartbeat_interval_ms,
+            self.streams_num_standby_replicas,
+            self.streams_initial_rebalance_delay_ms,
         )
 
 
@@ -91,6 +109,11 @@ class ShardState:
         self.groups: dict[str, ClassicGroup] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         self.share_groups: dict[str, ShareGroup] = {}
+        self.streams_groups: dict[str, StreamsGroup] = {}
+        # streams group -> its topology set against the topics (kept in memory)
+        self.streams_configured: dict[str, ConfiguredTopology] = {}
+        # streams group -> member -> (subtopology, partition) -> changelog offset reported
+        self.streams_task_offsets: dict[str, dict[str, dict[tuple[str, int], int]]] = {}
         self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
         # transactional offsets waiting for their marker: producer id -> group -> offsets
         self.pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}

@@ -15,6 +15,7 @@ from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_new_groups,
     scenarios_offsets,
     scenarios_produce,
+    scenarios_streams_groups,
     scenarios_topics,
 )
 from conformance.harness import (
