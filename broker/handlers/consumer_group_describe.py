@@ -63,7 +63,7 @@ def _described(group: dict[str, Any]) -> dict[str, Any]:
                 "client_id": m["client_id"],
                 "client_host": m["client_host"],
                 "subscribed_topic_names": list(m["subscribed_topic_names"]),
-                "subscribed_topic_regex": m["subscribed_topic_regex"],
+                "subscribed_topic_regex": m["subscribed_topic_regex"] or "",
                 "assignment": _assignment(m["assignment"], names),
                 "target_assignment": _assignment(m["target_assignment"], names),
                 "member_type": 0 if m["classic"] else 1,  # classic or consumer protocol

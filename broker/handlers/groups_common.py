@@ -15,6 +15,7 @@ from odradek.coordinator.runtime import CoordinatorError
 UNKNOWN_TOPIC_OR_PARTITION = 3
 TOPIC_AUTHORIZATION_FAILED = 29
 GROUP_AUTHORIZATION_FAILED = 30
+INVALID_GROUP_ID = 24
 GROUP_ID_NOT_FOUND = 69
 
 
@@ -84,11 +85,14 @@ async def describe_each(
     """ConsumerGroupDescribe and ShareGroupDescribe: each group described by its shard
     (`describe(group_id)` is the operation; it gives the group, or why there is none),
     `shape`d for the answer; a group not described (unknown, not of the kind, not
-    authorized) is `missing` with its error and message."""
+    authorized, an empty id) is `missing` with its error and message."""
     groups = []
     for group_id in group_ids:
         if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
             groups.append(missing(group_id, GROUP_AUTHORIZATION_FAILED, None))
+            continue
+        if not group_id:
+            groups.append(missing(group_id, INVALID_GROUP_ID, None))
             continue
         code, described = await on_group_shard(ctx, group_id, describe(group_id))
         if code or not isinstance(described, dict):

@@ -34,6 +34,7 @@ from odradek.coordinator.group.consumer import (
     target_record,
     working_copy,
 )
+from odradek.coordinator.group.regex import invalid_regex_message
 from odradek.coordinator.group.shard_state import ShardState
 from odradek.coordinator.runtime import Record, Result
 from odradek.protocol.errors import ErrorCode
@@ -215,8 +216,9 @@ class ConsumerProtocol(ShardState):
                     if previous.member_epoch != STATIC_LEAVE_EPOCH:
                         raise HeartbeatError(
                             ErrorCode.unreleased_instance_id,
-                            f"Static member {previous.member_id} with instance id {instance_id} "
-                            "is still in the group.",
+                            f"Static member {member_id} with instance id {instance_id} cannot "
+                            "join the group because the instance id is owned by "
+                            f"{previous.member_id} member.",
                         )
                     return self._replace_static(group, previous, member_id, records)
             existing = group.members.get(member_id)
@@ -522,6 +524,8 @@ def _validate(request: dict[str, Any]) -> None:
             f"ServerAssignor {assignor} is not supported. Supported assignors: "
             f"{', '.join(ASSIGNORS)}.",
         )
+    if bad_regex := invalid_regex_message(request.get("subscribed_topic_regex") or ""):
+        raise HeartbeatError(ErrorCode.invalid_regular_expression, bad_regex)
 
 
 def _with_request(member: ConsumerMember, request: dict[str, Any]) -> ConsumerMember:

@@ -9,6 +9,7 @@ from helpers.reference_kafka import ReferenceKafka
 from helpers.wire import WireClient
 
 from conformance import (  # noqa: F401 - registers their scenarios
+    scenarios_consumer_groups,
     scenarios_data,
     scenarios_fetch,
     scenarios_groups,
