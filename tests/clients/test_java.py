@@ -1,4 +1,6 @@
-"""Round trips and admin operations through the Apache Kafka Java client 3.9.1."""
+"""Round trips and admin operations through the Apache Kafka Java client 4.4, each
+scenario run against Odradek and Apache Kafka 4.4 at once (helpers/both_brokers.py): a
+failure names the broker it happened on."""
 
 from __future__ import annotations
 
@@ -9,10 +11,12 @@ from typing import Any
 
 import pytest
 from helpers import java
+from helpers.both_brokers import on_both
 from helpers.broker import Broker
 from helpers.java import decode_bytes, record_line
+from helpers.reference_kafka import ReferenceKafka
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(240)
 
 ONE_MIB = 1024 * 1024
 BIG_TOPIC_LIMIT = 2 * ONE_MIB
@@ -23,20 +27,23 @@ def _java_tool() -> None:
     java.command(["--help"])  # compile once (or skip / fail when the JDK or jars are missing)
 
 
-def create_topic(b: Broker, topic: str, partitions: int = 1, **configs: object) -> dict[str, Any]:
+def create_topic(
+    bootstrap: str, topic: str, partitions: int = 1, **configs: object
+) -> dict[str, Any]:
     args = ["--topic", topic, "--partitions", str(partitions)]
     for key, value in configs.items():
         args += ["--config", f"{key.replace('_', '.')}={value}"]
-    return java.admin(b.bootstrap, "create-topic", *args).records[0]
+    return java.admin(bootstrap, "create-topic", *args).records[0]
 
 
-def configs_of(b: Broker, topic: str) -> dict[str, dict[str, Any]]:
-    lines = java.admin(b.bootstrap, "describe-configs", "--topic", topic).records
+def configs_of(bootstrap: str, topic: str) -> dict[str, dict[str, Any]]:
+    lines = java.admin(bootstrap, "describe-configs", "--topic", topic).records
     return {c["name"]: c for c in lines}
 
 
-def test_round_trip_keys_null_values_headers(shared_broker: Broker, unique_topic: str) -> None:
-    create_topic(shared_broker, unique_topic)
+def test_round_trip_keys_null_values_headers(
+    shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str
+) -> None:
     ts = int(time.time() * 1000) - 60_000
     sent = [
         record_line("k1", "v1", headers=[("h", "x"), ("h", "y"), ("none", None)]),
@@ -47,274 +54,297 @@ def test_round_trip_keys_null_values_headers(shared_broker: Broker, unique_topic
         record_line("ключ", "värde ✓", headers=[("ü", "ß")]),
         record_line("ts", "explicit timestamp", timestamp=ts),
     ]
-    results = java.produce(shared_broker.bootstrap, unique_topic, records=sent).records
-    assert [r["offset"] for r in results] == list(range(len(sent)))
-    assert {r["partition"] for r in results} == {0}
-    assert results[6]["timestamp"] == ts
 
-    got = java.consume(shared_broker.bootstrap, unique_topic, until_end=True).records
-    assert [r["offset"] for r in got] == list(range(len(sent)))
-    for want, have in zip(sent, got, strict=True):
-        assert decode_bytes(have["key"]) == decode_bytes(want["key"])
-        assert decode_bytes(have["value"]) == decode_bytes(want["value"])
-        assert [[k, decode_bytes(v)] for k, v in have["headers"]] == [
-            [k, decode_bytes(v)] for k, v in want["headers"]
-        ]
-        assert have["timestamp_type"] == "CreateTime"
-    # null and empty are different things
-    assert got[2]["value"] is None and got[4]["value"] == "" and got[4]["key"] == ""
-    assert got[1]["key"] is None
-    assert got[6]["timestamp"] == ts
+    def scenario(bootstrap: str) -> list[dict[str, Any]]:
+        create_topic(bootstrap, unique_topic)
+        results = java.produce(bootstrap, unique_topic, records=sent).records
+        assert [r["offset"] for r in results] == list(range(len(sent)))
+        assert {r["partition"] for r in results} == {0}
+        assert results[6]["timestamp"] == ts
+
+        got = java.consume(bootstrap, unique_topic, until_end=True).records
+        assert [r["offset"] for r in got] == list(range(len(sent)))
+        for want, have in zip(sent, got, strict=True):
+            assert decode_bytes(have["key"]) == decode_bytes(want["key"])
+            assert decode_bytes(have["value"]) == decode_bytes(want["value"])
+            assert [[k, decode_bytes(v)] for k, v in have["headers"]] == [
+                [k, decode_bytes(v)] for k, v in want["headers"]
+            ]
+            assert have["timestamp_type"] == "CreateTime"
+        # null and empty are different things
+        assert got[2]["value"] is None and got[4]["value"] == "" and got[4]["key"] == ""
+        assert got[1]["key"] is None
+        assert got[6]["timestamp"] == ts
+        return [{k: v for k, v in r.items() if k != "timestamp"} for r in got]
+
+    outcomes = on_both(scenario, shared_broker, kafka44)
+    assert outcomes["odradek"] == outcomes["kafka44"]
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
-def test_compression_round_trip(shared_broker: Broker, unique_topic: str, codec: str) -> None:
-    create_topic(shared_broker, unique_topic)
+def test_compression_round_trip(
+    shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str, codec: str
+) -> None:
     sent = [record_line(f"key-{i}", f"value-{i} " + "abc" * (i % 50)) for i in range(300)]
-    results = java.produce(
-        shared_broker.bootstrap, unique_topic, records=sent, compression=codec, linger_ms=50
-    ).records
-    assert sorted(r["offset"] for r in results) == list(range(300))
-    got = java.consume(shared_broker.bootstrap, unique_topic, until_end=True).records
-    assert [(r["key"], r["value"]) for r in got] == [(s["key"], s["value"]) for s in sent]
-    assert [r["offset"] for r in got] == list(range(300))
+
+    def scenario(bootstrap: str) -> None:
+        create_topic(bootstrap, unique_topic)
+        results = java.produce(
+            bootstrap, unique_topic, records=sent, compression=codec, linger_ms=50
+        ).records
+        assert sorted(r["offset"] for r in results) == list(range(300))
+        got = java.consume(bootstrap, unique_topic, until_end=True).records
+        assert [(r["key"], r["value"]) for r in got] == [(s["key"], s["value"]) for s in sent]
+        assert [r["offset"] for r in got] == list(range(300))
+
+    on_both(scenario, shared_broker, kafka44)
 
 
-def test_one_mib_record(shared_broker: Broker, unique_topic: str) -> None:
-    create_topic(shared_broker, unique_topic, max_message_bytes=BIG_TOPIC_LIMIT)
+def test_one_mib_record(shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str) -> None:
     value = os.urandom(ONE_MIB)
-    results = java.produce(
-        shared_broker.bootstrap,
-        unique_topic,
-        records=[record_line("big", value), record_line("small", "after")],
-        props={"max.request.size": BIG_TOPIC_LIMIT},
-        linger_ms=0,
-    ).records
-    assert [r["offset"] for r in results] == [0, 1]
-    got = java.consume(shared_broker.bootstrap, unique_topic, until_end=True).records
-    assert len(got) == 2
-    have = decode_bytes(got[0]["value"])
-    assert have is not None and len(have) == ONE_MIB
-    assert hashlib.sha256(have).digest() == hashlib.sha256(value).digest()
-    assert got[1]["value"] == "after"
+
+    def scenario(bootstrap: str) -> None:
+        create_topic(bootstrap, unique_topic, max_message_bytes=BIG_TOPIC_LIMIT)
+        results = java.produce(
+            bootstrap,
+            unique_topic,
+            records=[record_line("big", value), record_line("small", "after")],
+            props={"max.request.size": BIG_TOPIC_LIMIT},
+            linger_ms=0,
+        ).records
+        assert [r["offset"] for r in results] == [0, 1]
+        got = java.consume(bootstrap, unique_topic, until_end=True).records
+        assert len(got) == 2
+        have = decode_bytes(got[0]["value"])
+        assert have is not None and len(have) == ONE_MIB
+        assert hashlib.sha256(have).digest() == hashlib.sha256(value).digest()
+        assert got[1]["value"] == "after"
+
+    on_both(scenario, shared_broker, kafka44)
 
 
-def test_record_over_topic_limit_is_rejected(shared_broker: Broker, unique_topic: str) -> None:
-    create_topic(shared_broker, unique_topic)  # max.message.bytes default 1048588
-    result = java.produce(
-        shared_broker.bootstrap,
-        unique_topic,
-        records=[record_line("big", os.urandom(ONE_MIB + 1000))],
-        props={"max.request.size": BIG_TOPIC_LIMIT},
-        check=False,
-    )
-    assert result.returncode != 0
-    assert result.error_type == "RecordTooLargeException", result.describe()
-    # nothing was stored
-    latest = java.admin(
-        shared_broker.bootstrap, "list-offsets", "--topic", unique_topic, "--spec", "latest"
-    ).records
-    assert latest[0]["offset"] == 0
+def test_record_over_topic_limit_is_rejected(
+    shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str
+) -> None:
+    def scenario(bootstrap: str) -> None:
+        create_topic(bootstrap, unique_topic)  # max.message.bytes default 1048588
+        result = java.produce(
+            bootstrap,
+            unique_topic,
+            records=[record_line("big", os.urandom(ONE_MIB + 1000))],
+            props={"max.request.size": BIG_TOPIC_LIMIT},
+            check=False,
+        )
+        assert result.returncode != 0
+        assert result.error_type == "RecordTooLargeException", result.describe()
+        # nothing was stored
+        latest = java.admin(
+            bootstrap, "list-offsets", "--topic", unique_topic, "--spec", "latest"
+        ).records
+        assert latest[0]["offset"] == 0
+
+    on_both(scenario, shared_broker, kafka44)
 
 
-def test_list_offsets_by_time(shared_broker: Broker, unique_topic: str) -> None:
-    create_topic(shared_broker, unique_topic)
+def test_list_offsets_by_time(
+    shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str
+) -> None:
     base = int(time.time() * 1000) - 3_600_000
     sent = [record_line(f"k{i}", f"v{i}", timestamp=base + i * 1000) for i in range(10)]
-    java.produce(shared_broker.bootstrap, unique_topic, records=sent)
 
-    def admin_offsets(spec: str) -> dict[str, Any]:
-        lines = java.admin(
-            shared_broker.bootstrap, "list-offsets", "--topic", unique_topic, "--spec", spec
-        ).records
-        assert len(lines) == 1
-        return lines[0]
+    def scenario(bootstrap: str) -> None:
+        create_topic(bootstrap, unique_topic)
+        java.produce(bootstrap, unique_topic, records=sent)
 
-    assert admin_offsets("earliest")["offset"] == 0
-    assert admin_offsets("latest")["offset"] == 10
-    hit = admin_offsets(str(base + 2500))
-    assert (hit["offset"], hit["timestamp"]) == (3, base + 3000)
-    assert admin_offsets(str(base))["offset"] == 0
-    assert admin_offsets(str(base + 9000))["offset"] == 9
-    assert admin_offsets(str(base + 9001))["offset"] == -1  # no such record
-    top = admin_offsets("max-timestamp")
-    assert (top["offset"], top["timestamp"]) == (9, base + 9000)
+        def admin_offsets(spec: str) -> dict[str, Any]:
+            lines = java.admin(
+                bootstrap, "list-offsets", "--topic", unique_topic, "--spec", spec
+            ).records
+            assert len(lines) == 1
+            return lines[0]
 
-    # the consumer's offsetsForTimes / beginningOffsets / endOffsets
-    res = java.run(
-        [
-            "offsets-for-times",
-            "--bootstrap",
-            shared_broker.bootstrap,
-            "--topic",
-            unique_topic,
-            "--timestamp",
-            str(base + 4200),
+        assert admin_offsets("earliest")["offset"] == 0
+        assert admin_offsets("latest")["offset"] == 10
+        hit = admin_offsets(str(base + 2500))
+        assert (hit["offset"], hit["timestamp"]) == (3, base + 3000)
+        assert admin_offsets(str(base))["offset"] == 0
+        assert admin_offsets(str(base + 9000))["offset"] == 9
+        assert admin_offsets(str(base + 9001))["offset"] == -1  # no such record
+        top = admin_offsets("max-timestamp")
+        assert (top["offset"], top["timestamp"]) == (9, base + 9000)
+
+        # the consumer's offsetsForTimes / beginningOffsets / endOffsets
+        def for_times(timestamp: int) -> list[dict[str, Any]]:
+            args = ["offsets-for-times", "--bootstrap", bootstrap, "--topic", unique_topic]
+            return java.run([*args, "--timestamp", str(timestamp)]).records
+
+        assert for_times(base + 4200) == [
+            {
+                "topic": unique_topic,
+                "partition": 0,
+                "offset": 5,
+                "timestamp": base + 5000,
+                "beginning": 0,
+                "end": 10,
+            }
         ]
-    ).records
-    assert res == [
-        {
-            "topic": unique_topic,
-            "partition": 0,
-            "offset": 5,
-            "timestamp": base + 5000,
-            "beginning": 0,
-            "end": 10,
-        }
-    ]
-    res = java.run(
-        [
-            "offsets-for-times",
-            "--bootstrap",
-            shared_broker.bootstrap,
-            "--topic",
-            unique_topic,
-            "--timestamp",
-            str(base + 10_000),
-        ]
-    ).records
-    assert res[0]["offset"] is None
+        assert for_times(base + 10_000)[0]["offset"] is None
+
+    on_both(scenario, shared_broker, kafka44)
 
 
 def test_auto_offset_reset_earliest(
-    shared_broker: Broker, unique_topic: str, unique_group: str
+    shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str, unique_group: str
 ) -> None:
-    create_topic(shared_broker, unique_topic)
-    java.produce(shared_broker.bootstrap, unique_topic, count=5)
-    got = java.consume(
-        shared_broker.bootstrap,
-        unique_topic,
-        group=unique_group,
-        offset_reset="earliest",
-        max_records=5,
-        timeout_ms=20000,
-    )
-    assert [r["offset"] for r in got.records] == [0, 1, 2, 3, 4]
-    assert [r["value"] for r in got.records] == [f"value-{i}" for i in range(5)]
-    assigned = [e for e in got.events if e["event"] == "assigned" and e["partitions"]]
-    assert assigned and assigned[0]["partitions"][0]["position"] == 0
+    def scenario(bootstrap: str) -> None:
+        create_topic(bootstrap, unique_topic)
+        java.produce(bootstrap, unique_topic, count=5)
+        got = java.consume(
+            bootstrap,
+            unique_topic,
+            group=unique_group,
+            offset_reset="earliest",
+            max_records=5,
+            timeout_ms=20000,
+        )
+        assert [r["offset"] for r in got.records] == [0, 1, 2, 3, 4]
+        assert [r["value"] for r in got.records] == [f"value-{i}" for i in range(5)]
+        assigned = [e for e in got.events if e["event"] == "assigned" and e["partitions"]]
+        assert assigned and assigned[0]["partitions"][0]["position"] == 0
+
+    on_both(scenario, shared_broker, kafka44)
 
 
 def test_auto_offset_reset_latest(
-    shared_broker: Broker, unique_topic: str, unique_group: str
+    shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str, unique_group: str
 ) -> None:
-    create_topic(shared_broker, unique_topic)
-    java.produce(shared_broker.bootstrap, unique_topic, count=5)
-    args = [
-        "consume",
-        "--bootstrap",
-        shared_broker.bootstrap,
-        "--topic",
-        unique_topic,
-        "--group",
-        unique_group,
-        "--from",
-        "latest",
-        "--max-records",
-        "3",
-        "--timeout-ms",
-        "40000",
-    ]
-    with java.background(args) as consumer:
-        assigned = consumer.wait_for(
-            lambda x: x.get("event") == "assigned" and bool(x["partitions"]), timeout=40
+    def scenario(bootstrap: str) -> None:
+        create_topic(bootstrap, unique_topic)
+        java.produce(bootstrap, unique_topic, count=5)
+        args = ["consume", "--bootstrap", bootstrap, "--topic", unique_topic]
+        args += ["--group", unique_group, "--from", "latest", "--max-records", "3"]
+        with java.background([*args, "--timeout-ms", "40000"]) as consumer:
+            assigned = consumer.wait_for(
+                lambda x: x.get("event") == "assigned" and bool(x["partitions"]), timeout=40
+            )
+            assert assigned["partitions"][0]["position"] == 5
+            new = [record_line(f"new-{i}", f"new-{i}") for i in range(3)]
+            java.produce(bootstrap, unique_topic, records=new)
+            got = consumer.records(3, timeout=30)
+        assert [r["offset"] for r in got] == [5, 6, 7]
+        assert [r["value"] for r in got] == ["new-0", "new-1", "new-2"]
+
+    on_both(scenario, shared_broker, kafka44)
+
+
+def test_admin_topics_lifecycle(
+    shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str
+) -> None:
+    def scenario(bootstrap: str) -> dict[str, Any]:
+        created = create_topic(
+            bootstrap, unique_topic, 3, retention_ms=3_600_000, cleanup_policy="compact"
         )
-        assert assigned["partitions"][0]["position"] == 5
-        new = [record_line(f"new-{i}", f"new-{i}") for i in range(3)]
-        java.produce(shared_broker.bootstrap, unique_topic, records=new)
-        got = consumer.records(3, timeout=30)
-    assert [r["offset"] for r in got] == [5, 6, 7]
-    assert [r["value"] for r in got] == ["new-0", "new-1", "new-2"]
+        assert created["partitions"] == 3
+        assert created["replication_factor"] == 1
+
+        names = {t["topic"] for t in java.admin(bootstrap, "list-topics").records}
+        assert unique_topic in names
+
+        desc = java.admin(bootstrap, "describe-topics", "--topic", unique_topic).records[0]
+        assert desc["internal"] is False
+        assert [p["partition"] for p in desc["partitions"]] == [0, 1, 2]
+        for p in desc["partitions"]:
+            leader = p["leader"]
+            assert leader is not None and f"{leader['host']}:{leader['port']}" == bootstrap
+            assert p["replicas"] == [leader["id"]]
+            assert p["isr"] == p["replicas"]
+
+        cfg = configs_of(bootstrap, unique_topic)
+        assert cfg["retention.ms"]["value"] == "3600000"
+        assert cfg["retention.ms"]["source"] == "DYNAMIC_TOPIC_CONFIG"
+        assert cfg["cleanup.policy"]["value"] == "compact"
+        assert cfg["segment.bytes"]["value"] == "1073741824"
+        assert cfg["segment.bytes"]["source"] in {"DEFAULT_CONFIG", "STATIC_BROKER_CONFIG"}
+        assert cfg["max.message.bytes"]["value"] == "1048588"
+
+        again = java.admin(bootstrap, "create-topic", "--topic", unique_topic, check=False)
+        assert again.error_type == "TopicExistsException", again.describe()
+
+        java.admin(bootstrap, "delete-topic", "--topic", unique_topic)
+        deadline = time.monotonic() + 10
+        while unique_topic in {t["topic"] for t in java.admin(bootstrap, "list-topics").records}:
+            assert time.monotonic() < deadline, "deleted topic still listed after 10 s"
+            time.sleep(0.5)
+        gone = java.admin(bootstrap, "delete-topic", "--topic", unique_topic, check=False)
+        assert gone.error_type == "UnknownTopicOrPartitionException", gone.describe()
+        return {name: cfg[name]["value"] for name in ("retention.ms", "cleanup.policy")}
+
+    outcomes = on_both(scenario, shared_broker, kafka44)
+    assert outcomes["odradek"] == outcomes["kafka44"]
 
 
-def test_admin_topics_lifecycle(shared_broker: Broker, unique_topic: str) -> None:
-    b = shared_broker.bootstrap
-    created = create_topic(
-        shared_broker, unique_topic, 3, retention_ms=3_600_000, cleanup_policy="compact"
-    )
-    assert created["partitions"] == 3
-    assert created["replication_factor"] == 1
+def test_alter_configs_incremental(
+    shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str
+) -> None:
+    def scenario(bootstrap: str) -> None:
+        create_topic(bootstrap, unique_topic)
+        java.admin(
+            bootstrap,
+            "alter-configs",
+            "--topic",
+            unique_topic,
+            "--set",
+            "retention.ms=1234567",
+            "--set",
+            "max.message.bytes=2000000",
+        )
+        cfg = configs_of(bootstrap, unique_topic)
+        assert cfg["retention.ms"]["value"] == "1234567"
+        assert cfg["retention.ms"]["source"] == "DYNAMIC_TOPIC_CONFIG"
+        assert cfg["max.message.bytes"]["value"] == "2000000"
 
-    names = {t["topic"] for t in java.admin(b, "list-topics").records}
-    assert unique_topic in names
+        java.admin(bootstrap, "alter-configs", "--topic", unique_topic, "--delete", "retention.ms")
+        cfg = configs_of(bootstrap, unique_topic)
+        assert cfg["retention.ms"]["value"] == "604800000"
+        assert cfg["retention.ms"]["source"] != "DYNAMIC_TOPIC_CONFIG"
+        assert cfg["max.message.bytes"]["value"] == "2000000"  # untouched by the delete
 
-    desc = java.admin(b, "describe-topics", "--topic", unique_topic).records[0]
-    assert desc["internal"] is False
-    assert [p["partition"] for p in desc["partitions"]] == [0, 1, 2]
-    for p in desc["partitions"]:
-        assert p["leader"] is not None and p["leader"]["port"] == shared_broker.port
-        assert p["replicas"] == [p["leader"]["id"]]
-        assert p["isr"] == p["replicas"]
+        bad = java.admin(
+            bootstrap, "alter-configs", "--topic", unique_topic, "--set", "no.such.config=1",
+            check=False,
+        )  # fmt: skip
+        assert bad.error_type == "InvalidConfigurationException", bad.describe()
 
-    cfg = configs_of(shared_broker, unique_topic)
-    assert cfg["retention.ms"]["value"] == "3600000"
-    assert cfg["retention.ms"]["source"] == "DYNAMIC_TOPIC_CONFIG"
-    assert cfg["cleanup.policy"]["value"] == "compact"
-    assert cfg["segment.bytes"]["value"] == "1073741824"
-    assert cfg["segment.bytes"]["source"] in {"DEFAULT_CONFIG", "STATIC_BROKER_CONFIG"}
-    assert cfg["max.message.bytes"]["value"] == "1048588"
-
-    again = java.admin(b, "create-topic", "--topic", unique_topic, check=False)
-    assert again.error_type == "TopicExistsException", again.describe()
-
-    java.admin(b, "delete-topic", "--topic", unique_topic)
-    deadline = time.monotonic() + 10
-    while unique_topic in {t["topic"] for t in java.admin(b, "list-topics").records}:
-        assert time.monotonic() < deadline, "deleted topic still listed after 10 s"
-        time.sleep(0.5)
-    gone = java.admin(b, "delete-topic", "--topic", unique_topic, check=False)
-    assert gone.error_type == "UnknownTopicOrPartitionException", gone.describe()
+    on_both(scenario, shared_broker, kafka44)
 
 
-def test_alter_configs_incremental(shared_broker: Broker, unique_topic: str) -> None:
-    b = shared_broker.bootstrap
-    create_topic(shared_broker, unique_topic)
-    java.admin(
-        b,
-        "alter-configs",
-        "--topic",
-        unique_topic,
-        "--set",
-        "retention.ms=1234567",
-        "--set",
-        "max.message.bytes=2000000",
-    )
-    cfg = configs_of(shared_broker, unique_topic)
-    assert cfg["retention.ms"]["value"] == "1234567"
-    assert cfg["retention.ms"]["source"] == "DYNAMIC_TOPIC_CONFIG"
-    assert cfg["max.message.bytes"]["value"] == "2000000"
+def test_create_partitions(
+    shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str
+) -> None:
+    def scenario(bootstrap: str) -> None:
+        create_topic(bootstrap, unique_topic, 1)
+        java.admin(bootstrap, "create-partitions", "--topic", unique_topic, "--total", "3")
+        desc = java.admin(bootstrap, "describe-topics", "--topic", unique_topic).records[0]
+        assert [p["partition"] for p in desc["partitions"]] == [0, 1, 2]
 
-    java.admin(b, "alter-configs", "--topic", unique_topic, "--delete", "retention.ms")
-    cfg = configs_of(shared_broker, unique_topic)
-    assert cfg["retention.ms"]["value"] == "604800000"
-    assert cfg["retention.ms"]["source"] != "DYNAMIC_TOPIC_CONFIG"
-    assert cfg["max.message.bytes"]["value"] == "2000000"  # untouched by the delete
+        res = java.produce(bootstrap, unique_topic, count=2, partition=2).records
+        assert [(r["partition"], r["offset"]) for r in res] == [(2, 0), (2, 1)]
 
-    bad = java.admin(
-        b, "alter-configs", "--topic", unique_topic, "--set", "no.such.config=1", check=False
-    )
-    assert bad.error_type == "InvalidConfigurationException", bad.describe()
+        shrink = java.admin(
+            bootstrap, "create-partitions", "--topic", unique_topic, "--total", "2", check=False
+        )
+        assert shrink.error_type == "InvalidPartitionsException", shrink.describe()
+
+    on_both(scenario, shared_broker, kafka44)
 
 
-def test_create_partitions(shared_broker: Broker, unique_topic: str) -> None:
-    b = shared_broker.bootstrap
-    create_topic(shared_broker, unique_topic, 1)
-    java.admin(b, "create-partitions", "--topic", unique_topic, "--total", "3")
-    desc = java.admin(b, "describe-topics", "--topic", unique_topic).records[0]
-    assert [p["partition"] for p in desc["partitions"]] == [0, 1, 2]
+def test_describe_cluster(shared_broker: Broker, kafka44: ReferenceKafka) -> None:
+    def scenario(bootstrap: str) -> None:
+        info = java.admin(bootstrap, "describe-cluster").records[0]
+        assert info["cluster_id"]
+        assert len(info["nodes"]) == 1
+        node = info["nodes"][0]
+        assert f"{node['host']}:{node['port']}" == bootstrap
+        assert info["controller"] is not None
 
-    res = java.produce(b, unique_topic, count=2, partition=2).records
-    assert [(r["partition"], r["offset"]) for r in res] == [(2, 0), (2, 1)]
-
-    shrink = java.admin(
-        b, "create-partitions", "--topic", unique_topic, "--total", "2", check=False
-    )
-    assert shrink.error_type == "InvalidPartitionsException", shrink.describe()
-
-
-def test_describe_cluster(shared_broker: Broker) -> None:
-    info = java.admin(shared_broker.bootstrap, "describe-cluster").records[0]
-    assert info["cluster_id"]
-    assert len(info["nodes"]) == 1
-    node = info["nodes"][0]
-    assert (node["host"], node["port"]) == (shared_broker.host, shared_broker.port)
+    on_both(scenario, shared_broker, kafka44)

@@ -1147,7 +1147,10 @@ public final class KafkaTool {
             try {
                 var description = result.description(user).get();
                 ArrayNode creds = n.putArray("credentials");
-                for (var info : description.credentialInfos()) {
+                // by mechanism: Kafka's order comes from a hash map, another at each start
+                var infos = new ArrayList<>(description.credentialInfos());
+                infos.sort((a, b) -> a.mechanism().mechanismName().compareTo(b.mechanism().mechanismName()));
+                for (var info : infos) {
                     creds.addObject().put("mechanism", info.mechanism().mechanismName())
                             .put("iterations", info.iterations());
                 }
@@ -1251,9 +1254,9 @@ public final class KafkaTool {
         for (String spec : o.all("filter")) {
             filters.add(aclFilter(spec));
         }
-        for (var entry : admin.deleteAcls(filters).values().entrySet()) {
-            var result = entry.getValue().get();
-            for (var deleted : result.values()) {
+        var results = admin.deleteAcls(filters).values();
+        for (var filter : filters) { // in the order given (the results are a hash map)
+            for (var deleted : results.get(filter).get().values()) {
                 ObjectNode n = aclJson(deleted.binding());
                 n.put("deleted", deleted.exception() == null);
                 emit(n);
