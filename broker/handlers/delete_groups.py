@@ -21,7 +21,7 @@ MIN_VERSION, MAX_VERSION = 0, 2
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     results = []
-    for group_id in request.groups_names:
+    for group_id in dict.fromkeys(request.groups_names):  # each once, as Kafka
         if not ctx.allowed(Operation.DELETE, ResourceType.GROUP, group_id):
             refused = ErrorCode.group_authorization_failed
             results.append({"group_id": group_id, "error_code": refused})

@@ -1,9 +1,11 @@
-"""DescribeGroups (15), v0-v5.
+"""DescribeGroups (15), v0-v6.
 
 State, protocol type, chosen protocol and members with their metadata and
-assignment. An unknown group is described as Dead with no members. With ACLs a group
-needs DESCRIBE on it: GROUP_AUTHORIZATION_FAILED otherwise. v3+: the group's authorized
-operations when asked for.
+assignment (protocol, metadata and assignments only for a Stable group, as Kafka). An
+unknown group, or one of another type, is described as Dead with no members; v6 adds
+GROUP_ID_NOT_FOUND and Kafka's message. With ACLs a group needs DESCRIBE on it:
+GROUP_AUTHORIZATION_FAILED otherwise. v3+: the group's authorized operations when
+asked for.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from odradek.broker.handlers.groups_common import on_group_shard
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode
 
-MIN_VERSION, MAX_VERSION = 0, 5
+MIN_VERSION, MAX_VERSION = 0, 6
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
@@ -29,9 +31,12 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         else:
             code, described = ErrorCode.group_authorization_failed, None
         operations = NOT_REQUESTED
+        message = None
+        if isinstance(described, str) and ctx.version >= 6:
+            code, message = ErrorCode.group_id_not_found, described
         if with_operations and code == 0:
             operations = authorized_operations(ctx, ResourceType.GROUP, group_id)
-        if described is None:
+        if not isinstance(described, dict):
             described = {
                 "group_id": group_id,
                 "group_state": "Dead" if code != ErrorCode.group_authorization_failed else "",
@@ -39,7 +44,14 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 "protocol_data": "",
                 "members": [],
             }
-        groups.append({"error_code": code, "authorized_operations": operations, **described})
+        groups.append(
+            {
+                "error_code": code,
+                "error_message": message,
+                "authorized_operations": operations,
+                **described,
+            }
+        )
     return {"throttle_time": 0, "groups": groups}
 
 

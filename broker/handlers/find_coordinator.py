@@ -94,7 +94,10 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             else:
                 answers.append(_authorized(ctx, key_type, key, partial(_locate, ctx, runtime, key)))
     if ctx.version < 4:
-        return {"throttle_time": 0, **answers[0]}
+        # Kafka answers Errors.message() below v4: "NONE", or the error's default words
+        code = answers[0]["error_code"]
+        message = "NONE" if code == ErrorCode.none else default_message(code)
+        return {"throttle_time": 0, **answers[0], "error_message": message}
     return {
         "throttle_time": 0,
         "coordinators": [{"key": key, **answer} for key, answer in zip(keys, answers, strict=True)],

@@ -124,7 +124,7 @@ async def commit_offsets(
     TOPIC_AUTHORIZATION_FAILED for the partitions of topics the principal may not READ
     and UNKNOWN_TOPIC_OR_PARTITION for those of unknown topics."""
     offsets: dict[TopicPartition, OffsetToCommit] = {}
-    unknown: set[TopicPartition] = set()
+    early: dict[TopicPartition, int] = {}  # refused before the coordinator is asked
     readable = allowed_names(
         ctx, Operation.READ, ResourceType.TOPIC, (t.name for t in request.topics)
     )
@@ -132,9 +132,9 @@ async def commit_offsets(
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
             if topic.name not in readable:
-                continue
-            if ctx.services.topics.partition(*tp) is None:
-                unknown.add(tp)
+                early[tp] = TOPIC_AUTHORIZATION_FAILED
+            elif ctx.services.topics.partition(*tp) is None:
+                early[tp] = UNKNOWN_TOPIC_OR_PARTITION
             else:
                 epoch = getattr(p, "committed_leader_epoch", -1)
                 offsets[tp] = (p.committed_offset, epoch, p.committed_metadata)
@@ -145,27 +145,26 @@ async def commit_offsets(
             ctx, request.group_id, lambda s: s.commit_offsets(request_details)
         )
         codes = {tp: code for tp in offsets} if code else answer
+    return in_kafka_order(request.topics, early, lambda tp: map_code(codes.get(tp, 0)))
 
-    def code_of(tp: TopicPartition) -> int:
-        if tp[0] not in readable:
-            return TOPIC_AUTHORIZATION_FAILED
-        if tp in unknown:
-            return UNKNOWN_TOPIC_OR_PARTITION
-        return map_code(codes.get(tp, 0))
 
-    return [
-        {
-            "name": topic.name,
-            "partitions": [
-                {
-                    "partition_index": p.partition_index,
-                    "error_code": code_of((topic.name, p.partition_index)),
-                }
-                for p in topic.partitions
-            ],
-        }
-        for topic in request.topics
-    ]
+def in_kafka_order(
+    topics: Any, early: dict[TopicPartition, int], late: Callable[[TopicPartition], int]
+) -> list[dict[str, Any]]:
+    """Per-partition answers in Kafka's order: first those refused before the
+    coordinator is asked (`early`: unauthorized, unknown), grouped by topic in the
+    request's order; then the coordinator's, added to their topic or after the rest."""
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for refused in (True, False):
+        for topic in topics:
+            for p in topic.partitions:
+                tp = (topic.name, p.partition_index)
+                if (tp in early) == refused:
+                    code = early[tp] if refused else late(tp)
+                    by_topic.setdefault(topic.name, []).append(
+                        {"partition_index": p.partition_index, "error_code": code}
+                    )
+    return [{"name": name, "partitions": partitions} for name, partitions in by_topic.items()]
 
 
 def refuse_all(request: Any, code: int) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@
   gets its own assignment (opaque bytes) and the group is Stable.
 - Unknown group or member: UNKNOWN_MEMBER_ID; wrong generation:
   ILLEGAL_GENERATION; a rebalance started meanwhile: REBALANCE_IN_PROGRESS;
-  v5 protocol type/name not the group's: INCONSISTENT_GROUP_PROTOCOL.
+  v5 protocol type/name not the group's, or missing: INCONSISTENT_GROUP_PROTOCOL.
 - With ACLs the group needs READ: GROUP_AUTHORIZATION_FAILED otherwise.
 """
 
@@ -32,7 +32,10 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             {"member_id": a.member_id, "assignment": a.assignment} for a in request.assignments
         ],
     }
-    if ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+    code: int
+    if ctx.version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+        code = ErrorCode.inconsistent_group_protocol
+    elif ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         code, answer = await on_group_shard(ctx, request.group_id, lambda s: s.sync_group(details))
     else:
         code = ErrorCode.group_authorization_failed

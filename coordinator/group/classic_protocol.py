@@ -204,10 +204,10 @@ class ClassicProtocol(ShardState):
 
         if not group_id:
             return error(ErrorCode.invalid_group_id)
-        if group_id in self.share_groups:
-            return error(ErrorCode.group_id_not_found)
         if not self.config.min_session_timeout_ms <= session <= self.config.max_session_timeout_ms:
             return error(ErrorCode.invalid_session_timeout)
+        if group_id in self.share_groups:
+            return error(ErrorCode.inconsistent_group_protocol)
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
             # an empty consumer-protocol group becomes a classic one (its offsets stay);

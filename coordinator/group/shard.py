@@ -157,6 +157,8 @@ class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
         member_id = request["member_id"]
         code = ErrorCode.none
         consumer_group = self.consumer_groups.get(group_id)
+        if group_id in self.share_groups:
+            return Result([], {tp: ErrorCode.group_id_not_found for tp in request["offsets"]})
         streams_group = self.streams_groups.get(group_id)
         if streams_group is not None:
             code = self.streams_commit_error(streams_group, request)
@@ -190,9 +192,10 @@ class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
         records: list[Record] = []
         answers = {}
         for (topic, partition), (offset, epoch, metadata) in request["offsets"].items():
+            # Kafka measures the metadata in Java chars (UTF-16 units), not bytes
             if (
                 metadata is not None
-                and len(metadata.encode()) > self.config.offset_metadata_max_bytes
+                and len(metadata.encode("utf-16-le")) // 2 > self.config.offset_metadata_max_bytes
             ):
                 answers[(topic, partition)] = ErrorCode.offset_metadata_too_large
                 continue
@@ -308,7 +311,7 @@ class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
         consumer_group = self.consumer_groups.get(group_id)
         streams_group = self.streams_groups.get(group_id)
         unknown = group is None and consumer_group is None and group_id not in self.offsets
-        if unknown and streams_group is None:
+        if (unknown and streams_group is None) or group_id in self.share_groups:
             return Result([], (ErrorCode.group_id_not_found, {}))
         subscribed: set[str] = set()
         if streams_group is not None:
@@ -317,6 +320,8 @@ class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
             for member in consumer_group.members.values():
                 subscribed.update(self._member_topics(member))
         elif group is not None and group.members:
+            if group.protocol_type != "consumer":
+                return Result([], (ErrorCode.non_empty_group, {}))
             topics = group.subscribed_topics()
             subscribed = topics if topics is not None else {t for t, _ in partitions}
         answers = {}
@@ -368,25 +373,31 @@ class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
 
     # -- describe and list ------------------------------------------------------------
 
-    def describe(self, group_id: str) -> Result[dict[str, Any] | None]:
+    def describe(self, group_id: str) -> Result[dict[str, Any] | str]:
+        """The classic group, or why there is none (Kafka's words)."""
         group = self.groups.get(group_id)
         if group is None:
-            return Result([], None)
+            other_types = (self.consumer_groups, self.share_groups, self.streams_groups)
+            if any(group_id in groups for groups in other_types):
+                return Result([], f"Group {group_id} is not a classic group.")
+            return Result([], f"Group {group_id} not found.")
+        # as Kafka: protocol, metadata and assignments only once the group is stable
+        stable = group.state == STABLE
         return Result(
             [],
             {
                 "group_id": group_id,
                 "group_state": group.state,
                 "protocol_type": group.protocol_type or "",
-                "protocol_data": group.protocol or "",
+                "protocol_data": (group.protocol or "") if stable else "",
                 "members": [
                     {
                         "member_id": m.member_id,
                         "group_instance_id": m.group_instance_id,
                         "client_id": m.client_id,
                         "client_host": m.client_host,
-                        "member_metadata": m.metadata_for(group.protocol),
-                        "member_assignment": m.assignment,
+                        "member_metadata": m.metadata_for(group.protocol) if stable else b"",
+                        "member_assignment": m.assignment if stable else b"",
                     }
                     for m in group.members.values()
                 ],

@@ -9,9 +9,11 @@ from helpers.reference_kafka import ReferenceKafka
 from helpers.wire import WireClient
 
 from conformance import (  # noqa: F401 - registers their scenarios
+    scenarios_classic_groups,
     scenarios_consumer_groups,
     scenarios_data,
     scenarios_fetch,
+    scenarios_group_admin,
     scenarios_groups,
     scenarios_new_groups,
     scenarios_offsets,
