@@ -64,6 +64,8 @@ class ProducerEntry:
     batches: deque[CachedBatch] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
     # first offset of this producer's open transaction on this partition, or -1
     transaction_first_offset: int = -1
+    # of the last transaction marker (-1 before any; Odradek's coordinators write 0)
+    coordinator_epoch: int = -1
 
     @property
     def last_sequence(self) -> int:
@@ -130,10 +132,12 @@ class ProducerStateTable:
         entry = self.producers.get(header.producer_id)
         open_since = entry.transaction_first_offset if entry is not None else -1
         if entry is None or header.producer_epoch > entry.epoch:
-            entry = ProducerEntry(epoch=header.producer_epoch)
+            coordinator_epoch = entry.coordinator_epoch if entry is not None else -1
+            entry = ProducerEntry(epoch=header.producer_epoch, coordinator_epoch=coordinator_epoch)
             self.producers[header.producer_id] = entry
         entry.last_timestamp = max(entry.last_timestamp, header.max_timestamp)
         if header.is_control:
+            entry.coordinator_epoch = 0
             if control_commit is False and open_since >= 0:
                 self.aborted.append(
                     AbortedTransaction(header.producer_id, open_since, header.base_offset)
@@ -205,6 +209,7 @@ class ProducerStateTable:
                     "epoch": e.epoch,
                     "last_timestamp": e.last_timestamp,
                     "transaction_first_offset": e.transaction_first_offset,
+                    "coordinator_epoch": e.coordinator_epoch,
                     "batches": [
                         [b.first_sequence, b.last_sequence, b.first_offset, b.last_offset]
                         for b in e.batches
@@ -233,6 +238,7 @@ class ProducerStateTable:
                     epoch=int(e["epoch"]),
                     last_timestamp=int(e["last_timestamp"]),
                     transaction_first_offset=int(e["transaction_first_offset"]),
+                    coordinator_epoch=int(e.get("coordinator_epoch", -1)),
                 )
                 entry.batches.extend(CachedBatch(*map(int, b)) for b in e["batches"])
                 table.producers[int(pid)] = entry

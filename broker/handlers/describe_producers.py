@@ -9,16 +9,16 @@ from typing import Any
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, default_message
 
 MIN_VERSION, MAX_VERSION = 0, 0
 
 
-def _failed(index: int, code: ErrorCode) -> dict[str, Any]:
+def _failed(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
     return {
         "partition_index": index,
         "error_code": code,
-        "error_message": None,
+        "error_message": message,
         "active_producers": [],
     }
 
@@ -34,7 +34,12 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 partitions.append(_failed(index, ErrorCode.topic_authorization_failed))
                 continue
             if partition is None:
-                partitions.append(_failed(index, ErrorCode.unknown_topic_or_partition))
+                # Kafka's words only for a topic it does not know, not a partition
+                unknown = ErrorCode.unknown_topic_or_partition
+                known = ctx.services.topics.get(topic.name) is not None
+                partitions.append(
+                    _failed(index, unknown, None if known else default_message(unknown))
+                )
                 continue
             partitions.append(
                 {
@@ -47,7 +52,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                             "producer_epoch": entry.epoch,
                             "last_sequence": entry.last_sequence,
                             "last_timestamp": entry.last_timestamp,
-                            "coordinator_epoch": 0,
+                            "coordinator_epoch": entry.coordinator_epoch,
                             "current_txn_start_offset": entry.transaction_first_offset,
                         }
                         for pid, entry in partition.producers.producers.items()

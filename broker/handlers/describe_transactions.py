@@ -1,5 +1,6 @@
 """DescribeTransactions (65), v0: state, producer, timeout, start and partitions
-of each transactional id; TRANSACTIONAL_ID_NOT_FOUND for unknown ones. With ACLs an id
+of each transactional id; TRANSACTIONAL_ID_NOT_FOUND for unknown ones, INVALID_REQUEST
+for an empty one. With ACLs an id
 needs DESCRIBE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and only the partitions of
 topics the principal may DESCRIBE are listed."""
 
@@ -31,20 +32,23 @@ def _describer(transactional_id: str) -> Callable[[Any], Any]:
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     states = []
     for transactional_id in request.transactional_ids:
-        if ctx.allowed(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
-            code, meta = await on_txn_shard(ctx, transactional_id, _describer(transactional_id))
-        else:
+        code: int
+        if not ctx.allowed(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
             code, meta = ErrorCode.transactional_id_authorization_failed, None
-        if meta is None:
+        elif not transactional_id:
+            code, meta = ErrorCode.invalid_request, None
+        else:
+            code, meta = await on_txn_shard(ctx, transactional_id, _describer(transactional_id))
+        if meta is None:  # the other fields as Kafka leaves them: zero
             states.append(
                 {
                     "error_code": code or TRANSACTIONAL_ID_NOT_FOUND,
                     "transactional_id": transactional_id,
                     "transaction_state": "",
                     "transaction_timeout": 0,
-                    "transaction_start_time": _start_time(-1),
-                    "producer_id": -1,
-                    "producer_epoch": -1,
+                    "transaction_start_time": _start_time(0),
+                    "producer_id": 0,
+                    "producer_epoch": 0,
                     "topics": [],
                 }
             )

@@ -13,6 +13,7 @@ With a transactional id (the transaction coordinator):
 - Prepare* states answer CONCURRENT_TRANSACTIONS;
 - v3+ (KIP-360): the producer's current id and epoch, when given, must match
   (PRODUCER_FENCED otherwise), and a retry of the last bump gets the same answer;
+  one of them without the other is INVALID_REQUEST (with or without a transactional id);
 - a timeout above `transaction.max.timeout.ms` is INVALID_TRANSACTION_TIMEOUT.
 
 With ACLs: a transactional id needs WRITE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
@@ -47,6 +48,8 @@ def _answer(code: int, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     services = ctx.services
     transactional_id = request.transactional_id
+    expected_pid = getattr(request, "producer_id", -1)
+    expected_epoch = getattr(request, "producer_epoch", -1)
     try:
         await services.producer_ids.ready()
     except NodeUnreachable:  # a cluster's controller is away and the ids ran out
@@ -54,14 +57,15 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     if transactional_id is None:
         if not may_write_idempotently(ctx):
             return _answer(ErrorCode.cluster_authorization_failed)
-        return _answer(ErrorCode.none, services.producer_ids.allocate(), 0)
-    if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+    elif not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
         return _answer(ErrorCode.transactional_id_authorization_failed)
+    if (expected_pid == -1) != (expected_epoch == -1):  # one without the other
+        return _answer(ErrorCode.invalid_request)
+    if transactional_id is None:
+        return _answer(ErrorCode.none, services.producer_ids.allocate(), 0)
     if not transactional_id:
         return _answer(ErrorCode.invalid_request)
     timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
-    expected_pid = getattr(request, "producer_id", -1)
-    expected_epoch = getattr(request, "producer_epoch", -1)
     code, answer = await on_txn_shard(
         ctx,
         transactional_id,

@@ -1,17 +1,21 @@
-"""ListTransactions (66), v0-v1: every transactional id, filtered by state, by
-producer id, and (v1) by having run longer than duration_filter ms. With ACLs only the
-ids the principal may DESCRIBE are listed."""
+"""ListTransactions (66), v0-v2: every transactional id, filtered by state, by
+producer id, (v1) by the last transaction having started more than duration_filter ms
+ago, and (v2) by a regular expression the whole id must match (an invalid one is
+INVALID_REGULAR_EXPRESSION). With ACLs only the ids the principal may DESCRIBE are
+listed."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.coordinator.runtime import CoordinatorError
-from odradek.coordinator.txn.records import ONGOING, STATE_NAMES
+from odradek.coordinator.txn.records import STATE_NAMES
+from odradek.protocol.errors import ErrorCode
 
-MIN_VERSION, MAX_VERSION = 0, 1
+MIN_VERSION, MAX_VERSION = 0, 2
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
@@ -21,6 +25,15 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     wanted_states = set(request.state_filters)
     wanted_producers = set(request.producer_id_filters)
     min_duration = getattr(request, "duration_filter", -1)
+    try:
+        pattern = re.compile(getattr(request, "transactional_id_pattern", None) or "")
+    except re.error:
+        return {
+            "throttle_time": 0,
+            "error_code": ErrorCode.invalid_regular_expression,
+            "unknown_state_filters": [],
+            "transaction_states": [],
+        }
     now = ctx.services.now_ms()
     listed = []
     code = 0
@@ -36,9 +49,10 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 continue
             if wanted_producers and meta.producer_id not in wanted_producers:
                 continue
-            if min_duration >= 0 and not (
-                meta.state == ONGOING and now - meta.start_ms > min_duration
-            ):
+            # as Kafka: by the last transaction's start, in whatever state (-1 if none)
+            if min_duration >= 0 and now - meta.start_ms <= min_duration:
+                continue
+            if pattern.pattern and not pattern.fullmatch(meta.transactional_id):
                 continue
             if not ctx.allowed(
                 Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, meta.transactional_id

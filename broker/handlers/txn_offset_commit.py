@@ -3,9 +3,10 @@
 Offsets committed inside a transaction: written to the group's partition in a
 transactional batch, invisible to OffsetFetch until the COMMIT marker, dropped
 by ABORT. The producer must own the transaction and have added the group's
-offsets partition (AddOffsetsToTxn), else INVALID_TXN_STATE / PRODUCER_FENCED
-(INVALID_PRODUCER_EPOCH before v3). v3 carries generation, member and instance
-id, checked as OffsetCommit does.
+offsets partition (AddOffsetsToTxn), else INVALID_TXN_STATE / INVALID_PRODUCER_EPOCH
+(Kafka's transaction verification, which answers a fenced producer so at every
+version served here). An empty group id is INVALID_GROUP_ID. v3 carries generation,
+member and instance id, checked as OffsetCommit does.
 
 With ACLs: WRITE on the transactional id (else every partition answers
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (GROUP_AUTHORIZATION_FAILED)
@@ -18,7 +19,7 @@ from typing import Any
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.groups_common import commit_offsets, refuse_all
-from odradek.broker.handlers.txn_common import fenced_code
+from odradek.broker.handlers.txn_common import INVALID_PRODUCER_EPOCH
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.coordinator.runtime import CoordinatorError
 from odradek.coordinator.txn.shard import (
@@ -76,11 +77,14 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "group_instance_id": getattr(request, "group_instance_id", None),
         "producer": (request.producer_id, request.producer_epoch),
     }
+    refuse = _transaction_code(ctx, request) if request.group_id else ErrorCode.invalid_group_id
+    # Kafka checks the transaction as for a Produce, whose versions here know no
+    # PRODUCER_FENCED: a fenced producer hears INVALID_PRODUCER_EPOCH
     topics = await commit_offsets(
         ctx,
         request,
         details,
-        lambda code: fenced_code(code, ctx.version, 3),
-        refuse=_transaction_code(ctx, request),
+        lambda code: INVALID_PRODUCER_EPOCH if code == PRODUCER_FENCED else code,
+        refuse=refuse,
     )
     return {"throttle_time": 0, "topics": topics}

@@ -4,9 +4,12 @@ Sent by a transaction coordinator to partition leaders: on one node of its own
 the coordinator writes its markers in-process and the API serves tools and tests;
 in a cluster a coordinator sends the markers of partitions led elsewhere to their
 leaders. Each marker is appended to the named partitions (UNKNOWN_TOPIC_OR_PARTITION
-for unknown ones, NOT_LEADER_OR_FOLLOWER where this node does not lead), once every
-in-sync replica has it. With ACLs the caller needs ALTER or CLUSTER_ACTION on the cluster:
-every partition answers CLUSTER_AUTHORIZATION_FAILED otherwise.
+for unknown ones, NOT_LEADER_OR_FOLLOWER where this node does not lead,
+UNKNOWN_SERVER_ERROR, as Kafka, where its epoch is older than the producer's, and
+TRANSACTION_COORDINATOR_FENCED where its coordinator epoch is older than that of the
+producer's last marker), once every in-sync replica has it. With ACLs the caller needs
+ALTER or CLUSTER_ACTION on the cluster: every partition answers
+CLUSTER_AUTHORIZATION_FAILED otherwise.
 """
 
 from __future__ import annotations
@@ -29,13 +32,17 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     for marker in request.markers:
         partitions = {(t.name, p) for t in marker.topics for p in t.partition_indexes}
         if allowed:
+            refused = {
+                tp: code for tp in partitions if (code := _refusal(ctx, tp, marker)) is not None
+            }
             codes = await ctx.services.transactions.write_markers(
                 marker.producer_id,
                 marker.producer_epoch,
                 marker.transaction_result,
-                partitions,
+                partitions - set(refused),
                 forward=False,
             )
+            codes.update(refused)
         else:
             codes = {tp: ErrorCode.cluster_authorization_failed for tp in partitions}
         markers.append(
@@ -54,3 +61,20 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             }
         )
     return {"markers": markers}
+
+
+def _refusal(ctx: RequestContext, tp: tuple[str, int], marker: Any) -> int | None:
+    """Why Kafka's append of the marker fails on the partition, if it does: an epoch
+    older than the producer's last there (UNKNOWN_SERVER_ERROR, as Kafka answers it),
+    or a coordinator epoch older than that of the producer's last marker."""
+    partition = ctx.services.topics.partition(*tp)
+    if partition is None or not partition.led_here:
+        return None
+    entry = partition.producers.producers.get(marker.producer_id)
+    if entry is None:
+        return None
+    if marker.producer_epoch < entry.epoch:
+        return ErrorCode.unknown_server_error
+    if marker.coordinator_epoch < entry.coordinator_epoch:
+        return ErrorCode.transaction_coordinator_fenced
+    return None

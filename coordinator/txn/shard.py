@@ -39,6 +39,7 @@ INVALID_TRANSACTION_TIMEOUT = 50
 CONCURRENT_TRANSACTIONS = 51
 TRANSACTIONAL_ID_NOT_FOUND = 105
 PRODUCER_FENCED = 90
+TRANSACTION_ABORTABLE = 120
 
 MAX_EPOCH = 32766  # Short.MAX_VALUE - 1: an epoch of 32767 could never be bumped
 
@@ -256,6 +257,25 @@ class TxnShard:
             meta, state=ONGOING, partitions=meta.partitions | partitions, now=now, start_ms=start
         )
         return Result([record], NONE)
+
+    def verify_partitions(
+        self, transactional_id: str, producer_id: int, epoch: int, partitions: set[TopicPartition]
+    ) -> Result[dict[TopicPartition, int]]:
+        """AddPartitionsToTxn v4+ with verify_only: whether each partition is in the
+        producer's transaction (TRANSACTION_ABORTABLE if not), nothing added."""
+        meta = self.transactions.get(transactional_id)
+        if meta is None or meta.producer_id != producer_id:
+            code = INVALID_PRODUCER_ID_MAPPING
+        elif meta.epoch != epoch:
+            code = PRODUCER_FENCED
+        elif meta.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            code = CONCURRENT_TRANSACTIONS
+        else:
+            in_it = meta.partitions
+            return Result(
+                [], {tp: NONE if tp in in_it else TRANSACTION_ABORTABLE for tp in partitions}
+            )
+        return Result([], {tp: code for tp in partitions})
 
     def in_transaction(
         self, transactional_id: str, producer_id: int, epoch: int, partition: TopicPartition

@@ -208,7 +208,8 @@ def error_codes(value: Any) -> Iterator[int]:
     """Every error code in a plain answer, however deep."""
     if isinstance(value, dict):
         for key, item in value.items():
-            if key == "error_code" and isinstance(item, int):
+            # (AddPartitionsToTxn's is "partition_error_code")
+            if key.endswith("error_code") and isinstance(item, int):
                 yield item
             else:
                 yield from error_codes(item)

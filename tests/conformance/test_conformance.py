@@ -20,6 +20,8 @@ from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_produce,
     scenarios_streams_groups,
     scenarios_topics,
+    scenarios_transactions,
+    scenarios_txn_admin,
 )
 from conformance.harness import (
     SCENARIOS,
