@@ -31,7 +31,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             code = COORDINATOR_LOAD_IN_PROGRESS
             continue
         for group_id, protocol_type, state, group_type in listed:
-            if wanted_states and state.lower() not in wanted_states:
+            # Kafka matches a streams group's NotReady as "not_ready"
+            state_key = "not_ready" if state == "NotReady" else state.lower()
+            if wanted_states and state_key not in wanted_states:
                 continue
             if wanted_types and group_type not in wanted_types:
                 continue

@@ -32,6 +32,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "generation": request.generation_id_or_member_epoch,
         "member_id": request.member_id,
         "group_instance_id": getattr(request, "group_instance_id", None),
+        "version": ctx.version,
     }
     topics = await commit_offsets(ctx, request, details, lambda code: code)
     return {"throttle_time": 0, "topics": topics}

@@ -45,6 +45,8 @@ async def fetch_group(
         )
     else:
         code = ErrorCode.group_authorization_failed
+    # a member the group refuses (unknown, stale epoch) gets no partitions, as on Kafka
+    refused_member = code == 0 and answer["error_code"] != 0
     if code == 0:
         code = answer["error_code"]
     by_topic: dict[str, list[dict[str, Any]]] = {}
@@ -72,7 +74,7 @@ async def fetch_group(
                 by_topic[topic] = [
                     _unanswered(p, ErrorCode.topic_authorization_failed) for p in partitions
                 ]
-    elif wanted is not None:
+    elif wanted is not None and not refused_member:
         for topic, partitions in wanted:
             by_topic[topic] = [_unanswered(p, code) for p in partitions]
     return {

@@ -139,6 +139,12 @@ DEFINITIONS: dict[str, GroupConfigDef] = {
         "int",
         _int_between(lambda _c: 0, lambda _c: 2147483647),
     ),
+    "streams.assignment.interval.ms": GroupConfigDef(
+        "group.streams.assignment.interval.ms",
+        lambda c: str(c.group_streams_assignment_interval_ms),
+        "int",
+        _int_between(lambda _c: 0, lambda _c: 15000),
+    ),
     "share.auto.offset.reset": GroupConfigDef(
         "share.auto.offset.reset", lambda _c: "latest", "string", _offset_reset
     ),
@@ -163,6 +169,7 @@ class GroupSettings:
     streams_heartbeat_interval_ms: int
     streams_num_standby_replicas: int
     streams_initial_rebalance_delay_ms: int
+    streams_assignment_interval_ms: int
 
 
 class GroupConfigStore:
@@ -198,6 +205,7 @@ class GroupConfigStore:
                 int(self.value(group_id, "streams.heartbeat.interval.ms")),
                 int(self.value(group_id, "streams.num.standby.replicas")),
                 int(self.value(group_id, "streams.initial.rebalance.delay.ms")),
+                int(self.value(group_id, "streams.assignment.interval.ms")),
             )
         return cached
 
@@ -212,6 +220,7 @@ class GroupConfigStore:
             settings.streams_heartbeat_interval_ms,
             settings.streams_num_standby_replicas,
             settings.streams_initial_rebalance_delay_ms,
+            settings.streams_assignment_interval_ms,
         )
 
     def validate(self, changes: Mapping[str, str | None]) -> None:

@@ -32,6 +32,7 @@ class GroupTimeouts:
     streams_heartbeat_interval_ms: int = 5000
     streams_num_standby_replicas: int = 0
     streams_initial_rebalance_delay_ms: int = 3000
+    streams_assignment_interval_ms: int = 1000
 
 
 @dataclass
@@ -74,6 +75,7 @@ class GroupConfig:
             self.streams_heartbeat_interval_ms,
             self.streams_num_standby_replicas,
             self.streams_initial_rebalance_delay_ms,
+            self.streams_assignment_interval_ms,
         )
 
 

@@ -60,6 +60,10 @@ class StreamsGroups(StreamsProtocol):
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.unknown_member_id
+        if not transactional and request.get("version", 9) < 9:
+            # "OffsetCommit version 9 or above must be used by members using the streams
+            # group protocol"
+            return ErrorCode.unsupported_version
         if epoch == member.member_epoch:
             return ErrorCode.none
         stale = ErrorCode.illegal_generation if transactional else ErrorCode.stale_member_epoch

@@ -387,7 +387,7 @@ class StreamsProtocol(StreamsMembership):
                 target_epoch_record(group.group_id, epoch, before.assignment_timestamp),
             )
             return epoch, dict(group.target)
-        interval = self.config.streams_assignment_interval_ms
+        interval = self.config.timeouts(group.group_id).streams_assignment_interval_ms
         now = now_ms()
         if interval > 0 and now < before.assignment_timestamp + interval:
             if statuses is not None:

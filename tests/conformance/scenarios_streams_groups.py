@@ -4,9 +4,16 @@ the errors bad input gets."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from conformance.harness import Run, scenario
+from conformance.scenarios_group_admin import (
+    commit_partitions,
+    fetch_groups,
+    listed,
+    offset_delete,
+)
 from conformance.scenarios_groups import ready
 from conformance.scenarios_topics import quietly_create
 
@@ -121,3 +128,157 @@ def _streams_describe(run: Run) -> None:
     for described in (group, run.name("nobody"), share):  # one a call: Kafka orders by shard
         body = {"group_ids": [described], "include_authorized_operations": False}
         run.call(STREAMS_DESCRIBE, 0, body)
+
+
+def stateless(source: str) -> dict[str, Any]:
+    """One subtopology reading `source`, without state: no internal topic to wait for."""
+    sub = {
+        "subtopology_id": "0",
+        "source_topics": [source],
+        "source_topic_regex": [],
+        "state_changelog_topics": [],
+        "repartition_sink_topics": [],
+        "repartition_source_topics": [],
+        "copartition_groups": [],
+    }
+    return {"epoch": 0, "subtopologies": [sub]}
+
+
+def at_once(run: Run, group: str) -> None:
+    """Group configs: no initial rebalance delay and no assignment interval, so that the
+    scenario does not depend on timing."""
+    configs = [
+        {"name": "streams.initial.rebalance.delay.ms", "config_operation": 0, "value": "0"},
+        {"name": "streams.assignment.interval.ms", "config_operation": 0, "value": "0"},
+    ]
+    body = {
+        "resources": [{"resource_type": 32, "resource_name": group, "configs": configs}],
+        "validate_only": False,
+    }
+    answer = run.quiet(44, 1, body)
+    assert answer.responses[0].error_code == 0, answer
+
+
+def by_process(answer: Any) -> Any:
+    """The answer with each group's members in the order of their process ids (Kafka
+    lists them in the order of its member map, which depends on the member ids)."""
+    groups = [
+        dataclasses.replace(g, members=tuple(sorted(g.members, key=lambda m: m.process_id)))
+        for g in answer.groups
+    ]
+    return dataclasses.replace(answer, groups=tuple(groups))
+
+
+def tasks(*partitions: int) -> list[dict[str, Any]]:
+    return [{"subtopology_id": "0", "partitions": list(partitions)}] if partitions else []
+
+
+def owning(*partitions: int) -> dict[str, Any]:
+    return {"active_tasks": tasks(*partitions), "standby_tasks": [], "warmup_tasks": []}
+
+
+@scenario(
+    "streams-group-heartbeat.reconciliation",
+    "a second member: tasks revoked by the first before the second gets them; endpoints",
+)
+def _reconciliation(run: Run) -> None:
+    group, source = run.name("app"), run.name("orders")
+    quietly_create(run, source, 4)
+    ready(run, 0, group)
+    at_once(run, group)
+    first, second = run.name("a"), run.name("b")
+    shape = stateless(source)
+    joined = heartbeat(
+        run, group, first, 0, **joining(shape),
+        user_endpoint={"host": "a.example", "port": 7001},
+    )  # fmt: skip
+    epoch = int(joined.member_epoch)
+    heartbeat(
+        run, group, second, 0, **{**joining(shape), "process_id": "other"},
+        user_endpoint={"host": "b.example", "port": 7002},
+    )  # fmt: skip
+    revoking = heartbeat(run, group, first, epoch, **owning(0, 1, 2, 3))
+    kept = sorted(revoking.active_tasks[0].partitions)
+    heartbeat(run, group, first, epoch, **owning(0, 1, 2, 3))  # still owns them all
+    done = heartbeat(run, group, first, epoch, **owning(*kept))
+    heartbeat(run, group, second, int(done.member_epoch), **owning(), endpoint_information_epoch=0)
+    heartbeat(run, group, first, int(done.member_epoch) - 1, **owning(0, 1, 2, 3))  # stale
+    heartbeat(run, group, first, int(done.member_epoch), **{**owning(), "active_tasks": tasks(7)})
+    body = {"group_ids": [group], "include_authorized_operations": False}
+    run.call(STREAMS_DESCRIBE, 0, body, view=by_process)
+
+
+@scenario("streams-group-heartbeat.static-members", "instance ids: taken, fenced, left and back")
+def _static_members(run: Run) -> None:
+    group, source = run.name("app"), run.name("orders")
+    quietly_create(run, source, 2)
+    ready(run, 0, group)
+    at_once(run, group)
+    first, second, shape = run.name("a"), run.name("b"), stateless(source)
+    joined = heartbeat(run, group, first, 0, **joining(shape), instance_id="one")
+    epoch = int(joined.member_epoch)
+    heartbeat(run, group, second, 0, **joining(shape), instance_id="one")  # still taken
+    heartbeat(run, group, first, epoch, instance_id="two")  # unknown instance
+    heartbeat(run, group, second, epoch, instance_id="one")  # fenced by the first
+    heartbeat(run, group, first, -2, instance_id="one")  # leaves for a while
+    run.call(STREAMS_DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False})
+    heartbeat(run, group, second, 0, **joining(shape), instance_id="one")  # takes its place
+    heartbeat(run, group, first, -1, instance_id="one")  # no longer the instance's member
+    heartbeat(run, group, second, -2)  # a temporary leave needs the instance id
+    run.call(STREAMS_DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False})
+    heartbeat(run, group, second, -1, instance_id="one")
+    run.call(STREAMS_DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False})
+
+
+@scenario("streams-group.other-apis", "ListGroups, DescribeGroups, offsets and DeleteGroups")
+def _other_apis(run: Run) -> None:
+    group, source, other = run.name("app"), run.name("orders"), run.name("other")
+    quietly_create(run, source, 2)
+    quietly_create(run, other, 1)
+    ready(run, 0, group)
+    at_once(run, group)
+    member = run.name("member")
+    joined = heartbeat(run, group, member, 0, **joining(stateless(source)))
+    epoch = int(joined.member_epoch)
+    listed(run, 5, {"states_filter": [], "types_filter": ["streams"]})
+    listed(run, 5, {"states_filter": ["Stable"], "types_filter": ["Streams"]})
+    run.call(15, 5, {"groups": [group], "include_authorized_operations": False})
+    commit = {"group_id": group, "member_id": member, "group_instance_id": None}
+    for version, member_epoch in ((8, epoch), (8, epoch + 1), (8, -1)):
+        body = {**commit, "generation_id_or_member_epoch": member_epoch}
+        body["topics"] = [
+            {
+                "name": source,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": 3,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": None,
+                    }
+                ],
+            }
+        ]
+        run.call(8, version, body)
+    commit_partitions(run, run.name("stranger-group"), {other: [(0, None)]})
+    fetch_groups(
+        run, (group, {source: [0]}), version=9, member={"member_id": member, "member_epoch": epoch}
+    )
+    fetch_groups(
+        run,
+        (group, {source: [0]}),
+        version=9,
+        member={"member_id": member, "member_epoch": epoch + 5},
+    )
+    fetch_groups(
+        run,
+        (group, {source: [0]}),
+        version=9,
+        member={"member_id": run.name("x"), "member_epoch": 1},
+    )
+    offset_delete(run, group, {source: [0], other: [0]})
+    run.call(42, 2, {"groups_names": [group]})
+    heartbeat(run, group, member, -1)
+    listed(run, 5, {"states_filter": ["empty"], "types_filter": ["streams"]})
+    run.call(42, 2, {"groups_names": [group]})
+    run.call(STREAMS_DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False})
