@@ -555,9 +555,10 @@ class Broker:
         return [prefix, *chunks]
 
     def _unsupported_api_versions(self, correlation_id: int, apis: dict[int, Api]) -> Chunks:
+        # Kafka lists only ApiVersions' own versions there (KIP-511)
         reply = {
             "error_code": ErrorCode.unsupported_version,
-            "api_keys": api_keys(apis.values()),
+            "api_keys": api_keys([apis[API_VERSIONS_KEY]]),
         }
         chunks, _size = messages.encode_response(API_VERSIONS_KEY, 0, reply)
         return [frame(response_header(correlation_id, False), b"".join(chunks))]

@@ -12,6 +12,18 @@ _DEFAULT_MESSAGES = {
         "or the message was sent to an incompatible broker. See the broker logs for more "
         "details."
     ),
+    ErrorCode.invalid_group_id: "The group id is invalid.",
+    ErrorCode.fenced_leader_epoch: (
+        "The leader epoch in the request is older than the epoch on the broker."
+    ),
+    ErrorCode.fenced_state_epoch: (
+        "The coordinator rejected the request because the state epoch did not match."
+    ),
+    ErrorCode.unknown_topic_id: "This server does not host this topic ID.",
+    ErrorCode.election_not_needed: "Leader election not needed for topic partition.",
+    ErrorCode.topic_authorization_failed: "Topic authorization failed.",
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
 }
 
 

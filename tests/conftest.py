@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from helpers import reference_kafka
-from helpers.broker import Broker, BrokerFactory, normalize_overrides
+from helpers.broker import Broker, BrokerFactory, free_port, normalize_overrides
 from helpers.names import unique_name
 from helpers.reference_kafka import ReferenceKafka
 
@@ -153,7 +153,13 @@ def kafka44(
 ) -> Iterator[ReferenceKafka]:
     """Apache Kafka 4.4, one combined KRaft node shared by the whole session."""
     reference_kafka.require()
-    kafka = ReferenceKafka(tmp_path_factory.mktemp("kafka44")).start()
+    controller = free_port()
+    kafka = ReferenceKafka(
+        tmp_path_factory.mktemp("kafka44"),
+        controller_port=controller,
+        # node 0, as Odradek's own: a broker's config resource is named by its id
+        extra={"node.id": "0", "controller.quorum.voters": f"0@127.0.0.1:{controller}"},
+    ).start()
     request.config.stash[_REFERENCE_KEY] = kafka
     yield kafka
     kafka.last_rss_kib = kafka.rss_kib()

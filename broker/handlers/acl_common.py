@@ -1,5 +1,6 @@
-"""What CreateAcls and DeleteAcls share: which store they change, or the answer they
-give at once (no ALTER on the cluster, no authorizer, a cluster's controller away)."""
+"""What the ACL APIs share: the request Kafka refuses as it parses it, and, for
+CreateAcls and DeleteAcls, which store they change, or the answer they give at once
+(no ALTER on the cluster, no authorizer, a cluster's controller away)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,36 @@ from typing import Any
 from odradek.broker.cluster.admin import through_controller
 from odradek.broker.cluster.controller_documents import ControllerAcls
 from odradek.broker.cluster.node_client import NodeUnreachable
-from odradek.broker.handlers.authorization import cluster_allowed
+from odradek.broker.handlers.authorization import cluster_allowed, needs_permission
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.acls import AclStore
 from odradek.broker.security.authorizer import AclAuthorizer
 from odradek.broker.security.resources import Operation
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.header import FrameError
 
+API_NAMES = {30: "CreateAcls", 31: "DeleteAcls"}
 Refusal = Callable[[ErrorCode, str], Reply]  # the answer with every item failed so
+
+
+def refuse_unknown_codes(api_name: str, fields: Any) -> None:
+    """Closes the connection (FrameError) when a binding or filter carries the UNKNOWN
+    code (0) as its resource type, pattern type, operation or permission, as Kafka's
+    request classes refuse such a request before anything else. (Other codes Kafka does
+    not know are answered: see AclFilter.problem and creation_problem.)"""
+    for item in fields:
+        codes = (
+            getattr(item, "resource_type", None),
+            getattr(item, "resource_type_filter", None),
+            getattr(item, "resource_pattern_type", None),
+            getattr(item, "pattern_type_filter", None),
+            item.operation,
+            item.permission_type,
+        )
+        if 0 in codes:
+            raise FrameError(
+                f"{api_name} with an UNKNOWN resource, pattern, operation or permission"
+            )
 
 
 async def acl_store(
@@ -27,7 +50,8 @@ async def acl_store(
     if ctx.listener.controller and ctx.services.controller is not None:
         return ctx.services.controller.acls, None  # a broker of the cluster checked the rest
     if not cluster_allowed(ctx, Operation.ALTER):
-        return None, refuse(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
+        message = needs_permission(ctx, API_NAMES[api_key], Operation.ALTER)
+        return None, refuse(ErrorCode.cluster_authorization_failed, message)
     authorizer = ctx.services.authorizer
     if not isinstance(authorizer, AclAuthorizer):
         return None, refuse(ErrorCode.security_disabled, "No Authorizer is configured.")

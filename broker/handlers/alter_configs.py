@@ -2,9 +2,11 @@
 
 - Names not given return to the broker default (that is AlterConfigs'
   semantics; IncrementalAlterConfigs changes single names).
+- First, as Kafka (broker/handlers/config_requests.py): a name given twice, a null
+  value, an unknown resource type are INVALID_REQUEST; broker resources cannot be
+  changed at run time here (INVALID_REQUEST, in Kafka's words for its static ones).
 - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; unknown name or bad value:
-  INVALID_CONFIG; broker resources cannot be changed at run time here
-  (INVALID_REQUEST). validate_only changes nothing.
+  INVALID_CONFIG. validate_only changes nothing.
 - A group need not exist to have configs (broker/settings/group_configs.py).
 - With ACLs a resource needs ALTER_CONFIGS: on the cluster for broker resources
   (CLUSTER_AUTHORIZATION_FAILED), on the topic (TOPIC_AUTHORIZATION_FAILED) or the
@@ -19,6 +21,7 @@ from typing import Any
 from odradek.broker.dataplane.topics import TopicError
 from odradek.broker.handlers.authorization import config_resource_refusal
 from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.config_requests import BROKER_LOGGER, GROUP, TOPIC, resource_problem
 from odradek.broker.security.resources import Operation
 from odradek.broker.settings import topic_configs
 from odradek.broker.settings.group_configs import GroupConfigError
@@ -26,14 +29,13 @@ from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 2
 
-TOPIC, GROUP = 2, 32
-
 
 async def alter_resource(
     ctx: RequestContext,
     resource: Any,
     validate_only: bool,
     change: Callable[[Mapping[str, str]], dict[str, str]],
+    incremental: bool = False,
 ) -> dict[str, Any]:
     """Shared by both alter APIs: `change` maps the topic's configs to the new ones."""
     result: dict[str, Any] = {
@@ -48,11 +50,18 @@ async def alter_resource(
     if refused:
         result["error_code"] = refused
         return result
+    node = ctx.services.config.node_id
+    problem = resource_problem(resource, node, incremental, validate_only)
+    if problem is not None:
+        result["error_code"], result["error_message"] = problem
+        return result
+    if resource.resource_type == BROKER_LOGGER:
+        return result  # its level, already as asked
     if resource.resource_type == GROUP:
         return _alter_group(ctx, resource.resource_name, validate_only, change, result)
     if resource.resource_type != TOPIC:
         result["error_code"] = ErrorCode.invalid_request
-        result["error_message"] = "only topic and group configs can be changed"
+        result["error_message"] = "client metrics subscriptions are not served"
         return result
     topic = ctx.services.topics.get(resource.resource_name)
     if topic is None:

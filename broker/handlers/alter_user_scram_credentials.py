@@ -27,6 +27,7 @@ import structlog
 from odradek.broker.cluster.admin import through_controller
 from odradek.broker.cluster.controller_documents import ControllerCredentials
 from odradek.broker.cluster.node_client import NodeUnreachable
+from odradek.broker.handlers.authorization import needs_permission
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.credentials import CredentialStore
 from odradek.broker.security.resources import CLUSTER_NAME, Operation, ResourceType
@@ -84,7 +85,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     on_controller = ctx.listener.controller and ctx.services.controller is not None
     if not on_controller and not ctx.allowed(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
         refused = ErrorCode.cluster_authorization_failed
-        return _all_failed(request, refused, "Cluster authorization failed.")
+        message = needs_permission(ctx, "AlterUserScramCredentials", Operation.ALTER)
+        return _all_failed(request, refused, message)
     member = ctx.services.member
     if not on_controller and member is not None:
         try:

@@ -46,6 +46,18 @@ def allowed_names(
     return {name for name in set(names) if ctx.allowed(operation, resource_type, name)}
 
 
+def needs_permission(ctx: RequestContext, api_name: str, operation: Operation) -> str:
+    """Kafka's message where it refuses an ACL or SCRAM request for want of a cluster
+    permission (its AuthHelper.authorizeClusterOperation): the request, as the broker
+    describes it, then the operation."""
+    header = ctx.header
+    return (
+        f"Request {api_name}(apiVersion={header.api_version}, clientId={header.client_id}, "
+        f"correlationId={header.correlation_id}, principal={ctx.session.principal}) "
+        f"needs {operation.name} permission."
+    )
+
+
 def may_create_topic(ctx: RequestContext, name: str) -> bool:
     return cluster_allowed(ctx, Operation.CREATE) or ctx.allowed(
         Operation.CREATE, ResourceType.TOPIC, name

@@ -3,10 +3,12 @@
 - Needs ALTER on the cluster: otherwise every creation answers
   CLUSTER_AUTHORIZATION_FAILED. Without an authorizer configured every creation
   answers SECURITY_DISABLED, as on Kafka.
-- Each creation is checked on its own (INVALID_REQUEST with Kafka's message): a
+- A creation with the UNKNOWN code (0) as its resource type, pattern type, operation
+  or permission closes the connection, as Kafka's request parsing does.
+- Each other creation is checked on its own (INVALID_REQUEST with Kafka's message): a
   concrete resource type (not ANY / UNKNOWN), pattern type LITERAL or PREFIXED, a
   concrete operation, ALLOW or DENY, a non-empty resource name ("kafka-cluster" for
-  the CLUSTER), a principal written Type:name.
+  the CLUSTER), a principal written Type:name, a host.
 - The valid ones are stored together and durably before the answer; an ACL that
   already exists is not stored twice. A failed write answers UNKNOWN_SERVER_ERROR.
 - v0 (no pattern type) is not served: Kafka 4 dropped it (KIP-896).
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from odradek.broker.handlers.acl_common import acl_store
+from odradek.broker.handlers.acl_common import acl_store, refuse_unknown_codes
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.acls import AclBinding, creation_problem
 from odradek.protocol.errors import ErrorCode
@@ -26,11 +28,12 @@ from odradek.protocol.errors import ErrorCode
 MIN_VERSION, MAX_VERSION = 1, 3
 
 
-def _result(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+def _result(code: ErrorCode, message: str = "") -> dict[str, Any]:
     return {"error_code": code, "error_message": message}
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
+    refuse_unknown_codes("CreateAcls", request.creations)
     count = len(request.creations)
     store, answer = await acl_store(
         ctx,

@@ -1,11 +1,12 @@
 """CreatePartitions (37), v0-v3.
 
 - The count is the new total; it must be larger than the current one
-  (INVALID_PARTITIONS otherwise). Assignments, if given, must name only this
-  broker (INVALID_REPLICA_ASSIGNMENT); in a cluster the controller checks them
-  (one replica list per new partition, of the topic's replication factor, registered
-  brokers, one live at least) and places the partitions there. Unknown topic:
-  UNKNOWN_TOPIC_OR_PARTITION. validate_only changes nothing.
+  (INVALID_PARTITIONS otherwise). Assignments, if given, are one replica list per new
+  partition, of the topic's replication factor, of registered brokers, one live at
+  least (INVALID_REPLICA_ASSIGNMENT, in the words of Kafka's controller:
+  coordinator/cluster/assignments.py); in a cluster the controller checks the brokers
+  and places the partitions there. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION. A topic
+  named twice is answered once, first, INVALID_REQUEST. validate_only changes nothing.
 - Consumers subscribed to the topic see the new partitions on their next
   metadata refresh.
 - With ACLs a topic needs ALTER on it: TOPIC_AUTHORIZATION_FAILED otherwise (before
@@ -14,11 +15,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from odradek.broker.dataplane.topics import TopicError
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
+from odradek.coordinator.cluster.assignments import new_partitions_problem
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 3
@@ -31,26 +34,33 @@ def _check(ctx: RequestContext, topic: Any) -> tuple[ErrorCode, str | None]:
     if existing is None:
         return ErrorCode.unknown_topic_or_partition, f"The topic '{topic.name}' does not exist."
     current = len(existing.partitions)
-    if topic.count == current:
-        return ErrorCode.invalid_partitions, f"Topic already has {current} partition(s)."
-    if topic.count < current:
-        return (
-            ErrorCode.invalid_partitions,
-            f"The topic {topic.name} currently has {current} partition(s); {topic.count} "
-            "would not be an increase.",
-        )
-    if topic.assignments is not None and ctx.services.member is None:
-        node = ctx.services.config.node_id
-        if len(topic.assignments) != topic.count - current or any(
-            list(a.broker_ids) != [node] for a in topic.assignments
-        ):
-            return ErrorCode.invalid_replica_assignment, f"replicas must be exactly broker {node}"
-    return ErrorCode.none, None
+    alone = {ctx.services.config.node_id} if ctx.services.member is None else None
+    replicas = existing.partitions[0].replication if current else None
+    factor = len(replicas.replicas) if replicas is not None else 1
+    assignments = None
+    if topic.assignments is not None:
+        assignments = [list(a.broker_ids) for a in topic.assignments]
+    problem = new_partitions_problem(
+        topic.name, current, topic.count, factor, assignments, registered=alone, live=alone
+    )
+    return problem or (ErrorCode.none, None)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    results = []
+    counts = Counter(topic.name for topic in request.topics)
+    # as Kafka's controller: a name given twice is answered first, once
+    results: list[dict[str, Any]] = [
+        {
+            "name": name,
+            "error_code": ErrorCode.invalid_request,
+            "error_message": "Duplicate topic name.",
+        }
+        for name, count in counts.items()
+        if count > 1
+    ]
     for topic in request.topics:
+        if counts[topic.name] > 1:
+            continue
         code, message = _check(ctx, topic)
         if code == ErrorCode.none and not request.validate_only:
             try:

@@ -6,8 +6,11 @@
   places the replicas (broker/cluster/admin.py), and refuses a factor above the
   number of live brokers, or puts them where manual assignments say (with
   num_partitions and replication_factor -1, INVALID_REQUEST otherwise).
-- Unknown config names or bad values are INVALID_CONFIG; an existing topic is
-  TOPIC_ALREADY_EXISTS; a name given twice in one request is INVALID_REQUEST.
+- Checked in the order of Kafka's controller, with its messages: the name, an
+  existing topic (TOPIC_ALREADY_EXISTS), null config values, unknown config names or
+  bad values (INVALID_CONFIG), then the assignments or the counts. A name given twice
+  in one request is answered once, after the others, INVALID_REQUEST; the topics
+  refused for want of rights come last.
 - validate_only checks everything and creates nothing.
 - v5+ answers with the new topic's partition count, replication factor and
   configs.
@@ -21,11 +24,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from odradek.broker.dataplane.topics import TopicError
+from odradek.broker.dataplane.topics import TopicError, check_topic_name
 from odradek.broker.handlers.authorization import may_create_topic
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.broker.settings import topic_configs
+from odradek.coordinator.cluster.assignments import topic_assignments_problem
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 2, 7
@@ -46,23 +50,32 @@ def _replication_factor(ctx: RequestContext, topic: Any) -> int:
 
 
 def _assignments(ctx: RequestContext, topic: Any) -> list[list[int]] | None:
-    """The replicas the client chose for each partition, in partition order; the
-    controller checks the brokers (alone, each must be exactly this one)."""
+    """The replicas the client chose for each partition, in partition order, checked
+    as Kafka's controller does (the brokers by the controller, in a cluster)."""
     if not topic.assignments:
         return None
-    if topic.num_partitions != -1 or topic.replication_factor != -1:
-        raise TopicError(42, "give either assignments or partitions and replication factor")
+    alone = {ctx.services.config.node_id} if ctx.services.member is None else None
+    problem = topic_assignments_problem(
+        topic.num_partitions,
+        topic.replication_factor,
+        [(a.partition_index, list(a.broker_ids)) for a in topic.assignments],
+        registered=alone,
+        live=alone,
+    )
+    if problem is not None:
+        raise TopicError(*problem)
     by_index = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
-    if sorted(by_index) != list(range(len(topic.assignments))):
-        raise TopicError(39, "assignments must cover partitions 0..n-1, each once")
-    node = ctx.services.config.node_id
-    if ctx.services.member is None and any(nodes != [node] for nodes in by_index.values()):
-        raise TopicError(39, f"replicas must be exactly this broker ({node})")
     return [by_index[index] for index in range(len(by_index))]
 
 
 def _partition_count(ctx: RequestContext, topic: Any) -> int:
     """Without manual assignments: the count asked for, or the broker default."""
+    if topic.replication_factor < -1 or topic.replication_factor == 0:
+        raise TopicError(
+            38, "Replication factor must be larger than 0, or -1 to use the default value."
+        )
+    if topic.num_partitions < -1 or topic.num_partitions == 0:
+        raise TopicError(37, "Number of partitions was set to an invalid non-positive value.")
     if topic.replication_factor not in (-1, 1) and ctx.services.member is None:
         factor = topic.replication_factor
         raise TopicError(
@@ -76,27 +89,42 @@ def _partition_count(ctx: RequestContext, topic: Any) -> int:
     return int(topic.num_partitions)
 
 
+def _check_name_and_configs(ctx: RequestContext, topic: Any) -> None:
+    """What Kafka's controller checks first: the name, whether the topic exists, null
+    config values, then the configs (TopicError)."""
+    check_topic_name(topic.name)
+    if ctx.services.topics.get(topic.name) is not None:
+        raise TopicError(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
+    nulls = [c.name for c in topic.configs if c.value is None]
+    if nulls:
+        raise TopicError(
+            ErrorCode.invalid_config,
+            f"Null value not supported for topic configs: {','.join(nulls)}",
+        )
+    topic_configs.validate({c.name: c.value for c in topic.configs})
+
+
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     services = ctx.services
     counts = Counter(t.name for t in request.topics)
     results = []
+    refused = []
     for topic in request.topics:
         if counts[topic.name] > 1:
-            results.append(_result(topic.name, ErrorCode.invalid_request, "topic named twice"))
             continue
         if not may_create_topic(ctx, topic.name):
             code = ErrorCode.topic_authorization_failed
-            results.append(_result(topic.name, code, "Authorization failed."))
+            refused.append(_result(topic.name, code, "Authorization failed."))
             continue
         configs = {c.name: c.value for c in topic.configs}
         try:
+            _check_name_and_configs(ctx, topic)
             assignments = _assignments(ctx, topic)
             if assignments is None:
                 partitions = _partition_count(ctx, topic)
                 factor = _replication_factor(ctx, topic)
             else:
                 partitions, factor = len(assignments), len(assignments[0])
-            topic_configs.validate(configs)
             set_configs = {k: v for k, v in configs.items() if v is not None}
             services.topics.validate_new(topic.name, partitions, set_configs)
             if not request.validate_only:
@@ -139,4 +167,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 ],
             }
         )
-    return {"throttle_time": 0, "topics": results}
+    # as Kafka's controller: the names given twice after the others (once each), then
+    # the topics refused for want of rights
+    twice = [name for name, count in counts.items() if count > 1]
+    results += [_result(name, ErrorCode.invalid_request, "Duplicate topic name.") for name in twice]
+    return {"throttle_time": 0, "topics": results + refused}

@@ -4,8 +4,10 @@
   CLUSTER_AUTHORIZATION_FAILED. Without an authorizer configured every filter answers
   SECURITY_DISABLED, as on Kafka.
 - Each filter selects ACLs as in DescribeAcls and answers with the ACLs it matched
-  (an ACL two filters match is listed under both); a filter with an UNKNOWN field
-  answers INVALID_REQUEST, the others still apply.
+  (an ACL two filters match is listed under both). A filter with the UNKNOWN code
+  (0) in a field closes the connection, as Kafka's request parsing does; one with
+  another code Kafka does not know answers INVALID_REQUEST ("Unknown patternFilter.",
+  "Unknown entryFilter."), the others still apply.
 - Every matched ACL is removed at once, durably, before the answer; a failed write
   answers UNKNOWN_SERVER_ERROR for every filter and removes nothing.
 - In a cluster the broker asked passes the request on to the controller and answers
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from odradek.broker.handlers.acl_common import acl_store
+from odradek.broker.handlers.acl_common import acl_store, refuse_unknown_codes
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.acls import AclBinding, AclFilter
 from odradek.protocol.errors import ErrorCode
@@ -43,6 +45,7 @@ def _matched(binding: AclBinding) -> dict[str, Any]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
+    refuse_unknown_codes("DeleteAcls", request.filters)
     count = len(request.filters)
 
     def every_filter_failed(code: ErrorCode, message: str) -> Reply:

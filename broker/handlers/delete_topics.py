@@ -1,6 +1,8 @@
 """DeleteTopics (20), v1-v6.
 
-- Topics by name, or from v6 by id (UNKNOWN_TOPIC_ID when unknown).
+- Topics by name, or from v6 by id (UNKNOWN_TOPIC_ID when unknown). As Kafka's
+  controller, INVALID_REQUEST for an entry with neither name nor id or with both, and
+  once for a name or an id given twice (neither is deleted).
 - Unknown names answer UNKNOWN_TOPIC_OR_PARTITION; with
   `delete.topic.enable=false` every deletion is TOPIC_DELETION_DISABLED.
 - The partitions' files are removed and parked fetches on them wake up.
@@ -12,6 +14,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from odradek.broker.handlers.authorization import cluster_allowed
@@ -22,13 +25,44 @@ from odradek.protocol.errors import ErrorCode, default_message
 MIN_VERSION, MAX_VERSION = 1, 6
 
 
+def _refused(name: str | None, topic_id: Any, message: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "topic_id": topic_id,
+        "error_code": ErrorCode.invalid_request,
+        "error_message": message,
+    }
+
+
+def _sorted_out(
+    wanted: list[tuple[str | None, Any]],
+) -> tuple[list[tuple[str | None, Any]], list[dict[str, Any]]]:
+    """(the deletions to make, the answers to the ones refused at once), as Kafka's
+    controller: neither name nor id, both, a name or an id named twice (answered once)."""
+    names = Counter(name for name, topic_id in wanted if name is not None and not topic_id)
+    ids = Counter(topic_id for name, topic_id in wanted if name is None and topic_id)
+    refused, kept = [], []
+    for name, topic_id in wanted:
+        if name is None and not topic_id:
+            refused.append(_refused(None, None, "Neither topic name nor id were specified."))
+        elif name is not None and topic_id:
+            refused.append(
+                _refused(name, topic_id, "You may not specify both topic name and topic id.")
+            )
+        elif (names[name] if name is not None else ids[topic_id]) < 2:
+            kept.append((name, topic_id))
+    refused += [_refused(name, None, "Duplicate topic name.") for name, n in names.items() if n > 1]
+    refused += [_refused(None, i, "Duplicate topic id.") for i, n in ids.items() if n > 1]
+    return kept, refused
+
+
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     services = ctx.services
     if ctx.version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
-    results = []
+    wanted, results = _sorted_out(wanted)
     every_topic = cluster_allowed(ctx, Operation.DELETE)
     for name, topic_id in wanted:
         if name is None and topic_id is not None:

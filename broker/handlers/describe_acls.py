@@ -6,7 +6,8 @@
   pattern type, operation or permission, a null name / principal / host for any, and
   pattern type MATCH for every ACL that applies to the named resource (its literal
   ones, the "*" wildcard and the prefixed ones). Principal and host compare exactly.
-- A filter with an UNKNOWN field answers INVALID_REQUEST.
+- A filter with the UNKNOWN code (0) in a field closes the connection, as Kafka's
+  request parsing does; another code Kafka does not know matches nothing.
 - The ACLs come grouped by resource pattern.
 """
 
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from odradek.broker.handlers.authorization import cluster_allowed
+from odradek.broker.handlers.acl_common import refuse_unknown_codes
+from odradek.broker.handlers.authorization import cluster_allowed, needs_permission
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.acls import AclFilter
 from odradek.broker.security.authorizer import AclAuthorizer
@@ -29,8 +31,10 @@ def _error(code: ErrorCode, message: str) -> dict[str, Any]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
+    refuse_unknown_codes("DescribeAcls", [request])
     if not cluster_allowed(ctx, Operation.DESCRIBE):
-        return _error(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
+        message = needs_permission(ctx, "DescribeAcls", Operation.DESCRIBE)
+        return _error(ErrorCode.cluster_authorization_failed, message)
     authorizer = ctx.services.authorizer
     if not isinstance(authorizer, AclAuthorizer):
         return _error(ErrorCode.security_disabled, "No Authorizer is configured on the broker")
@@ -43,9 +47,6 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         request.operation,
         request.permission_type,
     )
-    problem = acl_filter.problem()
-    if problem is not None:
-        return _error(ErrorCode.invalid_request, problem)
     resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
     for binding in authorizer.store.matching(acl_filter):
         key = (binding.resource_type, binding.name, binding.pattern_type)
@@ -60,7 +61,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     return {
         "throttle_time": 0,
         "error_code": 0,
-        "error_message": None,
+        "error_message": "",
         "resources": [
             {"resource_type": kind, "resource_name": name, "pattern_type": pattern, "acls": acls}
             for (kind, name, pattern), acls in resources.items()

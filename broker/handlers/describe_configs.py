@@ -1,94 +1,141 @@
-"""DescribeConfigs (32), v1-v4.
+"""DescribeConfigs (32), v1-v4, as Kafka 4.4's ConfigHelper answers it.
 
 - TOPIC resources list every topic config: set ones with source
   DYNAMIC_TOPIC_CONFIG, the rest with the broker's value (DEFAULT_CONFIG, or
-  STATIC_BROKER_CONFIG when the broker's configuration changed it).
-- BROKER resources (name "" or this broker's id) list the broker's settings.
+  STATIC_BROKER_CONFIG when the broker's configuration changed it), in the order Kafka
+  lists them. Synonyms: the topic's own value, then the broker setting's. An unusable
+  name is INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
+- BROKER resources: this broker's id lists the Kafka settings it reads, typed as Kafka
+  types them, STATIC_BROKER_CONFIG where the configuration set them and DEFAULT_CONFIG
+  otherwise, every one read-only (Odradek changes no broker setting at run time); the
+  empty name (the cluster's dynamic defaults) lists none. Another id is
+  INVALID_REQUEST.
+- BROKER_LOGGER resources (this broker's id): the root logger and its level.
 - GROUP resources list every group config: set ones with source GROUP_CONFIG, the
   rest with the broker's value (DEFAULT_CONFIG); the group need not exist.
-- `configuration_keys` narrows the list; synonyms (v1+) and types (v3+) are
-  filled; unknown topics answer UNKNOWN_TOPIC_OR_PARTITION.
+- `configuration_keys` narrows the list; types (v3+) are filled; documentation is
+  not carried (null).
 - With ACLs a resource needs DESCRIBE_CONFIGS: on the cluster for broker resources
   (CLUSTER_AUTHORIZATION_FAILED), on the topic (TOPIC_AUTHORIZATION_FAILED) or the
-  group (GROUP_AUTHORIZATION_FAILED).
+  group (GROUP_AUTHORIZATION_FAILED); the refused resources are answered last.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
+from odradek.broker.dataplane.topics import TopicError, check_topic_name
 from odradek.broker.handlers.authorization import config_resource_refusal
 from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.observability import logs
 from odradek.broker.security.resources import Operation
 from odradek.broker.settings import group_configs, topic_configs
+from odradek.broker.settings.broker_configs import BROKER_CONFIGS
 from odradek.broker.settings.config import _NAMES as BROKER_NAMES
+from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.topic_configs import (
     DEFAULT_CONFIG,
     STATIC_BROKER_CONFIG,
     DescribedConfig,
 )
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, default_message
 
 MIN_VERSION, MAX_VERSION = 1, 4
 
-TOPIC, BROKER, GROUP = 2, 4, 32
-GROUP_CONFIG = 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+GROUP_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 8, 6
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7}
+_DEFAULTS = BrokerConfig()
+TOPIC_ORDER = {name: index for index, name in enumerate(topic_configs.DESCRIBE_ORDER)}
 
 
-def _entry(config: DescribedConfig, type_name: str, synonyms: list[dict[str, Any]]) -> dict:
+def _entry(
+    config: DescribedConfig, config_type: int, synonyms: list[tuple[str, str | None, int]]
+) -> dict[str, Any]:
     return {
         "name": config.name,
         "value": config.value,
         "read_only": config.read_only,
         "config_source": config.source,
         "is_sensitive": config.is_sensitive,
-        "synonyms": synonyms,
-        "config_type": CONFIG_TYPES.get(type_name, 0),
+        "synonyms": [{"name": n, "value": v, "source": s} for n, v, s in synonyms],
+        "config_type": config_type,
         "documentation": None,
     }
 
 
 def _topic_configs(ctx: RequestContext, name: str, with_synonyms: bool) -> list[dict[str, Any]]:
+    check_topic_name(name)
     topic = ctx.services.topics.get(name)
-    assert topic is not None
+    if topic is None:
+        raise TopicError(ErrorCode.unknown_topic_or_partition, "")
+    broker = ctx.services.config
     entries = []
-    for described in topic_configs.describe(topic.configs, ctx.services.config):
-        definition = topic_configs.DEFINITIONS[described.name]
-        synonyms = []
-        if with_synonyms:
-            synonyms.append(
-                {"name": described.name, "value": described.value, "source": described.source}
-            )
-            if described.source == topic_configs.DYNAMIC_TOPIC_CONFIG and definition.broker_name:
-                synonyms.append(
-                    {
-                        "name": definition.broker_name,
-                        "value": definition.default(ctx.services.config),
-                        "source": DEFAULT_CONFIG,
-                    }
-                )
-        entries.append(_entry(described, definition.type_name, synonyms))
+    described = topic_configs.describe(topic.configs, broker)
+    for config in sorted(described, key=lambda c: TOPIC_ORDER.get(c.name, len(TOPIC_ORDER))):
+        type_name = topic_configs.DEFINITIONS[config.name].type_name
+        synonyms = topic_configs.synonyms(config, broker) if with_synonyms else []
+        entries.append(_entry(config, CONFIG_TYPES.get(type_name, 0), list(synonyms)))
     return entries
 
 
-def _broker_configs(ctx: RequestContext, with_synonyms: bool) -> list[dict[str, Any]]:
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _broker_configs(ctx: RequestContext, name: str, with_synonyms: bool) -> list[dict]:
     config = ctx.services.config
-    values = {f.name: getattr(config, f.name) for f in fields(config)}
-    entries = []
-    for kafka_name, attr in sorted(BROKER_NAMES.items()):
-        value = values[attr]
-        text = (
-            "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+    node = config.node_id
+    if not name:
+        return []  # the cluster's dynamic defaults: Odradek has none
+    if _node_id(name, "Broker id must be an integer, but it is: ") != node:
+        raise TopicError(
+            ErrorCode.invalid_request,
+            f"Unexpected broker id, expected {node} or empty string, but received {name}",
         )
-        described = DescribedConfig(kafka_name, text, STATIC_BROKER_CONFIG, read_only=True)
-        synonyms = [{"name": kafka_name, "value": text, "source": STATIC_BROKER_CONFIG}]
-        entries.append(_entry(described, "string", synonyms if with_synonyms else []))
+    entries = []
+    for kafka_name, config_type in BROKER_CONFIGS.items():
+        attribute = BROKER_NAMES[kafka_name]
+        value = _text(getattr(config, attribute))
+        static = kafka_name in config.raw
+        described = DescribedConfig(
+            kafka_name, value, STATIC_BROKER_CONFIG if static else DEFAULT_CONFIG, read_only=True
+        )
+        synonyms: list[tuple[str, str | None, int]] = []
+        if static:
+            synonyms.append((kafka_name, value, STATIC_BROKER_CONFIG))
+        default = _text(getattr(_DEFAULTS, attribute))
+        if default is not None:
+            synonyms.append((kafka_name, default, DEFAULT_CONFIG))
+        entries.append(_entry(described, config_type, synonyms if with_synonyms else []))
     return entries
+
+
+def _logger_configs(ctx: RequestContext, name: str) -> list[dict[str, Any]]:
+    node = ctx.services.config.node_id
+    if not name:
+        raise TopicError(ErrorCode.invalid_request, "Broker id must not be empty")
+    if _node_id(name, "Broker id must be an integer, but it is: ") != node:
+        raise TopicError(
+            ErrorCode.invalid_request,
+            f"Unexpected broker id, expected {node} but received {name}",
+        )
+    root = DescribedConfig("root", logs.level(), DYNAMIC_BROKER_LOGGER_CONFIG)
+    return [{**_entry(root, 0, []), "documentation": ""}]
+
+
+def _node_id(name: str, not_a_number: str) -> int:
+    try:
+        return int(name)
+    except ValueError:
+        raise TopicError(ErrorCode.invalid_request, not_a_number + name) from None
 
 
 def _group_configs(ctx: RequestContext, group_id: str, with_synonyms: bool) -> list[dict]:
+    if not group_id:
+        raise TopicError(ErrorCode.invalid_request, "Group name must not be empty")
     store = ctx.services.group_configs
     own = store.of(group_id)
     entries = []
@@ -96,14 +143,30 @@ def _group_configs(ctx: RequestContext, group_id: str, with_synonyms: bool) -> l
         source = GROUP_CONFIG if name in own else DEFAULT_CONFIG
         value = store.value(group_id, name)
         described = DescribedConfig(name, value, source, read_only=False)
-        synonyms = [{"name": name, "value": value, "source": source}] if with_synonyms else []
-        entries.append(_entry(described, definition.type_name, synonyms))
+        synonyms = [(name, value, source)] if with_synonyms else []
+        config_type = CONFIG_TYPES.get(definition.type_name, 0)
+        entries.append(_entry(described, config_type, list(synonyms)))
     return entries
+
+
+def _configs(ctx: RequestContext, resource: Any, with_synonyms: bool) -> list[dict[str, Any]]:
+    kind, name = resource.resource_type, resource.resource_name
+    if kind == TOPIC:
+        return _topic_configs(ctx, name, with_synonyms)
+    if kind == BROKER:
+        return _broker_configs(ctx, name, with_synonyms)
+    if kind == BROKER_LOGGER:
+        return _logger_configs(ctx, name)
+    if kind == GROUP:
+        return _group_configs(ctx, name, with_synonyms)
+    invalid = ErrorCode.invalid_request
+    raise TopicError(invalid, default_message(invalid) or "")
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     with_synonyms = getattr(request, "include_synonyms", False)
     results = []
+    refused_results = []
     for resource in request.resources:
         result: dict[str, Any] = {
             "error_code": 0,
@@ -117,30 +180,19 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         )
         if refused:
             result["error_code"] = refused
-            result["error_message"] = "Authorization failed."
-        elif resource.resource_type == TOPIC:
-            if ctx.services.topics.get(resource.resource_name) is None:
-                result["error_code"] = ErrorCode.unknown_topic_or_partition
-            else:
-                result["configs"] = _topic_configs(ctx, resource.resource_name, with_synonyms)
-        elif resource.resource_type == BROKER and resource.resource_name in (
-            "",
-            str(ctx.services.config.node_id),
-        ):
-            result["configs"] = _broker_configs(ctx, with_synonyms)
-        elif resource.resource_type == GROUP and resource.resource_name:
-            result["configs"] = _group_configs(ctx, resource.resource_name, with_synonyms)
-        elif resource.resource_type == BROKER:
-            result["error_code"] = ErrorCode.invalid_request
-            result["error_message"] = (
-                f"Unexpected broker id, expected {ctx.services.config.node_id} or empty "
-                f"string, but received {resource.resource_name}"
-            )
-        else:
-            result["error_code"] = ErrorCode.invalid_request
-            result["error_message"] = "only topic, broker and group resources are described"
+            result["error_message"] = default_message(refused)
+            refused_results.append(result)
+            continue
+        try:
+            configs = _configs(ctx, resource, with_synonyms)
+        except TopicError as exc:
+            result["error_code"] = exc.code
+            result["error_message"] = exc.message
+            results.append(result)
+            continue
         keys = resource.configuration_keys
         if keys is not None:
-            result["configs"] = [c for c in result["configs"] if c["name"] in keys]
+            configs = [c for c in configs if c["name"] in keys]
+        result["configs"] = configs
         results.append(result)
-    return {"throttle_time": 0, "results": results}
+    return {"throttle_time": 0, "results": results + refused_results}

@@ -6,7 +6,7 @@
 - A user without any credential is RESOURCE_NOT_FOUND; a user named twice in one
   request is DUPLICATE_RESOURCE (Kafka's messages).
 - Needs DESCRIBE on the cluster; otherwise CLUSTER_AUTHORIZATION_FAILED for the
-  whole request.
+  whole request, and (as Kafka) once more for each user asked, without its name.
 """
 
 from __future__ import annotations
@@ -25,17 +25,19 @@ DUPLICATE = "Cannot describe SCRAM credentials for the same user twice in a sing
 NOT_FOUND = "Attempt to describe a user credential that does not exist: "
 
 
-def _result(user: str, code: ErrorCode, message: str | None, infos: list[Any]) -> dict[str, Any]:
+def _result(user: str, code: ErrorCode, message: str, infos: list[Any]) -> dict[str, Any]:
     return {"user": user, "error_code": code, "error_message": message, "credential_infos": infos}
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     if not ctx.allowed(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        # as Kafka's error answer: the error again for each user asked, unnamed
+        refused, message = ErrorCode.cluster_authorization_failed, "Cluster authorization failed."
         return {
             "throttle_time": 0,
-            "error_code": ErrorCode.cluster_authorization_failed,
-            "error_message": "Cluster authorization failed.",
-            "results": [],
+            "error_code": refused,
+            "error_message": message,
+            "results": [_result("", refused, message, []) for _ in request.users or ()],
         }
     stored = ctx.services.scram_credentials.users()
     asked = [user.name for user in request.users or ()]
@@ -55,13 +57,13 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 _result(
                     user,
                     ErrorCode.none,
-                    None,
+                    "",
                     [{"mechanism": code, "iterations": iterations} for code, iterations in infos],
                 )
             )
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,
-        "error_message": None,
+        "error_message": "",
         "results": results,
     }

@@ -4,7 +4,10 @@
   live and in sync (PREFERRED_LEADER_NOT_AVAILABLE otherwise); ELECTION_NOT_NEEDED
   when it already leads. Unclean election (type 1): only a partition without a leader
   gets one, any live replica (ELECTION_NOT_NEEDED for the others).
-- topic_partitions null: every partition. Unknown ones: UNKNOWN_TOPIC_OR_PARTITION.
+- topic_partitions null: every partition, and (as Kafka) the answer lists each topic
+  with only the partitions that needed an election. Unknown ones:
+  UNKNOWN_TOPIC_OR_PARTITION ("No such topic as ...", "No such partition as ...").
+- An election type that is neither is INVALID_REQUEST for the whole request.
 - In a cluster the controller decides (the request goes to it as it came); on one node
   of its own the node leads everything: ELECTION_NOT_NEEDED throughout.
 - With ACLs the caller needs ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED).
@@ -15,13 +18,14 @@ from __future__ import annotations
 from typing import Any
 
 from odradek.broker.cluster.node_client import NodeUnreachable
-from odradek.broker.handlers.authorization import cluster_allowed
+from odradek.broker.handlers.authorization import cluster_allowed, needs_permission
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, default_message
 
 MIN_VERSION, MAX_VERSION = 0, 2
 ELECT_LEADERS = 43
+PREFERRED, UNCLEAN = 0, 1
 
 
 def wanted_partitions(ctx: RequestContext, request: Any) -> list[tuple[str, list[int]]]:
@@ -54,23 +58,43 @@ def _all_failed(code: int, message: str | None, wanted: list[tuple[str, list[int
     return answer(code, {t: [(i, code, message) for i in p] for t, p in wanted})
 
 
+def _single_node_outcome(ctx: RequestContext, topic: str, index: int) -> tuple[int, str]:
+    """One node of its own leads every partition already."""
+    if ctx.services.topics.get(topic) is None:
+        return ErrorCode.unknown_topic_or_partition, f"No such topic as {topic}"
+    if ctx.services.topics.partition(topic, index) is None:
+        return ErrorCode.unknown_topic_or_partition, f"No such partition as {topic}-{index}"
+    code = ErrorCode.election_not_needed
+    return code, default_message(code) or ""
+
+
+def _without_unneeded(results: Results) -> Results:
+    """As Kafka answers an election of every partition: each topic, but only the
+    partitions that needed one."""
+    return {
+        topic: [p for p in partitions if p[1] != ErrorCode.election_not_needed]
+        for topic, partitions in results.items()
+    }
+
+
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     wanted = wanted_partitions(ctx, request)
+    election = getattr(request, "election_type", 0)
+    if election not in (PREFERRED, UNCLEAN):
+        invalid = ErrorCode.invalid_request
+        return _all_failed(invalid, f"Unknown election type {election}", wanted)
     if not cluster_allowed(ctx, Operation.ALTER):
-        return _all_failed(ErrorCode.cluster_authorization_failed, None, wanted)
+        message = needs_permission(ctx, "ElectLeaders", Operation.ALTER)
+        return _all_failed(ErrorCode.cluster_authorization_failed, message, wanted)
     member = ctx.services.member
+    every_partition = request.topic_partitions is None
     if member is None:
         results: Results = {}
         for topic, indexes in wanted:
-            for index in indexes:
-                known = ctx.services.topics.partition(topic, index) is not None
-                code = (
-                    ErrorCode.election_not_needed if known else ErrorCode.unknown_topic_or_partition
-                )
-                results.setdefault(topic, []).append((index, code, None))
-        return answer(ErrorCode.none, results)
+            results[topic] = [(i, *_single_node_outcome(ctx, topic, i)) for i in indexes]
+        return answer(ErrorCode.none, _without_unneeded(results) if every_partition else results)
     forwarded = {
-        "election_type": getattr(request, "election_type", 0),
+        "election_type": election,
         "topic_partitions": [{"topic": t, "partitions": p} for t, p in wanted],
         "timeout": 30000,
     }
@@ -78,10 +102,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         reply = await member.ask_controller(ELECT_LEADERS, 2, forwarded)
     except NodeUnreachable as exc:
         return _all_failed(ErrorCode.request_timed_out, str(exc), wanted)
-    return answer(
-        reply.error_code,
-        {
-            r.topic: [(p.partition_id, p.error_code, p.error_message) for p in r.partition_result]
-            for r in reply.replica_election_results
-        },
-    )
+    results = {
+        r.topic: [(p.partition_id, p.error_code, p.error_message) for p in r.partition_result]
+        for r in reply.replica_election_results
+    }
+    return answer(reply.error_code, _without_unneeded(results) if every_partition else results)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from odradek.broker.handlers.authorization import cluster_allowed
+from odradek.broker.handlers.authorization import cluster_allowed, needs_permission
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation
 from odradek.protocol.errors import ErrorCode
@@ -16,7 +16,8 @@ MIN_VERSION, MAX_VERSION = 0, 0
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
-    code = ErrorCode.none
+    code, message = ErrorCode.none, None
     if not cluster_allowed(ctx, Operation.DESCRIBE):
         code = ErrorCode.cluster_authorization_failed
-    return {"throttle_time": 0, "error_code": code, "error_message": None, "topics": []}
+        message = needs_permission(ctx, "ListPartitionReassignments", Operation.DESCRIBE)
+    return {"throttle_time": 0, "error_code": code, "error_message": message, "topics": []}

@@ -8,8 +8,9 @@
   SASL_AUTHENTICATION_FAILED with Kafka's message ("Authentication failed:
   Invalid username or password" for PLAIN), and the connection closes once the
   answer is out.
-- Before a handshake, ILLEGAL_SASL_STATE and the connection closes; after
-  authentication, ILLEGAL_SASL_STATE and the connection stays.
+- Before a handshake, the connection closes without an answer (as Kafka's, where
+  only ApiVersions and SaslHandshake may come first); after authentication,
+  ILLEGAL_SASL_STATE and the connection stays.
 - After a v0 handshake, each frame is a bare token and is answered by a bare
   size-prefixed token (`raw_token`); a refusal there just closes the connection,
   as v0 has no way to carry an error.
@@ -71,6 +72,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             "SaslAuthenticate request received after successful authentication",
         )
     exchange = session.exchange
+    if exchange is None:
+        # as Kafka: only ApiVersions and SaslHandshake may come first, or it closes
+        raise FrameError("SaslAuthenticate request before SaslHandshake")
     if not isinstance(exchange, Exchange) or exchange.failed:
         session.exchange = Refused(session.mechanism or "")
         return _error(
@@ -82,7 +86,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         return _error(ErrorCode.sasl_authentication_failed, str(exc))
     return {
         "error_code": ErrorCode.none,
-        "error_message": None,
+        "error_message": "",
         "auth_bytes": answer,
         "session_lifetime": 0,
     }

@@ -9,7 +9,8 @@
 - A second handshake before authentication completes is ILLEGAL_SASL_STATE and
   closes the connection. After authentication, or on a listener without SASL,
   it is ILLEGAL_SASL_STATE and the connection stays: there is no re-authentication
-  (session lifetime 0, as Kafka with `connections.max.reauth.ms` 0).
+  (session lifetime 0, as Kafka with `connections.max.reauth.ms` 0). Those answers
+  list no mechanisms, as Kafka's.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     sasl = ctx.services.sasl_listeners.get(ctx.listener.name)
     enabled = list(sasl.mechanisms) if sasl is not None else []
     if sasl is None or session.authenticated:
-        return {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": enabled}
+        return {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []}
     if session.exchange is not None:
         session.exchange = Refused(request.mechanism)
-        return {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": enabled}
+        return {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []}
     if request.mechanism not in sasl.mechanisms:
         log.info(
             "SASL mechanism refused",

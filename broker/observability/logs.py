@@ -7,8 +7,17 @@ import sys
 
 import structlog
 
+_level = "INFO"
+
+
+def level() -> str:
+    """The one level of every logger of the broker, as Kafka's log4j names it."""
+    return _level
+
 
 def configure(level: str = "info") -> None:
+    global _level
+    _level = "WARN" if level.upper() == "WARNING" else level.upper()
     renderer: structlog.typing.Processor
     if sys.stderr.isatty():
         renderer = structlog.dev.ConsoleRenderer()

@@ -105,6 +105,39 @@ DEFINITIONS: dict[str, TopicConfigDef] = {
 
 _BROKER_DEFAULTS = BrokerConfig()
 
+# The order Kafka 4.4 answers a topic's configs in, in DescribeConfigs: they sit in a
+# Java HashMap, so the order is that map's, the same from one run to the next.
+# (CreateTopics answers them by name.)
+DESCRIBE_ORDER = (
+    "compression.type",
+    "min.insync.replicas",
+    "segment.jitter.ms",
+    "cleanup.policy",
+    "flush.ms",
+    "segment.bytes",
+    "retention.ms",
+    "flush.messages",
+    "max.compaction.lag.ms",
+    "file.delete.delay.ms",
+    "max.message.bytes",
+    "min.compaction.lag.ms",
+    "message.timestamp.type",
+    "preallocate",
+    "index.interval.bytes",
+    "min.cleanable.dirty.ratio",
+    "unclean.leader.election.enable",
+    "retention.bytes",
+    "delete.retention.ms",
+    "message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms",
+    "segment.ms",
+    "segment.index.bytes",
+)
+# broker settings that have no value unless set (Kafka's default is null)
+_UNSET_BY_DEFAULT = frozenset(
+    {"log.retention.ms", "log.roll.ms", "log.roll.jitter.ms", "log.flush.interval.ms"}
+)
+
 
 _NOT_A = {
     "int": "Not a number of type INT",
@@ -127,14 +160,14 @@ def validate(configs: Mapping[str, str | None]) -> None:
             raise TopicError(INVALID_CONFIG, f"Unknown topic config name: {name}")
         if value is None:
             continue
-        why = _value_problem(name, definition.type_name, value)
-        if why is not None:
-            raise TopicError(
-                INVALID_CONFIG, f"Invalid value {value} for configuration {name}: {why}"
-            )
+        problem = _value_problem(name, definition.type_name, value)
+        if problem is not None:
+            bad, why = problem
+            raise TopicError(INVALID_CONFIG, f"Invalid value {bad} for configuration {name}: {why}")
 
 
-def _value_problem(name: str, type_name: str, value: str) -> str | None:
+def _value_problem(name: str, type_name: str, value: str) -> tuple[str, str] | None:
+    """(the value refused, why): of a list, the first item refused, as Kafka says."""
     try:
         if type_name in ("int", "long"):
             int(value)
@@ -143,17 +176,19 @@ def _value_problem(name: str, type_name: str, value: str) -> str | None:
         elif type_name == "boolean" and value.strip().lower() not in ("true", "false"):
             raise ValueError(value)
     except ValueError:
-        return _NOT_A[type_name]
+        return value, _NOT_A[type_name]
     allowed = _ONE_OF.get(name)
-    if allowed is not None and not set(v.strip() for v in value.split(",")) <= set(allowed):
-        return f"String must be one of: {', '.join(allowed)}"
+    if allowed is not None:
+        for item in (v.strip() for v in value.split(",")):
+            if item not in allowed:
+                return item, f"String must be one of: {', '.join(allowed)}"
     return None
 
 
 @dataclass(frozen=True)
 class DescribedConfig:
     name: str
-    value: str
+    value: str | None  # None: no value (Kafka's null)
     source: int
     read_only: bool = False
     is_sensitive: bool = False
@@ -171,3 +206,26 @@ def describe(configs: Mapping[str, str], broker: BrokerConfig) -> list[Described
             DescribedConfig(name, value, STATIC_BROKER_CONFIG if changed else DEFAULT_CONFIG)
         )
     return described
+
+
+def synonyms(described: DescribedConfig, broker: BrokerConfig) -> list[tuple[str, str | None, int]]:
+    """(name, value, source) of what provides a topic config, as Kafka lists them: the
+    topic's own value, then the broker setting's (static, then default), where it has
+    one."""
+    found: list[tuple[str, str | None, int]] = []
+    if described.source == DYNAMIC_TOPIC_CONFIG:
+        found.append((described.name, described.value, DYNAMIC_TOPIC_CONFIG))
+    definition = DEFINITIONS[described.name]
+    broker_name = definition.broker_name
+    if broker_name is None:
+        return found
+    if broker_name in _UNSET_BY_DEFAULT:
+        raw = broker.raw.get(broker_name)
+        if raw is not None:
+            found.append((broker_name, raw, STATIC_BROKER_CONFIG))
+        return found
+    value, default = definition.default(broker), definition.default(_BROKER_DEFAULTS)
+    if value != default:
+        found.append((broker_name, value, STATIC_BROKER_CONFIG))
+    found.append((broker_name, default, DEFAULT_CONFIG))
+    return found

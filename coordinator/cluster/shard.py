@@ -28,8 +28,12 @@ from typing import Any
 import structlog
 
 from odradek.coordinator.cluster import records as rec
+from odradek.coordinator.cluster.assignments import (
+    new_partitions_problem,
+    topic_assignments_problem,
+)
 from odradek.coordinator.runtime import Record, Result
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, default_message
 
 NO_LEADER = rec.NO_LEADER
 PRODUCER_ID_BLOCK = 1000
@@ -304,17 +308,23 @@ class ClusterShard:
         if assignments:
             return self._create_assigned(name, assignments, request.get("configs") or {})
         count, factor = request["partitions"], request["replication_factor"]
+        if factor <= 0:
+            return _refused(
+                ErrorCode.invalid_replication_factor,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
         if count <= 0:
             return _refused(
-                ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
+                ErrorCode.invalid_partitions,
+                "Number of partitions was set to an invalid non-positive value.",
             )
         live = self.live_brokers()
-        if factor <= 0 or factor > len(live):
+        if factor > len(live):
             return _refused(
                 ErrorCode.invalid_replication_factor,
                 f"Unable to replicate the partition {factor} time(s): The target replication "
                 f"factor of {factor} cannot be reached because only {len(live)} broker(s) "
-                "are registered.",
+                "are registered or some brokers have all their log directories cordoned.",
             )
         configs = request.get("configs") or {}
         return _new_topic(name, configs, self._place(name, range(count), factor, live))
@@ -322,42 +332,13 @@ class ClusterShard:
     def _create_assigned(
         self, name: str, assignments: dict[int, list[int]], configs: dict[str, str]
     ) -> Result[dict[str, Any]]:
-        if sorted(assignments) != list(range(len(assignments))):
-            return _refused(
-                ErrorCode.invalid_replica_assignment,
-                "The partitions of a manual assignment must be numbered 0 to n-1.",
-            )
+        problem = topic_assignments_problem(
+            -1, -1, sorted(assignments.items()), self.brokers, self.live_brokers()
+        )
+        if problem is not None:
+            return _refused(*problem)
         ordered = [assignments[index] for index in range(len(assignments))]
-        refusal = self._check_assignments(ordered, len(ordered[0]))
-        if refusal is not None:
-            return refusal
         return _new_topic(name, configs, self._assigned(name, 0, ordered))
-
-    def _check_assignments(
-        self, assignments: list[list[int]], factor: int
-    ) -> Result[dict[str, Any]] | None:
-        """Why the replicas a client chose cannot be used, or None."""
-
-        def refused(message: str) -> Result[dict[str, Any]]:
-            return _refused(ErrorCode.invalid_replica_assignment, message)
-
-        live = set(self.live_brokers())
-        for replicas in assignments:
-            if not replicas:
-                return refused("A manual assignment gives a partition no replicas.")
-            if len(set(replicas)) != len(replicas):
-                return refused(f"A manual assignment names a broker twice: {replicas}.")
-            if len(replicas) != factor:
-                return refused(
-                    f"A manual assignment gives a partition {len(replicas)} replica(s) where "
-                    f"the topic's partitions have {factor}."
-                )
-            for node in replicas:
-                if node not in self.brokers:
-                    return refused(f"A manual assignment names broker {node}, not registered.")
-            if not live.intersection(replicas):
-                return refused(f"Every broker of the manual assignment {replicas} is fenced.")
-        return None
 
     def _assigned(self, topic: str, first: int, assignments: list[list[int]]) -> list[Record]:
         """Partitions placed as the client said: the live replicas in sync, the first
@@ -379,23 +360,13 @@ class ClusterShard:
         if state is None:
             return _refused(ErrorCode.unknown_topic_or_partition)
         have = len(state.partitions)
-        if count <= have:
-            return _refused(
-                ErrorCode.invalid_partitions,
-                f"Topic currently has {have} partitions, which is higher than the requested "
-                f"{count}.",
-            )
         factor = len(next(iter(state.partitions.values())).replicas) if have else 1
+        problem = new_partitions_problem(
+            name, have, count, factor, assignments, self.brokers, self.live_brokers()
+        )
+        if problem is not None:
+            return _refused(*problem)
         if assignments is not None:
-            if len(assignments) != count - have:
-                return _refused(
-                    ErrorCode.invalid_replica_assignment,
-                    f"A manual assignment lists {len(assignments)} new partition(s), the "
-                    f"request adds {count - have}.",
-                )
-            refusal = self._check_assignments(assignments, factor)
-            if refusal is not None:
-                return refusal
             return Result(self._assigned(name, have, assignments), {"error_code": ErrorCode.none})
         live = self.live_brokers()
         if factor > len(live):
@@ -466,9 +437,9 @@ class ClusterShard:
             return self.elect_preferred_leader(topic, index)
         current = self.partition(topic, index)
         if current is None:
-            return _refused(ErrorCode.unknown_topic_or_partition)
+            return self._no_partition(topic, index)
         if current.leader != NO_LEADER:
-            return _refused(ErrorCode.election_not_needed)
+            return _not_needed()
         live = set(self.live_brokers())
         leader = next((r for r in current.replicas if r in live), NO_LEADER)
         if leader == NO_LEADER:
@@ -481,14 +452,22 @@ class ClusterShard:
         live."""
         current = self.partition(topic, index)
         if current is None:
-            return _refused(ErrorCode.unknown_topic_or_partition)
+            return self._no_partition(topic, index)
         preferred = current.replicas[0]
         if current.leader == preferred:
-            return _refused(ErrorCode.election_not_needed)
+            return _not_needed()
         if preferred not in current.isr or preferred not in self.live_brokers():
             return _refused(ErrorCode.preferred_leader_not_available)
         changed = _new_leader(current, preferred)
         return Result([_partition_record(topic, index, changed)], {"error_code": ErrorCode.none})
+
+    def _no_partition(self, topic: str, index: int) -> Result[dict[str, Any]]:
+        """An election's answer where there is no such partition, in Kafka's words."""
+        missing = f"No such topic as {topic}" if topic not in self.topics else None
+        return _refused(
+            ErrorCode.unknown_topic_or_partition,
+            missing or f"No such partition as {topic}-{index}",
+        )
 
     def _unclean(self, topic: str) -> bool:
         state = self.topics.get(topic)
@@ -520,6 +499,10 @@ def _new_topic(
 
 def _refused(code: int, message: str | None = None) -> Result[dict[str, Any]]:
     return Result([], {"error_code": code, "error_message": message})
+
+
+def _not_needed() -> Result[dict[str, Any]]:
+    return _refused(ErrorCode.election_not_needed, default_message(ErrorCode.election_not_needed))
 
 
 def _new_leader(partition: rec.PartitionValue, leader: int) -> rec.PartitionValue:

@@ -73,15 +73,18 @@ class Scenario:
     id: str
     about: str
     run: ScenarioFunction
+    secure: bool = False  # run against the pair with an authorizer and a SASL listener
 
 
 SCENARIOS: dict[str, Scenario] = {}
 
 
-def scenario(scenario_id: str, about: str) -> Callable[[ScenarioFunction], ScenarioFunction]:
+def scenario(
+    scenario_id: str, about: str, secure: bool = False
+) -> Callable[[ScenarioFunction], ScenarioFunction]:
     def register(function: ScenarioFunction) -> ScenarioFunction:
         assert scenario_id not in SCENARIOS, f"scenario {scenario_id} twice"
-        SCENARIOS[scenario_id] = Scenario(scenario_id, about, function)
+        SCENARIOS[scenario_id] = Scenario(scenario_id, about, function, secure)
         return function
 
     return register
@@ -92,6 +95,7 @@ class Run:
     """One scenario against one broker."""
 
     bootstrap: str
+    sasl_bootstrap: str = ""  # the SASL_PLAINTEXT listener of a secure scenario's broker
     prefix: str = field(default_factory=lambda: f"cf{uuid.uuid4().hex[:10]}")
     steps: list[Step] = field(default_factory=list)
     _clients: list[WireClient] = field(default_factory=list)
@@ -100,20 +104,31 @@ class Run:
         """A name of this run's own (topics, groups, transactional ids)."""
         return f"{self.prefix}-{base}"
 
-    def client(self) -> WireClient:
-        client = WireClient(self.bootstrap)
+    def client(self, sasl: bool = False) -> WireClient:
+        """Another connection: to the PLAINTEXT listener, or to the SASL one."""
+        assert self.sasl_bootstrap or not sasl, "a SASL listener is for secure scenarios"
+        client = WireClient(self.sasl_bootstrap if sasl else self.bootstrap)
         self._clients.append(client)
         return client
 
     def call(
-        self, api_key: int, version: int, body: dict[str, Any], client: WireClient | None = None
+        self,
+        api_key: int,
+        version: int,
+        body: dict[str, Any],
+        client: WireClient | None = None,
+        view: Callable[[Any], Any] | None = None,
     ) -> Any:
         """Send one request (on the run's first connection unless told) and keep its
-        answer as a step of the result."""
+        answer, or the part of it `view` picks, as a step of the result."""
         connection = client or (self._clients[0] if self._clients else self.client())
         answer = connection.call(api_key, version, body)
-        self.steps.append({"api": api_key, "version": version, "answer": answer})
+        self.answered(api_key, version, answer if view is None else view(answer))
         return answer
+
+    def answered(self, api_key: int, version: int, answer: Any) -> None:
+        """Keep an answer got otherwise (a request written by hand) as a step."""
+        self.steps.append({"api": api_key, "version": version, "answer": answer})
 
     def quiet(
         self, api_key: int, version: int, body: dict[str, Any], client: WireClient | None = None
@@ -141,6 +156,10 @@ class Run:
             client.close()
 
 
+# Kafka names a request it refuses for want of a cluster permission by its own
+# description of it (object hashes, connection ids), which differs between any two runs
+KAFKA_REQUEST = re.compile(r"^Request .* needs (\w+) permission\.$", re.DOTALL)
+
 # lists of node ids: compared by their length (one broker's id is not another's)
 NODE_LISTS = {"replica_nodes", "isr_nodes", "offline_replicas", "eligible_leader_replicas"}
 
@@ -160,7 +179,9 @@ def plain(value: Any, prefix: str) -> Any:
     if isinstance(value, list | tuple):
         return [plain(v, prefix) for v in value]
     if isinstance(value, str):
-        return value.replace(prefix, "<run>")
+        return KAFKA_REQUEST.sub(r"Request <request> needs \1 permission.", value).replace(
+            prefix, "<run>"
+        )
     if isinstance(value, uuid.UUID):
         return "<uuid>"
     if isinstance(value, timedelta):
@@ -195,8 +216,8 @@ def differences(kafka: Any, odradek: Any, path: str = "") -> Iterator[str]:
         yield f"{path}: Kafka {kafka!r}, Odradek {odradek!r}"
 
 
-def execute(scenario_: Scenario, bootstrap: str) -> list[Any]:
-    run = Run(bootstrap)
+def execute(scenario_: Scenario, bootstrap: str, sasl_bootstrap: str = "") -> list[Any]:
+    run = Run(bootstrap, sasl_bootstrap)
     try:
         scenario_.run(run)
     finally:

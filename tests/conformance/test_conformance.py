@@ -9,7 +9,11 @@ from helpers.reference_kafka import ReferenceKafka
 from helpers.wire import WireClient
 
 from conformance import (  # noqa: F401 - registers their scenarios
+    scenarios_acls,
+    scenarios_admin,
     scenarios_classic_groups,
+    scenarios_cluster,
+    scenarios_configs,
     scenarios_consumer_groups,
     scenarios_data,
     scenarios_fetch,
@@ -18,6 +22,7 @@ from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_new_groups,
     scenarios_offsets,
     scenarios_produce,
+    scenarios_security,
     scenarios_streams_groups,
     scenarios_topics,
     scenarios_transactions,
@@ -39,11 +44,19 @@ SCENARIOS_RUN: set[str] = set()
 
 @pytest.mark.parametrize("scenario_id", sorted(SCENARIOS))
 def test_answers_as_kafka_does(
-    scenario_id: str, kafka44: ReferenceKafka, shared_broker: Broker
+    scenario_id: str,
+    kafka44: ReferenceKafka,
+    shared_broker: Broker,
+    request: pytest.FixtureRequest,
 ) -> None:
     scenario = SCENARIOS[scenario_id]
-    kafka = execute(scenario, kafka44.bootstrap)
-    odradek = execute(scenario, shared_broker.bootstrap)
+    if scenario.secure:
+        secure_kafka, secure_odradek = request.getfixturevalue("secure_pair")
+        kafka = execute(scenario, secure_kafka.bootstrap, secure_kafka.sasl_bootstrap)
+        odradek = execute(scenario, secure_odradek.bootstrap, secure_odradek.sasl_bootstrap)
+    else:
+        kafka = execute(scenario, kafka44.bootstrap)
+        odradek = execute(scenario, shared_broker.bootstrap)
     for api, kind in kinds_of_answers(kafka):
         COVERED.setdefault(api, set()).add(kind)
     SCENARIOS_RUN.add(scenario_id)

@@ -19,6 +19,8 @@ from helpers.wire import WireClient
 from groups.members import CONSUMER_PROTOCOL, JavaMember, Members, all_partitions, wait_settled
 
 LIST_GROUPS, API_VERSIONS, CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 16, 18, 68, 69
+# ApiVersions v3+ must name the client software (INVALID_REQUEST otherwise, as Kafka)
+SOFTWARE = {"client_software_name": "odradek-tests", "client_software_version": "1.0"}
 # members learn of a new assignment at their next heartbeat
 SETTINGS = {"group.consumer.heartbeat.interval.ms": 200, "group.consumer.session.timeout.ms": 6000}
 
@@ -319,7 +321,7 @@ def test_librdkafka_classic_and_consumer_members_share_one_group(
 def test_the_consumer_protocol_can_be_switched_off(broker_factory: BrokerFactory) -> None:
     broker = broker_factory({"group.coordinator.rebalance.protocols": "classic"})
     with WireClient(broker.bootstrap) as client:
-        listed = {a.api_key for a in client.call(API_VERSIONS, 3, {}).api_keys}
+        listed = {a.api_key for a in client.call(API_VERSIONS, 3, SOFTWARE).api_keys}
         assert 68 not in listed and 69 not in listed and 11 in listed
         answer = client.call(
             CONSUMER_GROUP_HEARTBEAT,

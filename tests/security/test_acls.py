@@ -46,6 +46,8 @@ pytestmark = pytest.mark.timeout(240)
 
 METADATA, INIT_PRODUCER_ID, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 3, 22, 29, 30, 31
 API_VERSIONS, DESCRIBE_CLUSTER = 18, 60
+# ApiVersions v3+ must name the client software (INVALID_REQUEST otherwise, as Kafka)
+SOFTWARE = {"client_software_name": "odradek-tests", "client_software_version": "1.0"}
 NONE, INVALID_REQUEST, SECURITY_DISABLED = 0, 42, 54
 TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED = 29, 31
 # ANONYMOUS may manage ACLs (ALTER on the cluster, which implies DESCRIBE on it)
@@ -322,6 +324,9 @@ def test_acl_apis_need_the_cluster(broker_factory: BrokerFactory) -> None:
 
 
 def test_bad_acl_requests_get_invalid_request(broker_factory: BrokerFactory) -> None:
+    """Codes Kafka does not know answer INVALID_REQUEST (DescribeAcls: nothing
+    matches); the UNKNOWN code (0) itself closes the connection, as on Kafka, whose
+    request parsing refuses it."""
     broker = acl_broker(broker_factory, [ADMIN])
 
     def creation(resource_type: int, pattern: int, operation: int, permission: int) -> dict:
@@ -335,13 +340,21 @@ def test_bad_acl_requests_get_invalid_request(broker_factory: BrokerFactory) -> 
             "permission_type": permission,
         }
 
+    describe = {
+        "resource_type_filter": 2,
+        "resource_name_filter": None,
+        "pattern_type_filter": 9,  # no such pattern type
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": 1,
+        "permission_type": 1,
+    }
     with WireClient(broker.bootstrap) as client:
         reply = client.call(
             CREATE_ACLS,
             3,
             {
                 "creations": [
-                    creation(0, 3, 3, 3),  # UNKNOWN resource type
                     creation(2, 1, 3, 3),  # pattern ANY
                     creation(2, 3, 1, 3),  # operation ANY
                     creation(99, 3, 3, 3),  # no such resource type
@@ -350,22 +363,23 @@ def test_bad_acl_requests_get_invalid_request(broker_factory: BrokerFactory) -> 
             },
         )
         codes = [r.error_code for r in reply.results]
-        assert codes == [INVALID_REQUEST] * 4 + [NONE]
-        describe = {
-            "resource_type_filter": 2,
-            "resource_name_filter": None,
-            "pattern_type_filter": 0,  # UNKNOWN
-            "principal_filter": None,
-            "host_filter": None,
-            "operation": 1,
-            "permission_type": 1,
-        }
-        assert client.call(DESCRIBE_ACLS, 3, describe).error_code == INVALID_REQUEST
+        assert codes == [INVALID_REQUEST] * 3 + [NONE]
+        reply = client.call(DESCRIBE_ACLS, 3, describe)
+        assert (reply.error_code, reply.resources) == (NONE, ())
         delete = {"filters": [describe, {**describe, "pattern_type_filter": 1}]}
         results = client.call(DELETE_ACLS, 3, delete).filter_results
         assert [r.error_code for r in results] == [INVALID_REQUEST, NONE]
+        assert results[0].error_message == "Unknown patternFilter."
         assert [a.resource_name for a in results[1].matching_acls] == ["t"]
-        assert client.call(API_VERSIONS, 3, {}).error_code == NONE  # still talking
+        assert client.call(API_VERSIONS, 3, SOFTWARE).error_code == NONE  # still talking
+    for api_key, body in (
+        (CREATE_ACLS, {"creations": [creation(0, 3, 3, 3)]}),
+        (DESCRIBE_ACLS, {**describe, "pattern_type_filter": 0}),
+        (DELETE_ACLS, {"filters": [{**describe, "operation": 0}]}),
+    ):
+        with WireClient(broker.bootstrap) as client:
+            client.send_raw(client.request_bytes(api_key, 3, body)[1])
+            assert client.is_closed_by_peer()
     assert listed(broker.bootstrap) == {ADMIN}
 
 

@@ -326,12 +326,15 @@ def test_manual_assignments_place_replicas_where_the_client_said() -> None:
 @pytest.mark.parametrize(
     ("assignments", "why"),
     [
-        ({0: [1, 9]}, "broker 9, not registered"),
-        ({0: [1, 1]}, "names a broker twice"),
-        ({0: [1, 2], 1: [3]}, "1 replica(s) where the topic's partitions have 2"),
-        ({0: []}, "no replicas"),
-        ({0: [1], 2: [2]}, "numbered 0 to n-1"),
-        ({0: [4]}, "is fenced"),
+        ({0: [1, 9]}, "includes broker 9, but no such broker is registered"),
+        ({0: [1, 1]}, "includes the broker 1 more than once"),
+        (
+            {0: [1, 2], 1: [3]},
+            "with 1 replica(s), but this is not consistent with previous partitions, which have 2",
+        ),
+        ({0: []}, "includes an empty replica list"),
+        ({0: [1], 2: [2]}, "a consecutive 0-based integer sequence"),
+        ({0: [4]}, "are fenced or in controlled shutdown"),
     ],
 )
 def test_manual_assignments_that_cannot_be_used_are_refused(
@@ -351,8 +354,8 @@ def test_more_partitions_by_assignment_keep_the_topics_replication_factor() -> N
     h.start(1, 2, 3)
     h.create("t", 1, 2)
     for count, assignments, why in (
-        (2, [[1, 2, 3]], "3 replica(s) where the topic's partitions have 2"),
-        (3, [[1, 2]], "lists 1 new partition(s), the request adds 2"),
+        (2, [[1, 2, 3]], "with 3 replica(s), but this is not consistent"),
+        (3, [[1, 2]], "add 2 additional partition(s), but only 1 assignment(s)"),
     ):
         answer = h.apply(h.shard.create_partitions("t", count, assignments))
         assert answer["error_code"] == ErrorCode.invalid_replica_assignment

@@ -1,0 +1,103 @@
+"""What AlterConfigs and IncrementalAlterConfigs check of a resource before its configs
+are looked at, as Kafka 4.4's ConfigAdminManager and RuntimeLoggerManager do, with
+their messages: a config named twice, null values, the resource type, a broker's id,
+and the broker and logger resources themselves (Odradek changes no broker setting at
+run time; its one logger is "root", whose level it only reports)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from odradek.broker.observability import logs
+from odradek.protocol.errors import ErrorCode
+
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+OPERATION_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+LOG_LEVELS = ("DEBUG", "ERROR", "FATAL", "INFO", "TRACE", "WARN")
+
+Problem = tuple[ErrorCode, str]
+
+
+def _node_problem(name: str, node: int, unexpected: str) -> Problem | None:
+    try:
+        asked = int(name)
+    except ValueError:
+        return ErrorCode.invalid_request, f"Node id must be an integer, but it is: {name}"
+    if asked != node:
+        return ErrorCode.invalid_request, unexpected.format(node=node, asked=asked, name=name)
+    return None
+
+
+def resource_problem(
+    resource: Any, node: int, incremental: bool, validate_only: bool
+) -> Problem | None:
+    """Why the resource cannot be altered at all, or None (topics and groups go on)."""
+    configs = list(resource.configs)
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        return ErrorCode.invalid_request, "Error due to duplicate config keys"
+    nulls = [
+        c.name
+        for c in configs
+        if c.value is None and not (incremental and c.config_operation == DELETE)
+    ]
+    if nulls:
+        return ErrorCode.invalid_request, f"Null value not supported for : {', '.join(nulls)}"
+    kind, name = resource.resource_type, resource.resource_name
+    if kind == BROKER_LOGGER and incremental:
+        return _logger_problem(name, node, configs, validate_only)
+    if kind == BROKER:
+        if name:
+            unexpected = "Unexpected broker id, expected {node}, but received {name}"
+            problem = _node_problem(name, node, unexpected)
+            if problem is not None:
+                return problem
+        fixed = ", ".join(names)
+        return ErrorCode.invalid_request, f"Cannot update these configs dynamically: [{fixed}]"
+    if kind not in (TOPIC, CLIENT_METRICS, GROUP):
+        return ErrorCode.invalid_request, f"Unknown resource type {kind}"
+    return None
+
+
+def _logger_problem(
+    name: str, node: int, configs: list[Any], validate_only: bool
+) -> Problem | None:
+    unexpected = "Unexpected node id. Expected {node}, but received {asked}"
+    problem = _node_problem(name, node, unexpected)
+    if problem is not None:
+        return problem
+    for config in configs:
+        operation = config.config_operation
+        if operation in (APPEND, SUBTRACT):
+            return (
+                ErrorCode.invalid_request,
+                f"{OPERATION_NAMES[operation]} operation is not allowed for the BROKER_LOGGER "
+                "resource",
+            )
+        if operation not in (SET, DELETE):
+            return (
+                ErrorCode.invalid_request,
+                f"Unknown operation type {operation} is not allowed for the BROKER_LOGGER resource",
+            )
+        if config.name != "root":
+            return ErrorCode.invalid_config, f"Logger {config.name} does not exist!"
+        if operation == DELETE:
+            return (
+                ErrorCode.invalid_request,
+                "Removing the log level of the root logger is not allowed",
+            )
+        if config.value not in LOG_LEVELS:
+            return (
+                ErrorCode.invalid_config,
+                f"Cannot set the log level of {config.name} to {config.value} as it is not a "
+                f"supported log level. Valid log levels are {', '.join(LOG_LEVELS)}",
+            )
+    changes = [c for c in configs if c.value != logs.level()]
+    if changes and not validate_only:
+        return (
+            ErrorCode.invalid_request,
+            f"The log level is {logs.level()} until the broker restarts: Odradek does not "
+            "change it at run time (start it with --log-level)",
+        )
+    return None
