@@ -36,11 +36,6 @@ def create_topic(
     return java.admin(bootstrap, "create-topic", *args).records[0]
 
 
-def configs_of(bootstrap: str, topic: str) -> dict[str, dict[str, Any]]:
-    lines = java.admin(bootstrap, "describe-configs", "--topic", topic).records
-    return {c["name"]: c for c in lines}
-
-
 def test_round_trip_keys_null_values_headers(
     shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str
 ) -> None:
@@ -151,27 +146,23 @@ def test_list_offsets_by_time(
 ) -> None:
     base = int(time.time() * 1000) - 3_600_000
     sent = [record_line(f"k{i}", f"v{i}", timestamp=base + i * 1000) for i in range(10)]
+    specs = ["earliest", "latest", str(base + 2500), str(base), str(base + 9000)]
+    specs += [str(base + 9001), "max-timestamp"]
 
     def scenario(bootstrap: str) -> None:
         create_topic(bootstrap, unique_topic)
         java.produce(bootstrap, unique_topic, records=sent)
-
-        def admin_offsets(spec: str) -> dict[str, Any]:
-            lines = java.admin(
-                bootstrap, "list-offsets", "--topic", unique_topic, "--spec", spec
-            ).records
-            assert len(lines) == 1
-            return lines[0]
-
-        assert admin_offsets("earliest")["offset"] == 0
-        assert admin_offsets("latest")["offset"] == 10
-        hit = admin_offsets(str(base + 2500))
-        assert (hit["offset"], hit["timestamp"]) == (3, base + 3000)
-        assert admin_offsets(str(base))["offset"] == 0
-        assert admin_offsets(str(base + 9000))["offset"] == 9
-        assert admin_offsets(str(base + 9001))["offset"] == -1  # no such record
-        top = admin_offsets("max-timestamp")
-        assert (top["offset"], top["timestamp"]) == (9, base + 9000)
+        steps = [["list-offsets", "--topic", unique_topic, "--spec", spec] for spec in specs]
+        found = [(x["offset"], x["timestamp"]) for (x,) in java.admin_steps(bootstrap, steps)]
+        assert found == [
+            (0, -1),  # earliest and latest: no timestamp
+            (10, -1),
+            (3, base + 3000),  # the first record at or after the time asked for
+            (0, base),
+            (9, base + 9000),
+            (-1, -1),  # no such record
+            (9, base + 9000),
+        ]
 
         # the consumer's offsetsForTimes / beginningOffsets / endOffsets
         def for_times(timestamp: int) -> list[dict[str, Any]]:
@@ -240,17 +231,22 @@ def test_auto_offset_reset_latest(
 def test_admin_topics_lifecycle(
     shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str
 ) -> None:
+    t = unique_topic
+    steps = [
+        ["create-topic", "--topic", t, "--partitions", "3",
+         "--config", "retention.ms=3600000", "--config", "cleanup.policy=compact"],
+        ["list-topics"],
+        ["describe-topics", "--topic", t],
+        ["describe-configs", "--topic", t],
+        ["create-topic", "--topic", t],
+        ["delete-topic", "--topic", t],
+    ]  # fmt: skip
+
     def scenario(bootstrap: str) -> dict[str, Any]:
-        created = create_topic(
-            bootstrap, unique_topic, 3, retention_ms=3_600_000, cleanup_policy="compact"
-        )
-        assert created["partitions"] == 3
-        assert created["replication_factor"] == 1
+        created, listed, (desc,), configs, again, deleted = java.admin_steps(bootstrap, steps)
+        assert (created[0]["partitions"], created[0]["replication_factor"]) == (3, 1)
+        assert t in {x["topic"] for x in listed}
 
-        names = {t["topic"] for t in java.admin(bootstrap, "list-topics").records}
-        assert unique_topic in names
-
-        desc = java.admin(bootstrap, "describe-topics", "--topic", unique_topic).records[0]
         assert desc["internal"] is False
         assert [p["partition"] for p in desc["partitions"]] == [0, 1, 2]
         for p in desc["partitions"]:
@@ -259,7 +255,7 @@ def test_admin_topics_lifecycle(
             assert p["replicas"] == [leader["id"]]
             assert p["isr"] == p["replicas"]
 
-        cfg = configs_of(bootstrap, unique_topic)
+        cfg = {c["name"]: c for c in configs}
         assert cfg["retention.ms"]["value"] == "3600000"
         assert cfg["retention.ms"]["source"] == "DYNAMIC_TOPIC_CONFIG"
         assert cfg["cleanup.policy"]["value"] == "compact"
@@ -267,15 +263,13 @@ def test_admin_topics_lifecycle(
         assert cfg["segment.bytes"]["source"] in {"DEFAULT_CONFIG", "STATIC_BROKER_CONFIG"}
         assert cfg["max.message.bytes"]["value"] == "1048588"
 
-        again = java.admin(bootstrap, "create-topic", "--topic", unique_topic, check=False)
-        assert again.error_type == "TopicExistsException", again.describe()
-
-        java.admin(bootstrap, "delete-topic", "--topic", unique_topic)
+        assert java.error_type(again) == "TopicExistsException", again
+        assert deleted == [{"deleted": t}]
         deadline = time.monotonic() + 10
-        while unique_topic in {t["topic"] for t in java.admin(bootstrap, "list-topics").records}:
+        while t in {x["topic"] for x in java.admin(bootstrap, "list-topics").records}:
             assert time.monotonic() < deadline, "deleted topic still listed after 10 s"
             time.sleep(0.5)
-        gone = java.admin(bootstrap, "delete-topic", "--topic", unique_topic, check=False)
+        gone = java.admin(bootstrap, "delete-topic", "--topic", t, check=False)
         assert gone.error_type == "UnknownTopicOrPartitionException", gone.describe()
         return {name: cfg[name]["value"] for name in ("retention.ms", "cleanup.policy")}
 
@@ -286,34 +280,30 @@ def test_admin_topics_lifecycle(
 def test_alter_configs_incremental(
     shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str
 ) -> None:
+    t = unique_topic
+    steps = [
+        ["create-topic", "--topic", t],
+        ["alter-configs", "--topic", t, "--set", "retention.ms=1234567",
+         "--set", "max.message.bytes=2000000"],
+        ["describe-configs", "--topic", t],
+        ["alter-configs", "--topic", t, "--delete", "retention.ms"],
+        ["describe-configs", "--topic", t],
+        ["alter-configs", "--topic", t, "--set", "no.such.config=1"],
+    ]  # fmt: skip
+
     def scenario(bootstrap: str) -> None:
-        create_topic(bootstrap, unique_topic)
-        java.admin(
-            bootstrap,
-            "alter-configs",
-            "--topic",
-            unique_topic,
-            "--set",
-            "retention.ms=1234567",
-            "--set",
-            "max.message.bytes=2000000",
-        )
-        cfg = configs_of(bootstrap, unique_topic)
+        _, _, set_, _, deleted, bad = java.admin_steps(bootstrap, steps)
+        cfg = {c["name"]: c for c in set_}
         assert cfg["retention.ms"]["value"] == "1234567"
         assert cfg["retention.ms"]["source"] == "DYNAMIC_TOPIC_CONFIG"
         assert cfg["max.message.bytes"]["value"] == "2000000"
 
-        java.admin(bootstrap, "alter-configs", "--topic", unique_topic, "--delete", "retention.ms")
-        cfg = configs_of(bootstrap, unique_topic)
+        cfg = {c["name"]: c for c in deleted}
         assert cfg["retention.ms"]["value"] == "604800000"
         assert cfg["retention.ms"]["source"] != "DYNAMIC_TOPIC_CONFIG"
         assert cfg["max.message.bytes"]["value"] == "2000000"  # untouched by the delete
 
-        bad = java.admin(
-            bootstrap, "alter-configs", "--topic", unique_topic, "--set", "no.such.config=1",
-            check=False,
-        )  # fmt: skip
-        assert bad.error_type == "InvalidConfigurationException", bad.describe()
+        assert java.error_type(bad) == "InvalidConfigurationException", bad
 
     on_both(scenario, shared_broker, kafka44)
 
@@ -321,19 +311,21 @@ def test_alter_configs_incremental(
 def test_create_partitions(
     shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str
 ) -> None:
+    t = unique_topic
+    steps = [
+        ["create-topic", "--topic", t],
+        ["create-partitions", "--topic", t, "--total", "3"],
+        ["describe-topics", "--topic", t],
+        ["create-partitions", "--topic", t, "--total", "2"],
+    ]
+
     def scenario(bootstrap: str) -> None:
-        create_topic(bootstrap, unique_topic, 1)
-        java.admin(bootstrap, "create-partitions", "--topic", unique_topic, "--total", "3")
-        desc = java.admin(bootstrap, "describe-topics", "--topic", unique_topic).records[0]
+        _, _, (desc,), shrink = java.admin_steps(bootstrap, steps)
         assert [p["partition"] for p in desc["partitions"]] == [0, 1, 2]
+        assert java.error_type(shrink) == "InvalidPartitionsException", shrink
 
-        res = java.produce(bootstrap, unique_topic, count=2, partition=2).records
+        res = java.produce(bootstrap, t, count=2, partition=2).records
         assert [(r["partition"], r["offset"]) for r in res] == [(2, 0), (2, 1)]
-
-        shrink = java.admin(
-            bootstrap, "create-partitions", "--topic", unique_topic, "--total", "2", check=False
-        )
-        assert shrink.error_type == "InvalidPartitionsException", shrink.describe()
 
     on_both(scenario, shared_broker, kafka44)
 
