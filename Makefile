@@ -135,24 +135,26 @@ test: install-test lint
 clean:
 	rm -rf tests/go/bin tests/js/node_modules tests/java/classes tests/streams/lib tests/streams/target tests/java/lib tests/reference/lib .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
 
-# Data-plane benchmark, Odradek beside librdkafka's mock cluster (bench/data_plane.py).
-#   make bench                       full run (~3 min), table + bench/results/data_plane.json
-#   make bench BENCH_ARGS=--quick    short run (<1 min)
+# Data-plane benchmark, Odradek beside Apache Kafka 4.4 (tests/reference/lib, as the tests
+# start it) and librdkafka's mock cluster (bench/data_plane.py).
+#   make bench                       full run (~6 min), table + bench/results/data_plane.json
+#   make bench BENCH_ARGS=--quick    short run (~1.5 min)
 BENCH_ARGS ?=
 .PHONY: bench
-bench: $(STAMP_TEST)
+bench: $(STAMP_TEST) $(REFERENCE_STAMP)
 	$(PY) -m bench.data_plane $(BENCH_ARGS)
 
-# Consumer-group and transaction benchmarks, Odradek beside librdkafka's mock cluster
-# (bench/groups.py, bench/transactions.py); BENCH_ARGS=--quick for a short run (<1 min).
+# Consumer-group and transaction benchmarks, Odradek beside Apache Kafka 4.4 and librdkafka's
+# mock cluster (bench/groups.py, bench/transactions.py); BENCH_ARGS=--quick for a short run
+# (~1.5 min; Kafka's start takes part of it).
 #   make bench-groups         join time 1/10/100 members, commits/s, memory per group
 #   make bench-transactions   txn/s, commit latency, read_committed consume
 #   make bench-share          share groups (1 and 4 members) beside a classic group
 .PHONY: bench-groups bench-transactions bench-share bench-spark
-bench-groups: $(STAMP_TEST)
+bench-groups: $(STAMP_TEST) $(REFERENCE_STAMP)
 	$(PY) -m bench.groups $(BENCH_ARGS)
 
-bench-transactions: $(STAMP_TEST)
+bench-transactions: $(STAMP_TEST) $(REFERENCE_STAMP)
 	$(PY) -m bench.transactions $(BENCH_ARGS)
 
 bench-share: $(STAMP_TEST)

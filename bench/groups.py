@@ -36,6 +36,7 @@ and memory, Odradek/other for rates.
 
 from __future__ import annotations
 
+import gc
 import statistics
 import sys
 import threading
@@ -172,11 +173,19 @@ class Member:
 
 
 def close_members(members: list[Member]) -> float:
-    """Close all consumers in parallel (each close() leaves the group and waits)."""
+    """Close all consumers in parallel (each close() leaves the group and waits).
+
+    A Member and its consumer hold each other (the rebalance callbacks), so they are
+    freed by the cycle collector only; confluent-kafka keeps a thread-local-storage key
+    per live client, and past about 1000 of them a new client fails ("Failed to
+    initialize thread local storage"): collect now."""
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=min(len(members), 50)) as pool:
         list(pool.map(lambda m: m.consumer.close(), members))
-    return time.perf_counter() - started
+    elapsed = time.perf_counter() - started
+    members.clear()
+    gc.collect()
+    return elapsed
 
 
 def join_group(
@@ -292,7 +301,9 @@ def run_single_joins(run: Run, peers: list[Peer]) -> None:
             except (KafkaException, RuntimeError) as exc:
                 times.pop(peer.name, None)
                 run.problems.append(f"{peer.name} one-member joins ({protocol}): {exc}")
-            print(f"    {peer.name} {protocol}: {times.get(peer.name)}", flush=True)
+            done = times.get(peer.name)
+            median = f"median {statistics.median(done):.1f} ms" if done else "failed"
+            print(f"    {peer.name} {protocol}: {median}", flush=True)
         medians = {name: statistics.median(runs) for name, runs in times.items()}
         case = (
             f"join ({protocol} protocol): 1 member, subscribe to assigned, median of {count} "

@@ -85,7 +85,7 @@ class Settings:
     def make(cls, quick: bool) -> Settings:
         if quick:
             return cls(quick, 3.0, 1.5, 1.5)
-        return cls(quick, 12.0, 5.0, 5.0)
+        return cls(quick, 12.0, 5.0, 10.0)
 
 
 # --------------------------------------------------------------------------- transactions
