@@ -29,7 +29,7 @@ from odradek.coordinator.group import streams_records as sr
 from odradek.coordinator.group.consumer_protocol import HeartbeatError
 from odradek.coordinator.group.streams_heartbeat import validate
 from odradek.coordinator.group.streams_topics import MISSING_INTERNAL_TOPICS, InternalTopic
-from odradek.protocol.errors import ErrorCode, default_message
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 0
 
@@ -46,8 +46,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     if not streams_enabled(ctx):
         return error_reply(ErrorCode.unsupported_version, "The version of API is not supported.")
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
-        refused = ErrorCode.group_authorization_failed
-        return error_reply(refused, default_message(refused))
+        return error_reply(ErrorCode.group_authorization_failed, None)
     topology = request.topology
     if topology is not None:
         problem = _topology_topics_problem(ctx, topology)

@@ -146,10 +146,12 @@ def stateless(source: str) -> dict[str, Any]:
 
 def at_once(run: Run, group: str) -> None:
     """Group configs: no initial rebalance delay and no assignment interval, so that the
-    scenario does not depend on timing."""
+    scenario does not depend on timing; a heartbeat interval of the group's own, which
+    every answer tells."""
     configs = [
         {"name": "streams.initial.rebalance.delay.ms", "config_operation": 0, "value": "0"},
         {"name": "streams.assignment.interval.ms", "config_operation": 0, "value": "0"},
+        {"name": "streams.heartbeat.interval.ms", "config_operation": 0, "value": "6000"},
     ]
     body = {
         "resources": [{"resource_type": 32, "resource_name": group, "configs": configs}],
