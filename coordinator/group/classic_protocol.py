@@ -206,7 +206,7 @@ class ClassicProtocol(ShardState):
             return error(ErrorCode.invalid_group_id)
         if not self.config.min_session_timeout_ms <= session <= self.config.max_session_timeout_ms:
             return error(ErrorCode.invalid_session_timeout)
-        if group_id in self.share_groups:
+        if group_id in self.share_groups or group_id in self.streams_groups:
             return error(ErrorCode.inconsistent_group_protocol)
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:

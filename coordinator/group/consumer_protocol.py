@@ -95,7 +95,7 @@ class ConsumerProtocol(ShardState):
         _validate(request)
         group_id, epoch = request["group_id"], request["member_epoch"]
         records: list[Record] = []
-        if group_id in self.share_groups:
+        if group_id in self.share_groups or group_id in self.streams_groups:
             raise HeartbeatError(
                 ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
             )
@@ -446,7 +446,10 @@ class ConsumerProtocol(ShardState):
         gives."""
         group = self.consumer_groups.get(group_id)
         if group is None:
-            other = any(group_id in g for g in (self.share_groups, self.groups, self.offsets))
+            other = any(
+                group_id in g
+                for g in (self.share_groups, self.streams_groups, self.groups, self.offsets)
+            )
             return Result(
                 [],
                 f"Group {group_id} is not a consumer group."

@@ -132,7 +132,7 @@ class ShareProtocol(ShardState):
         )
 
     def _is_other_group_type(self, group_id: str) -> bool:
-        if group_id in self.consumer_groups:
+        if group_id in self.consumer_groups or group_id in self.streams_groups:
             return True
         classic = self.groups.get(group_id)
         return classic is not None and not classic.is_empty()
@@ -299,7 +299,7 @@ class ShareProtocol(ShardState):
         group = self.share_groups.get(group_id)
         if group is not None:
             return "share" if group.members else "empty"
-        if group_id in self.groups or group_id in self.consumer_groups:
+        if any(group_id in g for g in (self.groups, self.consumer_groups, self.streams_groups)):
             return "other"
         return "missing"
 

@@ -8,6 +8,7 @@ import dataclasses
 from typing import Any
 
 from conformance.harness import Run, scenario
+from conformance.scenarios_classic_groups import join_body
 from conformance.scenarios_group_admin import (
     commit_partitions,
     fetch_groups,
@@ -15,6 +16,7 @@ from conformance.scenarios_group_admin import (
     offset_delete,
 )
 from conformance.scenarios_groups import ready
+from conformance.scenarios_new_groups import consumer_heartbeat, share_heartbeat
 from conformance.scenarios_topics import quietly_create
 
 STREAMS_HEARTBEAT, STREAMS_DESCRIBE = 88, 89
@@ -284,3 +286,40 @@ def _other_apis(run: Run) -> None:
     listed(run, 5, {"states_filter": ["empty"], "types_filter": ["streams"]})
     run.call(42, 2, {"groups_names": [group]})
     run.call(STREAMS_DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False})
+
+
+@scenario(
+    "streams-group.other-protocols",
+    "JoinGroup, consumer and share heartbeats and describes on a streams group's id",
+)
+def _other_protocols(run: Run) -> None:
+    group, source = run.name("app"), run.name("orders")
+    quietly_create(run, source, 1)
+    ready(run, 0, group)
+    heartbeat(run, group, run.name("member"), 0, **joining(stateless(source)))
+    run.call(11, 9, join_body(group))
+    consumer_heartbeat(run, group, run.name("c"), 0, subscribed_topic_names=[source],
+                       topic_partitions=[])  # fmt: skip
+    share_heartbeat(run, group, run.name("s"), 0, subscribed_topic_names=[source])
+    run.call(69, 0, {"group_ids": [group], "include_authorized_operations": False})
+    run.call(77, 1, {"group_ids": [group], "include_authorized_operations": False})
+    # and a streams heartbeat on a consumer group's id
+    consumer = run.name("consumer")
+    ready(run, 0, consumer)
+    run.quiet(  # (Kafka 4.4 assigns a consumer group's first member off the request path)
+        68,
+        0,
+        {
+            "group_id": consumer,
+            "member_id": run.name("c"),
+            "member_epoch": 0,
+            "instance_id": None,
+            "rack_id": None,
+            "rebalance_timeout": 30000,
+            "subscribed_topic_names": [source],
+            "server_assignor": None,
+            "topic_partitions": [],
+        },
+    )
+    heartbeat(run, consumer, run.name("member"), 0, **joining(stateless(source)))
+    run.call(STREAMS_DESCRIBE, 0, {"group_ids": [consumer], "include_authorized_operations": False})
