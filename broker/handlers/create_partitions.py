@@ -34,14 +34,14 @@ def _check(ctx: RequestContext, topic: Any) -> tuple[ErrorCode, str | None]:
     if existing is None:
         return ErrorCode.unknown_topic_or_partition, f"The topic '{topic.name}' does not exist."
     current = len(existing.partitions)
-    alone = {ctx.services.config.node_id} if ctx.services.member is None else None
-    replicas = existing.partitions[0].replication if current else None
-    factor = len(replicas.replicas) if replicas is not None else 1
     assignments = None
-    if topic.assignments is not None:
+    if topic.assignments is not None and ctx.services.member is None:
         assignments = [list(a.broker_ids) for a in topic.assignments]
+    # (in a cluster the controller checks the assignments: it knows the brokers and the
+    # topic's replication factor)
+    alone = {ctx.services.config.node_id}
     problem = new_partitions_problem(
-        topic.name, current, topic.count, factor, assignments, registered=alone, live=alone
+        topic.name, current, topic.count, 1, assignments, registered=alone, live=alone
     )
     return problem or (ErrorCode.none, None)
 

@@ -9,6 +9,7 @@ import base64
 import hashlib
 import hmac
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 from helpers.wire import WireClient
@@ -63,14 +64,23 @@ def upsertion(user: str, password: str, mechanism: int, iterations: int = 4096) 
 
 def alter_scram(
     run: Run,
-    upsertions: list[dict[str, Any]] = (),  # type: ignore[assignment]
-    deletions: list[tuple[str, int]] = (),  # type: ignore[assignment]
+    upsertions: Sequence[dict[str, Any]] = (),
+    deletions: Sequence[tuple[str, int]] = (),
 ) -> Any:
     body = {
         "deletions": [{"name": user, "mechanism": mechanism} for user, mechanism in deletions],
         "upsertions": list(upsertions),
     }
-    return run.call(ALTER_SCRAM, 0, body)
+    return run.call(ALTER_SCRAM, 0, body, view=sorted_alterations)
+
+
+def sorted_alterations(answer: Any) -> dict[str, Any]:
+    """Kafka answers the users in the order of a Java HashMap of them."""
+    results = [
+        {"user": r.user, "error_code": r.error_code, "error_message": r.error_message}
+        for r in answer.results
+    ]
+    return {"results": sorted(results, key=lambda r: r["user"])}
 
 
 def describe_scram(run: Run, users: list[str] | None) -> Any:
@@ -129,10 +139,12 @@ def until_stored(run: Run, user: str, credentials: list[tuple[int, int]]) -> Non
 
 @scenario("scram.upsert-describe-delete", "SCRAM credentials made, listed, replaced, removed")
 def _scram_valid(run: Run) -> None:
-    user = run.name("sam")
-    alter_scram(run, [upsertion(user, "pw", SHA_256), upsertion(user, "pw", SHA_512, 8192)])
+    user, other = run.name("sam"), run.name("sue")
+    alter_scram(run, [upsertion(user, "pw", SHA_256), upsertion(other, "pw", SHA_512, 8192)])
+    until_stored(run, other, [(SHA_512, 8192)])
+    alter_scram(run, [upsertion(user, "pw", SHA_512, 8192)])
     until_stored(run, user, [(SHA_256, 4096), (SHA_512, 8192)])
-    describe_scram(run, [user])
+    describe_scram(run, [user, other])
     own_users(run)
     alter_scram(run, [upsertion(user, "other", SHA_256, 5000)])
     until_stored(run, user, [(SHA_256, 5000), (SHA_512, 8192)])
@@ -140,9 +152,10 @@ def _scram_valid(run: Run) -> None:
     alter_scram(run, deletions=[(user, SHA_512)])
     until_stored(run, user, [(SHA_256, 5000)])
     describe_scram(run, [user])
-    alter_scram(run, deletions=[(user, SHA_256)])
+    alter_scram(run, deletions=[(user, SHA_256), (other, SHA_512)])
     until_stored(run, user, [])
-    describe_scram(run, [user])
+    until_stored(run, other, [])
+    describe_scram(run, [user, other])
 
 
 @scenario("scram.bad-alterations", "unknown mechanism, iterations out of range, a user twice")
