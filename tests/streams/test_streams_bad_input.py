@@ -5,6 +5,7 @@ epoch). Truncated and oversized requests close the connection and change nothing
 
 from __future__ import annotations
 
+import random
 import socket
 import struct
 import time
@@ -14,7 +15,7 @@ import pytest
 from helpers.names import unique_name
 from helpers.wire import WireClient
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(240)
 
 HEARTBEAT, DESCRIBE, INCREMENTAL_ALTER_CONFIGS, FIND_COORDINATOR = 88, 89, 44, 10
 INVALID_REQUEST, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND = 42, 25, 110, 69
@@ -175,10 +176,14 @@ def test_bad_heartbeats_get_kafkas_errors_and_change_nothing(either_broker: str)
         assert (again.error_code, again.member_epoch) == (0, epoch)
 
 
-def heartbeat_frame(group: str, member: str, epoch: int) -> bytes:
+def heartbeat_frame_of(request: dict[str, Any]) -> bytes:
     encoder = WireClient.__new__(WireClient)  # only its encoding is used: no socket
     encoder.correlation = 0
-    return encoder.request_bytes(HEARTBEAT, 0, body(group, member, epoch))[1]
+    return encoder.request_bytes(HEARTBEAT, 0, request)[1]
+
+
+def heartbeat_frame(group: str, member: str, epoch: int) -> bytes:
+    return heartbeat_frame_of(body(group, member, epoch))
 
 
 def closed(bootstrap: str, data: bytes) -> bool:
@@ -205,5 +210,42 @@ def test_truncated_and_oversized_heartbeats_close_the_connection(either_broker: 
     assert closed(either_broker, oversized), "an oversized request was read"
     with WireClient(either_broker) as client:
         assert described(client, group) == before
+        again = client.call(HEARTBEAT, 0, body(group, member, epoch, **owning(0, 1)))
+        assert (again.error_code, again.member_epoch) == (0, epoch)
+
+
+def test_mutated_heartbeats_are_answered_or_refused(either_broker: str) -> None:
+    """Bytes of a valid join flipped at random (seeded): each request is answered or its
+    connection closed, never left hanging, and the broker serves on."""
+    shape = topology(
+        unique_name("fz-src"),
+        state_changelog_topics=[
+            {"name": unique_name("fz-changelog"), "partitions": 0, "replication_factor": 0,
+             "topic_configs": [{"key": "cleanup.policy", "value": "compact"}]}
+        ],
+        copartition_groups=[
+            {"source_topics": [0], "source_topic_regex": [], "repartition_source_topics": []}
+        ],
+    )  # fmt: skip
+    join = body(
+        unique_name("fz-app"), "m", 0, **joining(shape), user_endpoint={"host": "h", "port": 1}
+    )
+    frame = heartbeat_frame_of(join)
+    rng = random.Random(7)
+    host, port = either_broker.rsplit(":", 1)
+    outcomes = {"answered": 0, "closed": 0}
+    for _ in range(200):
+        data = bytearray(frame)
+        for _ in range(rng.randint(1, 6)):
+            data[rng.randrange(14, len(data))] = rng.randrange(256)
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(bytes(data))
+            try:
+                outcomes["answered" if sock.recv(4) else "closed"] += 1
+            except ConnectionResetError:
+                outcomes["closed"] += 1
+    assert outcomes["answered"] and outcomes["closed"], outcomes
+    with WireClient(either_broker) as client:
+        group, _source, member, epoch = prepared(client)
         again = client.call(HEARTBEAT, 0, body(group, member, epoch, **owning(0, 1)))
         assert (again.error_code, again.member_epoch) == (0, epoch)
