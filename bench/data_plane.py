@@ -4,8 +4,8 @@ Run from the repository root:
 
     .venv/bin/python -m bench.data_plane [--quick] [--profile]
 
-One run measures both peers with the same client (confluent-kafka / librdkafka)
-from this process, which hosts neither broker:
+One run measures the three peers with the same client (confluent-kafka / librdkafka)
+from this process, which hosts none of them:
 
 - Odradek runs as `python -m odradek` in a child process (free port, temp data dir).
 - Apache Kafka 4.4 runs as one KRaft node in a JVM, as the test rig starts it

@@ -77,8 +77,8 @@ from bench.report import (
 )
 
 # Consumer-protocol members learn of a new target assignment at their next heartbeat,
-# so a join of many members takes a few heartbeat intervals on any broker; both peers
-# give them this one.
+# so a join of many members takes a few heartbeat intervals on any broker; every peer
+# gives them this one.
 CONSUMER_HEARTBEAT_MS = 250
 ODRADEK_OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",
@@ -493,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
         "other settings default (eager range,roundrobin assignor), all in this process, "
         "polled round-robin from one thread. Members that joined earlier learn of a new "
         "rebalance from a heartbeat, so a join that takes more than one generation includes "
-        "heartbeat waits on both peers: with delay 0 the first member may get a generation of "
+        "heartbeat waits on every peer: with delay 0 the first member may get a generation of "
         "its own, and the others then wait for its next heartbeat (2 s), so Odradek's runs are "
         "either a few ms or about 2 s (see 'runs'); the median is of an odd number. "
         "The mock elects a leader for a group that already has "
