@@ -12,6 +12,9 @@ _DEFAULT_MESSAGES = {
         "or the message was sent to an incompatible broker. See the broker logs for more "
         "details."
     ),
+    ErrorCode.unknown_server_error: (
+        "The server experienced an unexpected error when processing the request."
+    ),
     ErrorCode.invalid_group_id: "The group id is invalid.",
     ErrorCode.fenced_leader_epoch: (
         "The leader epoch in the request is older than the epoch on the broker."

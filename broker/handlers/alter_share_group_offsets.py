@@ -1,7 +1,8 @@
 """AlterShareGroupOffsets (91), v0: set where share-partitions of an empty share group
 start again (everything in flight there is forgotten).
 
-- A group with members answers NON_EMPTY_GROUP, one of another type GROUP_ID_NOT_FOUND.
+- A group with members answers NON_EMPTY_GROUP, one of another type GROUP_ID_NOT_FOUND,
+  an empty group id INVALID_GROUP_ID.
 - A group that does not exist yet is created, empty, with the state it will start
   from: a client may set where a new share group starts before any consumer joins,
   then describe or delete it (as on Kafka, the group exists once a known partition is
@@ -36,6 +37,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     group_id = request.group_id
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, group_id):
         return _top_error(ErrorCode.group_authorization_failed, None)
+    if not group_id:
+        return _top_error(ErrorCode.invalid_group_id, default_message(ErrorCode.invalid_group_id))
     checked: list[tuple[Any, Topic | None, list[tuple[Any, Answer]]]] = []
     to_set: dict[uuid.UUID, tuple[str, frozenset[int]]] = {}
     for requested in request.topics:

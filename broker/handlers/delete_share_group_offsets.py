@@ -2,7 +2,9 @@
 topics; the group starts them again where `share.auto.offset.reset` says.
 
 - A group with members answers NON_EMPTY_GROUP; one that is not a share group
-  GROUP_ID_NOT_FOUND; unknown topics UNKNOWN_TOPIC_OR_PARTITION.
+  GROUP_ID_NOT_FOUND; an empty group id INVALID_GROUP_ID; unknown topics, and topics
+  the group has no state for, UNKNOWN_TOPIC_OR_PARTITION (answered before the others,
+  as on Kafka).
 - With ACLs: DELETE on the group (GROUP_AUTHORIZATION_FAILED) and READ on each topic
   (TOPIC_AUTHORIZATION_FAILED).
 """
@@ -15,37 +17,45 @@ from typing import Any
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.share_admin import group_problem, topic_problem
-from odradek.broker.security.resources import Operation
+from odradek.broker.security.resources import Operation, ResourceType
 from odradek.coordinator.runtime import Result
 from odradek.coordinator.share.records import ShareKey
 from odradek.coordinator.share.shard import ShareShard
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, default_message
 
 MIN_VERSION, MAX_VERSION = 0, 0
+NOTHING_TO_DELETE = "There is no offset information to delete."
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     group_id = request.group_id
-    problem = await group_problem(ctx, group_id, Operation.DELETE)
+    if not group_id and ctx.allowed(Operation.DELETE, ResourceType.GROUP, group_id):
+        problem = ErrorCode.invalid_group_id, default_message(ErrorCode.invalid_group_id)
+    else:
+        problem = await group_problem(ctx, group_id, Operation.DELETE)
     if problem is not None:
         code, message = problem
         return {"throttle_time": 0, "error_code": code, "error_message": message, "responses": []}
-    responses = []
+    refused, deleted = [], []  # (answered in this order, as Kafka does)
     share = ctx.services.share
     for requested in request.topics:
         topic, code = topic_problem(ctx, requested.topic_name, Operation.READ)
+        message = default_message(code) if code else None
         if topic is not None:
-            for key in share.keys_of_group(group_id):
-                if key.topic_id == topic.topic_id:
-                    await share.run(key, functools.partial(_delete, key=key))
-        responses.append(
+            keys = [k for k in share.keys_of_group(group_id) if k.topic_id == topic.topic_id]
+            if not keys:
+                code, message = ErrorCode.unknown_topic_or_partition, NOTHING_TO_DELETE
+            for key in keys:
+                await share.run(key, functools.partial(_delete, key=key))
+        (refused if code else deleted).append(
             {
                 "topic_name": requested.topic_name,
                 "topic_id": topic.topic_id if topic is not None else uuid.UUID(int=0),
                 "error_code": code,
-                "error_message": None,
+                "error_message": message,
             }
         )
+    responses = refused + deleted
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,

@@ -4,7 +4,8 @@ first record not yet delivered for good), its leader epoch and (v1) its lag.
 - As on Kafka, the group is not looked up: a partition without state (of a group that
   does not exist, of another kind, or of an unknown topic) answers start offset and
   lag -1. Null topics mean every topic the group has state for. The lag is the log end
-  less the start less what is done, negative when the start lies past the end.
+  less the start less what is done, negative when the start lies past the end. An
+  empty group id answers UNKNOWN_SERVER_ERROR, as Kafka fails on it.
 - With ACLs: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) and on each topic
   (TOPIC_AUTHORIZATION_FAILED for its partitions).
 """
@@ -18,7 +19,7 @@ from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.share_admin import lag, read_state, topic_problem
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.coordinator.share.records import ShareKey
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, default_message
 
 MIN_VERSION, MAX_VERSION = 0, 1
 
@@ -33,6 +34,17 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                     "topics": [],
                     "error_code": ErrorCode.group_authorization_failed,
                     "error_message": None,
+                }
+            )
+            continue
+        if not group.group_id:  # Kafka fails on an empty group id
+            failed = ErrorCode.unknown_server_error
+            groups.append(
+                {
+                    "group_id": "",
+                    "topics": [],
+                    "error_code": failed,
+                    "error_message": default_message(failed),
                 }
             )
             continue

@@ -1,6 +1,7 @@
 """ReadShareGroupStateSummary (87), v0-v1: a share-partition's state epoch, leader
 epoch, start offset and (v1) how many records from the start are delivered for good.
-No state answers UNKNOWN_TOPIC_OR_PARTITION. See share_state_common."""
+A share-partition of a known topic with no state answers, as on Kafka, without an
+error: start offset and delivered count -1, epochs 0. See share_state_common."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from typing import Any
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.share_state_common import (
+    check_known,
     delivery_complete_count,
-    missing,
     per_partition,
     read,
 )
@@ -20,9 +21,15 @@ MIN_VERSION, MAX_VERSION = 0, 1
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     async def answer(key: ShareKey, _p: Any) -> dict[str, Any]:
+        check_known(ctx, key)
         state = await read(ctx, key)
         if state is None:
-            return {**missing(), "state_epoch": 0, "leader_epoch": -1, "start_offset": -1}
+            return {
+                "state_epoch": 0,
+                "leader_epoch": 0,
+                "start_offset": -1,
+                "delivery_complete_count": -1,
+            }
         return {
             "state_epoch": state["state_epoch"],
             "leader_epoch": state["leader_epoch"],

@@ -14,16 +14,16 @@ from odradek.broker.observability import metrics
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.coordinator.runtime import CoordinatorError
 from odradek.coordinator.share.records import ShareKey
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, default_message
 
 Acknowledgements = dict[TopicPartition, list[tuple[int, int, tuple[int, ...]]]]
 AckResult = tuple[int, str | None]
 
 
 def request_problem(ctx: RequestContext, request: Any) -> tuple[ErrorCode, str | None] | None:
-    """The top-level error of a share request before its session is looked at."""
-    if not request.group_id:
-        return ErrorCode.invalid_group_id, "The group id must not be empty."
+    """The top-level error of a share request before its session is looked at. (An
+    empty group id is not one: as on Kafka, such a group has sessions, and each of
+    its share-partitions answers UNKNOWN_SERVER_ERROR, its state refused.)"""
     if not request.member_id:
         return ErrorCode.invalid_request, "The member id must not be empty."
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
@@ -56,6 +56,9 @@ async def acknowledge(
 ) -> dict[TopicPartition, AckResult]:
     """Apply each partition's acknowledgements (written before they are answered);
     a partition whose acknowledgements do not all hold changes nothing."""
+    if not group_id:  # (Kafka finds no share-partition of an empty group id)
+        missing = ErrorCode.unknown_topic_or_partition
+        return {tp: (missing, default_message(missing)) for tp in acks}
     results: dict[TopicPartition, AckResult] = {}
     readable = _readable_topics(ctx, {topic_id for topic_id, _ in acks})
     for (topic_id, index), batches in acks.items():

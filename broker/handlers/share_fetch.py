@@ -67,6 +67,7 @@ from odradek.storage.log_slice import LogSlice
 MIN_VERSION, MAX_VERSION = 1, 2
 WAITER_TURNS = 4
 BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1
+ACK_FIELDS = ("acknowledge_error_code", "acknowledge_error_message")
 
 
 def _fields_problem(request: Any) -> tuple[ErrorCode, str | None] | None:
@@ -143,7 +144,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         if _fetches(request):
             fetched = await _fetch(ctx, session, request, settings)
             for tp, answer in fetched.items():
-                answers[tp] = {**answers.get(tp, _answer()), **answer}
+                acked = answers.get(tp, {})  # (the outcome of its acknowledgements stays)
+                answers[tp] = {**answer, **{k: acked[k] for k in ACK_FIELDS if k in acked}}
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,
@@ -181,8 +183,8 @@ async def _fetch(
         records_left, bytes_left = max_records, request.max_bytes
         for tp in _rotated(session):
             partition, code = _resolve(ctx, tp)
-            if partition is None:
-                answers[tp] = _answer(error_code=code)
+            if partition is None or not session.group_id:
+                answers[tp] = _answer(error_code=code or ErrorCode.unknown_server_error)
                 continue
             key = ShareKey(session.group_id, tp[0], tp[1])
             if records_left <= 0 or bytes_left <= 0:

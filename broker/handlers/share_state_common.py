@@ -3,7 +3,10 @@ own wire protocol, one answer per (topic id, partition) of the request.
 
 Kafka's brokers call them on the coordinator of a share-partition's key; here that is
 always this broker. The caller needs CLUSTER_ACTION on the cluster (with ACLs);
-otherwise every partition answers CLUSTER_AUTHORIZATION_FAILED.
+otherwise every partition answers CLUSTER_AUTHORIZATION_FAILED. As on Kafka, a
+request without a group id, topics or partitions is answered with no results, and
+each partition is checked as Kafka's share coordinator checks it (a negative
+partition, epoch, an uninitialised share-partition, an unknown topic), in its words.
 """
 
 from __future__ import annotations
@@ -17,34 +20,72 @@ from odradek.broker.security.resources import Operation
 from odradek.coordinator.runtime import CoordinatorError
 from odradek.coordinator.share.partition import ACKNOWLEDGED, ARCHIVED, StateBatch
 from odradek.coordinator.share.records import ShareKey
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, default_message
 
-NOT_INITIALIZED = "The share-partition has no state."
+NEGATIVE_PARTITION = "The partition id cannot be a negative number."
+NEGATIVE_LEADER_EPOCH = "The leader epoch cannot be a negative number."
+NEGATIVE_STATE_EPOCH = "The state epoch cannot be a negative number."
 
 Answer = Callable[[ShareKey, Any], Awaitable[dict[str, Any]]]
+
+
+class Refused(Exception):
+    """A partition's answer is this error (and Kafka's message for it)."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(code)
+        self.code, self.message = code, message or default_message(code)
+
+
+def uninitialized(operation: str) -> Refused:
+    return Refused(
+        ErrorCode.invalid_request,
+        f"{operation} operation on uninitialized share partition not allowed.",
+    )
+
+
+def check_epochs(p: Any, *names: str) -> None:
+    """INVALID_REQUEST for a negative leader or state epoch among `names`."""
+    for name, message in (
+        ("leader_epoch", NEGATIVE_LEADER_EPOCH),
+        ("state_epoch", NEGATIVE_STATE_EPOCH),
+    ):
+        if name in names and getattr(p, name) < 0:
+            raise Refused(ErrorCode.invalid_request, message)
+
+
+def check_known(ctx: RequestContext, key: ShareKey) -> None:
+    if ctx.services.topics.partition_by_id(key.topic_id, key.partition) is None:
+        raise Refused(ErrorCode.unknown_topic_or_partition)
 
 
 async def per_partition(ctx: RequestContext, request: Any, answer: Answer) -> Reply:
     allowed = cluster_allowed(ctx, Operation.CLUSTER_ACTION)
     if allowed:
+        if not request.group_id or not request.topics:
+            return {"results": []}
+        if any(not topic.partitions for topic in request.topics):
+            return {"results": []}
         await ctx.services.share.ensure_started()
     results = []
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
             fields: dict[str, Any] = {"error_code": ErrorCode.none, "error_message": None}
-            if not allowed:
-                fields["error_code"] = ErrorCode.cluster_authorization_failed
-            elif not request.group_id or topic.topic_id is None:
-                fields["error_code"] = ErrorCode.invalid_request
-                fields["error_message"] = "A group id and a topic id are needed."
-            else:
-                try:
-                    fields.update(
-                        await answer(ShareKey(request.group_id, topic.topic_id, p.partition), p)
-                    )
-                except CoordinatorError as exc:
-                    fields["error_code"] = exc.code
+            try:
+                if not allowed:
+                    raise Refused(ErrorCode.cluster_authorization_failed)
+                if topic.topic_id is None:
+                    raise Refused(ErrorCode.invalid_request, "The topic id cannot be null.")
+                if p.partition < 0:
+                    raise Refused(ErrorCode.invalid_request, NEGATIVE_PARTITION)
+                fields.update(
+                    await answer(ShareKey(request.group_id, topic.topic_id, p.partition), p)
+                )
+            except Refused as refused:
+                fields = {"error_code": refused.code, "error_message": refused.message}
+            except CoordinatorError as exc:
+                fields["error_code"] = exc.code
             partitions.append({"partition": p.partition, **fields})
         results.append({"topic_id": topic.topic_id, "partitions": partitions})
     return {"results": results}
@@ -53,10 +94,6 @@ async def per_partition(ctx: RequestContext, request: Any, answer: Answer) -> Re
 async def read(ctx: RequestContext, key: ShareKey) -> dict[str, Any] | None:
     state: dict[str, Any] | None = await ctx.services.share.run(key, lambda s: s.read(key))
     return state
-
-
-def missing() -> dict[str, Any]:
-    return {"error_code": ErrorCode.unknown_topic_or_partition, "error_message": NOT_INITIALIZED}
 
 
 def wire_batches(batches: tuple[StateBatch, ...]) -> list[dict[str, int]]:

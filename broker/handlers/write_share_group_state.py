@@ -1,21 +1,39 @@
 """WriteShareGroupState (85), v0-v1: change a share-partition's state: a new start
-offset (-1 keeps it) and state batches laid over the stored ones. A state epoch below
-the stored one answers FENCED_STATE_EPOCH. See share_state_common."""
+offset (-1 keeps it) and state batches laid over the stored ones. Refused as Kafka
+refuses it: negative epochs, no state yet, an older leader or state epoch than the
+one recorded, an unknown topic. See share_state_common."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from odradek.broker.handlers.base import Reply, RequestContext
-from odradek.broker.handlers.share_state_common import per_partition
+from odradek.broker.handlers.share_state_common import (
+    Refused,
+    check_epochs,
+    check_known,
+    per_partition,
+    read,
+    uninitialized,
+)
 from odradek.coordinator.share.partition import StateBatch
 from odradek.coordinator.share.records import ShareKey
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     async def write(key: ShareKey, p: Any) -> dict[str, Any]:
+        check_epochs(p, "leader_epoch", "state_epoch")
+        state = await read(ctx, key)
+        if state is None:
+            raise uninitialized("Write")
+        if state["leader_epoch"] > p.leader_epoch:
+            raise Refused(ErrorCode.fenced_leader_epoch)
+        if state["state_epoch"] > p.state_epoch:
+            raise Refused(ErrorCode.fenced_state_epoch)
+        check_known(ctx, key)
         batches = tuple(
             StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
             for b in p.state_batches
@@ -24,6 +42,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             key,
             lambda s: s.write(key, p.state_epoch, p.leader_epoch, p.start_offset, batches),
         )
-        return {"error_code": code}
+        if code:
+            raise Refused(ErrorCode(code))
+        return {}
 
     return await per_partition(ctx, request, write)

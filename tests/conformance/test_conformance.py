@@ -23,6 +23,8 @@ from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_offsets,
     scenarios_produce,
     scenarios_security,
+    scenarios_share,
+    scenarios_share_admin,
     scenarios_streams_groups,
     scenarios_topics,
     scenarios_transactions,

@@ -153,8 +153,12 @@ def test_share_group_offsets_described_altered_and_deleted(
         assert (partition.start_offset, partition.lag) == (-1, -1)
 
 
-def test_share_group_state_apis(shared_broker: Broker, unique_group: str) -> None:
-    topic = uuid.uuid4()
+def test_share_group_state_apis(
+    shared_broker: Broker, unique_group: str, unique_topic: str
+) -> None:
+    with WireClient(shared_broker.bootstrap) as client:
+        client.create_topic(unique_topic, 1)
+        topic = topic_id(client, unique_topic)
 
     def body(**partition: Any) -> dict[str, Any]:
         return {
@@ -167,7 +171,8 @@ def test_share_group_state_apis(shared_broker: Broker, unique_group: str) -> Non
         return result
 
     with WireClient(shared_broker.bootstrap) as client:
-        assert code(client.call(READ, 0, body(leader_epoch=0))) == UNKNOWN_TOPIC_OR_PARTITION
+        # no state yet: refused, as Kafka's share coordinator refuses it
+        assert code(client.call(READ, 0, body(leader_epoch=0))) == INVALID_REQUEST
         assert code(client.call(INITIALIZE, 0, body(state_epoch=1, start_offset=100))) == NONE
         read = client.call(READ, 0, body(leader_epoch=0)).results[0].partitions[0]
         assert (read.error_code, read.state_epoch, read.start_offset, read.state_batches) == (
@@ -194,7 +199,18 @@ def test_share_group_state_apis(shared_broker: Broker, unique_group: str) -> Non
         stale = body(state_epoch=0, leader_epoch=0, start_offset=-1, state_batches=[])
         assert code(client.call(WRITE, 1, stale)) == FENCED_STATE_EPOCH
         assert code(client.call(DELETE_STATE, 0, body())) == NONE
-        assert code(client.call(READ, 0, body(leader_epoch=0))) == UNKNOWN_TOPIC_OR_PARTITION
+        assert code(client.call(READ, 0, body(leader_epoch=0))) == INVALID_REQUEST
+        # a topic no broker knows
+        stranger = {
+            "group_id": unique_group,
+            "topics": [
+                {
+                    "topic_id": uuid.uuid4(),
+                    "partitions": [{"partition": 0, "state_epoch": 1, "start_offset": 0}],
+                }
+            ],
+        }
+        assert code(client.call(INITIALIZE, 0, stranger)) == UNKNOWN_TOPIC_OR_PARTITION
         # FindCoordinator for the share-partition's key
         key = f"{unique_group}:{base64.urlsafe_b64encode(topic.bytes).rstrip(b'=').decode()}:0"
         found = client.call(FIND_COORDINATOR, 6, {"key_type": 2, "coordinator_keys": [key, "bad"]})
