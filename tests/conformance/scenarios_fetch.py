@@ -3,6 +3,7 @@ committed, aborted and open transactions, fetch sessions, topic ids and size lim
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -11,6 +12,7 @@ from conformance.scenarios_data import batch
 from conformance.scenarios_groups import NOT_READY, first_init, ready
 from conformance.scenarios_produce import produce_body
 from conformance.scenarios_topics import quietly_create
+from odradek.protocol.batch import build_batch
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, DELETE_RECORDS = 0, 1, 2, 3, 21
 ADD_PARTITIONS_TO_TXN, END_TXN = 24, 26
@@ -95,7 +97,9 @@ class Transaction:
         self.pid, self.epoch = int(started.producer_id), int(started.producer_epoch)
         self.sequences: dict[tuple[str, int], int] = {}
 
-    def send(self, topic: str, count: int = 2, partition: int = 0) -> int:
+    def send(
+        self, topic: str, count: int = 2, partition: int = 0, timestamp: int | None = None
+    ) -> int:
         body = {
             "v3_and_below_transactional_id": self.id,
             "v3_and_below_producer_id": self.pid,
@@ -114,8 +118,9 @@ class Transaction:
         )
         sequence = self.sequences.get((topic, partition), 0)
         self.sequences[(topic, partition)] = sequence + count
-        records = batch(
-            count,
+        records = build_batch(
+            [(None, b"x" * 10)] * count,
+            timestamp=int(time.time() * 1000) if timestamp is None else timestamp,
             producer_id=self.pid,
             producer_epoch=self.epoch,
             base_sequence=sequence,

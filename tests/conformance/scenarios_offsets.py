@@ -4,6 +4,7 @@ bad input."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from conformance.harness import Run, scenario
@@ -69,10 +70,11 @@ def _by_timestamp(run: Run) -> None:
 def _read_committed(run: Run) -> None:
     name = run.name("t")
     quietly_create(run, name)
-    write(run, name, batch(2))
+    now = int(time.time() * 1000)  # (stamped apart: the max timestamp is one record's)
+    write(run, name, build_batch([(None, b"a")] * 2, timestamp=now))
     txn = Transaction(run, "txn")
-    txn.send(name, 3)
-    write(run, name, batch(1))
+    txn.send(name, 3, timestamp=now + 1)
+    write(run, name, build_batch([(None, b"b")], timestamp=now + 2))
     for isolation in (0, 1):
         for timestamp in (LATEST, EARLIEST, MAX_TIMESTAMP):
             list_offsets(run, {name: [asked(0, timestamp)]}, isolation=isolation)
