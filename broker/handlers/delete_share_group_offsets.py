@@ -29,6 +29,7 @@ NOTHING_TO_DELETE = "There is no offset information to delete."
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     group_id = request.group_id
+    problem: tuple[ErrorCode, str | None] | None
     if not group_id and ctx.allowed(Operation.DELETE, ResourceType.GROUP, group_id):
         problem = ErrorCode.invalid_group_id, default_message(ErrorCode.invalid_group_id)
     else:
@@ -36,7 +37,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     if problem is not None:
         code, message = problem
         return {"throttle_time": 0, "error_code": code, "error_message": message, "responses": []}
-    refused, deleted = [], []  # (answered in this order, as Kafka does)
+    refused: list[dict[str, Any]] = []  # answered first, as Kafka does
+    deleted: list[dict[str, Any]] = []
     share = ctx.services.share
     for requested in request.topics:
         topic, code = topic_problem(ctx, requested.topic_name, Operation.READ)
