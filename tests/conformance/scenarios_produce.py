@@ -225,8 +225,8 @@ def _timestamps(run: Run) -> None:
         "message_timestamp_before_max_ms": "60000",
         "message_timestamp_after_max_ms": "60000",
     }
-    quietly_create(run, name, **limits)
-    quietly_create(run, stamped, message_timestamp_type="LogAppendTime", **limits)
+    quietly_create(run, name, 1, **limits)
+    quietly_create(run, stamped, 1, message_timestamp_type="LogAppendTime", **limits)
     now = int(time.time() * 1000)
     early, late = now - 3_600_000, now + 3_600_000
     one(run, name, build_batch([(None, b"x")], timestamp=early), version=7)

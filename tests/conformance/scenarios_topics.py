@@ -33,7 +33,7 @@ def quietly_create(run: Run, name: str, partitions: int = 1, **configs: str) -> 
     """A topic for the scenario, once the broker asked knows it (Kafka's brokers learn
     a new topic from the controller a moment after CreateTopics answers)."""
     body = {
-        "topics": [topic(name, partitions, **configs)],
+        "topics": [topic(name, partitions, 1, **configs)],
         "timeout": 10000,
         "validate_only": False,
     }
