@@ -3,6 +3,7 @@ interactive Java transactional producer, and readers that return what a topic ho
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import subprocess
@@ -15,7 +16,7 @@ from typing import Any
 from helpers import java
 from helpers.wire import WireClient
 
-from odradek.protocol.batch import iter_batches, iter_records
+from odradek.protocol.batch import TruncatedBatch, iter_batches, iter_records
 
 # API keys
 PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FETCH, FIND_COORDINATOR = 0, 1, 2, 9, 10
@@ -64,9 +65,17 @@ class StoredRecord:
 
 
 def decode_records(data: bytes) -> list[StoredRecord]:
-    """Every record of the (uncompressed) batches in a Fetch answer, markers included."""
-    out = []
+    """Every record of the (uncompressed) whole batches in a Fetch answer, markers
+    included (a last batch cut short at the fetch's limit, as Kafka sends it, is left
+    for the next fetch)."""
+    out: list[StoredRecord] = []
     buf = bytearray(data)
+    with contextlib.suppress(TruncatedBatch):
+        _decode_into(out, buf)
+    return out
+
+
+def _decode_into(out: list[StoredRecord], buf: bytearray) -> None:
     for header in iter_batches(buf, check_crc=False):
         end = header.position + header.size
         raw = bytes(buf[header.position : end])
@@ -81,7 +90,6 @@ def decode_records(data: bytes) -> list[StoredRecord]:
                     header.is_transactional,
                 )
             )
-    return out
 
 
 @dataclass
