@@ -323,3 +323,24 @@ def _other_protocols(run: Run) -> None:
     )
     heartbeat(run, consumer, run.name("member"), 0, **joining(stateless(source)))
     run.call(STREAMS_DESCRIBE, 0, {"group_ids": [consumer], "include_authorized_operations": False})
+
+
+@scenario(
+    "streams-group-heartbeat.statuses",
+    "a member with an older topology epoch, and a member asking the application to shut down",
+)
+def _statuses(run: Run) -> None:
+    group, source = run.name("app"), run.name("orders")
+    quietly_create(run, source, 2)
+    ready(run, 0, group)
+    at_once(run, group)
+    first, second = run.name("a"), run.name("b")
+    newer = stateless(source)
+    newer["epoch"] = 1
+    joined = heartbeat(run, group, first, 0, **joining(newer))
+    older = heartbeat(run, group, second, 0, **joining(stateless(source)))
+    heartbeat(run, group, first, int(joined.member_epoch), shutdown_application=True)
+    heartbeat(run, group, second, int(older.member_epoch))
+    heartbeat(run, group, first, -1)
+    heartbeat(run, group, second, -1)
+    run.call(STREAMS_DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False})
