@@ -1,4 +1,4 @@
-"""OffsetCommit (8), v2-v8.
+"""OffsetCommit (8), v2-v9 (v9: the first a member of a consumer or streams group must use).
 
 - Members commit with their generation and member id (ILLEGAL_GENERATION,
   UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS while the
@@ -20,7 +20,7 @@ from odradek.broker.handlers.groups_common import commit_offsets, refuse_all
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode
 
-MIN_VERSION, MAX_VERSION = 2, 8
+MIN_VERSION, MAX_VERSION = 2, 9
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:

@@ -292,3 +292,40 @@ def test_admin_client_streams_group_calls(either_broker: str, tmp_path: Path) ->
     assert describe(either_broker, group) == (
         f"ERROR {group} GroupIdNotFoundException Group {group} not found."
     )
+
+
+def test_an_at_least_once_application_commits_its_offsets(
+    either_broker: str, tmp_path: Path
+) -> None:
+    """Without transactions a streams member commits with OffsetCommit, which Kafka
+    takes from such a member only at version 9 or later."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    prefix, orders = setup(either_broker, 1000)
+    streams_app.produce(either_broker, prefix, orders, 0, 1000)
+    app = instance(
+        either_broker,
+        prefix,
+        tmp_path,
+        "a",
+        configs={"processing.guarantee": "at_least_once", "commit.interval.ms": "200"},
+    ).start()
+    try:
+        app.wait_state("RUNNING")
+        check(streams_app.read_output(either_broker, prefix, orders.expected()), orders)
+        admin = AdminClient({"bootstrap.servers": either_broker})
+        asked = [TopicPartition(f"{prefix}-orders", p) for p in range(streams_app.PARTITIONS)]
+        deadline = time.monotonic() + 60
+        while True:
+            future = admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(f"{prefix}-app", asked)]
+            )[f"{prefix}-app"]
+            committed = {tp.partition: tp.offset for tp in future.result(15).topic_partitions}
+            if sum(committed.values()) == orders.count or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert sum(committed.values()) == orders.count, committed
+        assert app.errors() == []
+    finally:
+        app.stop()
