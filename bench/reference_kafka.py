@@ -141,6 +141,8 @@ class ReferenceKafka:
         properties = self.base / "server.properties"
         properties.write_text(self._properties())
         (self.base / "log4j2.properties").write_text(self._log_settings())
+        if (self.base / "data" / "meta.properties").is_file():
+            return self._launch(timeout, format_seconds=0.0)  # a restart: already formatted
         formatting = time.monotonic()
         formatted = subprocess.run(
             self._java(
@@ -152,7 +154,11 @@ class ReferenceKafka:
         format_seconds = time.monotonic() - formatting
         if formatted.returncode != 0:
             raise RuntimeError(f"formatting Kafka's storage failed: {formatted.stderr.decode()}")
-        self._output = (self.base / "stdout.log").open("wb")
+        return self._launch(timeout, format_seconds)
+
+    def _launch(self, timeout: float, format_seconds: float) -> ReferenceKafka:
+        properties = self.base / "server.properties"
+        self._output = (self.base / "stdout.log").open("ab")
         began = time.monotonic()
         self.proc = subprocess.Popen(
             self._java("kafka.Kafka", str(properties)),
@@ -182,6 +188,15 @@ class ReferenceKafka:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+        if self._output is not None:
+            self._output.close()
+            self._output = None
+
+    def kill(self) -> None:
+        """SIGKILL (a crash); start() then brings it back on the same data and ports."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
         if self._output is not None:
             self._output.close()
             self._output = None

@@ -13,10 +13,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from helpers import streams_app
-from helpers.broker import BrokerFactory
 from helpers.names import unique_name
 from helpers.streams_app import Orders, StreamsInstance
 
+from streams.conftest import KillableBroker
 from streams.test_classic_eos import check
 
 pytestmark = pytest.mark.timeout(600)
@@ -27,21 +27,21 @@ def internal_topics(admin: AdminClient, application_id: str) -> list[str]:
 
 
 def test_the_broker_killed_under_a_running_application(
-    broker_factory: BrokerFactory, tmp_path: Path
+    killable_broker: KillableBroker, tmp_path: Path
 ) -> None:
-    """kill -9 of Odradek while the application runs, then a start on the same data:
+    """kill -9 of the broker while the application runs, then a start on the same data:
     the application carries on, and its output is still exactly once."""
-    broker = broker_factory()
+    bootstrap = killable_broker.bootstrap
     prefix, orders = unique_name("orders"), Orders(3000)
-    streams_app.create_topics(broker.bootstrap, prefix)
-    streams_app.produce(broker.bootstrap, prefix, orders, 0, 1500)
-    app = StreamsInstance(broker.bootstrap, f"{prefix}-app", prefix, tmp_path / "a").start()
+    streams_app.create_topics(bootstrap, prefix)
+    streams_app.produce(bootstrap, prefix, orders, 0, 1500)
+    app = StreamsInstance(bootstrap, f"{prefix}-app", prefix, tmp_path / "a").start()
     try:
         app.wait_state("RUNNING")
         time.sleep(2)  # part of the input processed, a transaction likely open
-        broker.restart(hard=True)
-        streams_app.produce(broker.bootstrap, prefix, orders, 1500, 3000)
-        check(streams_app.read_output(broker.bootstrap, prefix, orders.expected()), orders)
+        killable_broker.crash_and_restart()
+        streams_app.produce(bootstrap, prefix, orders, 1500, 3000)
+        check(streams_app.read_output(bootstrap, prefix, orders.expected()), orders)
         assert app.proc is not None and app.proc.poll() is None, app.log_tail()
     finally:
         app.stop()

@@ -3,7 +3,7 @@ protocol (KIP-1071, group.protocol=streams), against Odradek and Apache Kafka 4.
 (`either_broker`): the broker assigns the tasks, creates the internal topics, moves
 tasks between instances; the committed output must be exactly what the input makes.
 The Admin client's streams-group calls are checked on the same groups, and a broker
-killed under a running application keeps the group (Odradek)."""
+killed under a running application keeps the group."""
 
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from helpers import streams_app
-from helpers.broker import BrokerFactory
 from helpers.names import unique_name
 from helpers.streams_app import CLASSES, LIB, Orders, StreamsInstance
 
+from streams.conftest import KillableBroker
 from streams.test_classic_eos import check
 
 pytestmark = pytest.mark.timeout(600)
@@ -222,18 +222,18 @@ def test_an_instance_killed_and_started_again(either_broker: str, tmp_path: Path
 
 
 def test_the_broker_killed_under_a_running_application(
-    broker_factory: BrokerFactory, tmp_path: Path
+    killable_broker: KillableBroker, tmp_path: Path
 ) -> None:
-    """kill -9 of Odradek while the application runs: the group comes back from its
+    """kill -9 of the broker while the application runs: the group comes back from its
     records with the same members at the same epochs, and the output is exactly once."""
-    broker = broker_factory()
+    broker = killable_broker
     prefix, orders = setup(broker.bootstrap, 3000)
     streams_app.produce(broker.bootstrap, prefix, orders, 0, 1500)
     app = instance(broker.bootstrap, prefix, tmp_path, "a", threads=2).start()
     try:
         app.wait_state("RUNNING")
         before = settled(broker.bootstrap, f"{prefix}-app", members=2)
-        broker.restart(hard=True)
+        broker.crash_and_restart()
         after = describe(broker.bootstrap, f"{prefix}-app")
         assert isinstance(after, Described), after
         assert (after.epoch, after.target) == (before.epoch, before.target)
