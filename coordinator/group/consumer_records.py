@@ -17,7 +17,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from odradek.protocol.codec import Reader, RecordFormatError, Writer
+from odradek.coordinator.group import record_keys
+from odradek.coordinator.group.record_keys import GroupKey
+from odradek.protocol.codec import Reader, Writer
 
 GROUP_EPOCH, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_EPOCH, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
@@ -28,11 +30,7 @@ _MEMBER_KINDS = (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT)
 TopicPartitions = dict[uuid.UUID, frozenset[int]]
 
 
-@dataclass(frozen=True)
-class ConsumerKey:
-    kind: int
-    group: str
-    member: str = ""
+ConsumerKey = GroupKey
 
 
 @dataclass(frozen=True)
@@ -74,37 +72,22 @@ class CurrentAssignment:
 
 
 def encode_key(key: ConsumerKey) -> bytes:
-    writer = Writer().int16(key.kind).string(key.group)
-    if key.kind in _MEMBER_KINDS:
-        writer.string(key.member)
-    return writer.done()
+    return record_keys.encode_key(key, _MEMBER_KINDS)
 
 
 def decode_key(raw: bytes) -> ConsumerKey | None:
     """None for keys of other kinds (offsets, classic groups)."""
-    reader = Reader(raw)
-    kind = reader.int16()
-    if kind not in KINDS:
-        return None
-    group = reader.string()
-    member = reader.string() if kind in _MEMBER_KINDS else ""
-    if group is None or member is None:
-        raise RecordFormatError("null group or member id in a consumer group key")
-    return ConsumerKey(kind, group, member)
+    return record_keys.decode_key(raw, KINDS, _MEMBER_KINDS, "consumer group")
 
 
 def _value(writer: Writer) -> bytes:
     return writer.no_tags().done()
 
 
-def _start() -> Writer:
-    return Writer().int16(0)
+_start = record_keys.start_value
 
 
-def _read(raw: bytes) -> Reader:
-    reader = Reader(raw)
-    reader.int16()  # value version: 0 is the only one; later ones only add fields
-    return reader
+_read = record_keys.read_value
 
 
 def encode_epoch(epoch: int) -> bytes:

@@ -17,12 +17,14 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from odradek.coordinator.group import record_keys
 from odradek.coordinator.group.consumer_records import (
     TopicPartitions,
     _read_partitions,
     _write_partitions,
 )
-from odradek.protocol.codec import Reader, RecordFormatError, Writer
+from odradek.coordinator.group.record_keys import GroupKey
+from odradek.protocol.codec import Reader, Writer
 
 MEMBER_METADATA, GROUP_EPOCH, TARGET_EPOCH, TARGET_MEMBER, CURRENT_ASSIGNMENT = 10, 11, 12, 13, 14
 STATE_PARTITIONS = 15
@@ -30,11 +32,7 @@ KINDS = range(MEMBER_METADATA, STATE_PARTITIONS + 1)
 _MEMBER_KINDS = (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT)
 
 
-@dataclass(frozen=True)
-class ShareKey:
-    kind: int
-    group: str
-    member: str = ""
+ShareKey = GroupKey
 
 
 @dataclass(frozen=True)
@@ -71,33 +69,18 @@ class StatePartitions:
 
 
 def encode_key(key: ShareKey) -> bytes:
-    writer = Writer().int16(key.kind).string(key.group)
-    if key.kind in _MEMBER_KINDS:
-        writer.string(key.member)
-    return writer.done()
+    return record_keys.encode_key(key, _MEMBER_KINDS)
 
 
 def decode_key(raw: bytes) -> ShareKey | None:
     """None for keys of other kinds."""
-    reader = Reader(raw)
-    kind = reader.int16()
-    if kind not in KINDS:
-        return None
-    group = reader.string()
-    member = reader.string() if kind in _MEMBER_KINDS else ""
-    if group is None or member is None:
-        raise RecordFormatError("null group or member id in a share group key")
-    return ShareKey(kind, group, member)
+    return record_keys.decode_key(raw, KINDS, _MEMBER_KINDS, "share group")
 
 
-def _start() -> Writer:
-    return Writer().int16(0)
+_start = record_keys.start_value
 
 
-def _read(raw: bytes) -> Reader:
-    reader = Reader(raw)
-    reader.int16()  # value version 0; later versions only add fields
-    return reader
+_read = record_keys.read_value
 
 
 def encode_group_epoch(epoch: int, metadata_hash: int = 0) -> bytes:

@@ -23,7 +23,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from odradek.protocol.codec import Reader, RecordFormatError, Writer
+from odradek.coordinator.group import record_keys
+from odradek.coordinator.group.record_keys import GroupKey
+from odradek.protocol.codec import Reader, Writer
 
 GROUP_METADATA, LEGACY_PARTITION_METADATA, MEMBER_METADATA = 17, 18, 19
 TARGET_EPOCH, TARGET_MEMBER, CURRENT_ASSIGNMENT, TOPOLOGY = 20, 21, 22, 23
@@ -38,11 +40,7 @@ ActiveTasks = Mapping[str, Mapping[int, int]]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class StreamsKey:
-    kind: int
-    group: str
-    member: str = ""
+StreamsKey = GroupKey
 
 
 @dataclass(frozen=True)
@@ -160,36 +158,21 @@ class Topology:
 
 
 def encode_key(key: StreamsKey) -> bytes:
-    writer = Writer().int16(key.kind).string(key.group)
-    if key.kind in _MEMBER_KINDS:
-        writer.string(key.member)
-    return writer.done()
+    return record_keys.encode_key(key, _MEMBER_KINDS)
 
 
 def decode_key(raw: bytes) -> StreamsKey | None:
     """None for keys of other kinds."""
-    reader = Reader(raw)
-    kind = reader.int16()
-    if kind not in KINDS:
-        return None
-    group = reader.string()
-    member = reader.string() if kind in _MEMBER_KINDS else ""
-    if group is None or member is None:
-        raise RecordFormatError("null group or member id in a streams group key")
-    return StreamsKey(kind, group, member)
+    return record_keys.decode_key(raw, KINDS, _MEMBER_KINDS, "streams group")
 
 
 # -- helpers -------------------------------------------------------------------------
 
 
-def _start() -> Writer:
-    return Writer().int16(0)
+_start = record_keys.start_value
 
 
-def _read(raw: bytes) -> Reader:
-    reader = Reader(raw)
-    reader.int16()  # value version 0; later versions only add tagged fields
-    return reader
+_read = record_keys.read_value
 
 
 def _tags(writer: Writer, fields: list[tuple[int, bytes]]) -> bytes:
