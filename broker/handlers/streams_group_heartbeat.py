@@ -26,7 +26,7 @@ from odradek.broker.handlers.groups_common import client_host, on_group_shard
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.broker.settings import topic_configs
 from odradek.coordinator.group import streams_records as sr
-from odradek.coordinator.group.consumer_protocol import HeartbeatError
+from odradek.coordinator.group.heartbeat_errors import HeartbeatError
 from odradek.coordinator.group.streams_heartbeat import validate
 from odradek.coordinator.group.streams_topics import MISSING_INTERNAL_TOPICS, InternalTopic
 from odradek.protocol.errors import ErrorCode

@@ -32,8 +32,9 @@ from odradek.coordinator.group.consumer import (
     ConsumerMember,
     working_copy,
 )
-from odradek.coordinator.group.consumer_protocol import ConsumerProtocol, HeartbeatError, _emit
+from odradek.coordinator.group.consumer_protocol import ConsumerProtocol, _emit
 from odradek.coordinator.group.consumer_records import ClassicMetadata
+from odradek.coordinator.group.heartbeat_errors import HeartbeatError
 from odradek.coordinator.group.shard_state import MAX_GROUP_SIZE
 from odradek.coordinator.runtime import Record, Result
 from odradek.protocol import embedded_consumer as embedded

@@ -34,6 +34,10 @@ from odradek.coordinator.group.consumer import (
     target_record,
     working_copy,
 )
+from odradek.coordinator.group.heartbeat_errors import (
+    HeartbeatError,
+    fenced_message,
+)
 from odradek.coordinator.group.regex import invalid_regex_message
 from odradek.coordinator.group.shard_state import ShardState
 from odradek.coordinator.runtime import Record, Result
@@ -42,27 +46,6 @@ from odradek.protocol.errors import ErrorCode
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
 # topic name -> (topic id, partition count), of the topics that exist now
 TopicsView = Callable[[], Mapping[str, tuple[uuid.UUID, int]]]
-
-
-def not_a_member(member_id: str, group_id: str) -> str:
-    """UNKNOWN_MEMBER_ID's message, in Kafka's words."""
-    return f"Member {member_id} is not a member of group {group_id}."
-
-
-def fenced_message(kind: str, epoch: int, known: int) -> str:
-    """FENCED_MEMBER_EPOCH's message, in Kafka's words (`kind`: consumer or share)."""
-    relation = "greater" if epoch > known else "smaller"
-    return (
-        f"The {kind} group member has a {relation} member epoch ({epoch}) than the one "
-        f"known by the group coordinator ({known}). The member must abandon all its "
-        "partitions and rejoin."
-    )
-
-
-class HeartbeatError(Exception):
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def _invalid(message: str) -> HeartbeatError:

@@ -18,10 +18,7 @@ import uuid
 from typing import Any
 
 from odradek.coordinator.group import share_records as shr
-from odradek.coordinator.group.consumer_protocol import (
-    HeartbeatError,
-    fenced_message,
-)
+from odradek.coordinator.group.heartbeat_errors import HeartbeatError, fenced_message
 from odradek.coordinator.group.shard_state import ShardState
 from odradek.coordinator.group.share import ShareGroup, ShareMember, apply_record, topics_hash
 from odradek.coordinator.group.share_assignor import assign

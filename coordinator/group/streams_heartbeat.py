@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from odradek.coordinator.group.consumer_protocol import HeartbeatError
+from odradek.coordinator.group.heartbeat_errors import HeartbeatError
 from odradek.coordinator.group.streams import StreamsGroup, StreamsMember
 from odradek.coordinator.group.streams_records import Tasks, Topology
 from odradek.coordinator.group.streams_topics import (

@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any
 
 from odradek.coordinator.group import streams_records as sr
-from odradek.coordinator.group.consumer_protocol import HeartbeatError
+from odradek.coordinator.group.heartbeat_errors import HeartbeatError
 from odradek.coordinator.group.shard_state import ShardState
 from odradek.coordinator.group.streams import (
     UNREVOKED_TASKS,

@@ -26,7 +26,7 @@ from typing import Any
 
 from odradek.coordinator.group import records as rec
 from odradek.coordinator.group import streams_records as sr
-from odradek.coordinator.group.consumer_protocol import HeartbeatError
+from odradek.coordinator.group.heartbeat_errors import HeartbeatError
 from odradek.coordinator.group.shard_state import now_ms
 from odradek.coordinator.group.streams import (
     EMPTY,
