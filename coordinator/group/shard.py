@@ -182,7 +182,9 @@ class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
                     code = ErrorCode.illegal_generation
                 elif group.state == COMPLETING_REBALANCE:
                     code = ErrorCode.rebalance_in_progress
-                else:
+                elif producer is None:
+                    # an OffsetCommit keeps the member's session alive, as a heartbeat
+                    # does; a transactional one does not (as on Kafka 4.4)
                     self._arm_session(group, group.members[member_id])
         if code != ErrorCode.none:
             return Result([], {tp: code for tp in request["offsets"]})

@@ -130,10 +130,13 @@ def lone_member(
     instance: str | None = None,
     metadata: bytes = b"",
     quiet: bool = True,
+    session_timeout: int = 10000,
 ) -> tuple[str, int]:
     """A member that joined alone and synced as leader: (member id, generation)."""
     send = run.quiet if quiet else run.call
-    body = join_body(group, group_instance_id=instance, metadata=metadata)
+    body = join_body(
+        group, group_instance_id=instance, metadata=metadata, session_timeout=session_timeout
+    )
     joined = send(JOIN_GROUP, 9, body, client)
     if joined.error_code == 79:  # MEMBER_ID_REQUIRED
         joined = send(JOIN_GROUP, 9, {**body, "member_id": joined.member_id}, client)

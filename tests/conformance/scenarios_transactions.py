@@ -349,6 +349,51 @@ def _txn_offset_commit_members(run: Run) -> None:
     settled(run, txn)
 
 
+@scenario(
+    "txn-offset-commit.session",
+    "transactional commits of a classic member do not keep its session alive",
+)
+def _txn_offset_commit_session(run: Run) -> None:
+    txn, group, topic = run.name("t"), run.name("g"), run.name("topic")
+    quietly_create(run, topic)
+    ready(run, 0, group)
+    me, generation = lone_member(run, group, session_timeout=6000)
+    pid, epoch = begin(run, txn)
+    add_offsets(run, txn, pid, epoch, group)
+    txn_commit(run, txn, pid, epoch, group, {topic: [0]}, member_id=me, generation_id=generation)
+    body = {
+        "transactional_id": txn,
+        "group_id": group,
+        "producer_id": pid,
+        "producer_epoch": epoch,
+        "generation_id": generation,
+        "member_id": me,
+        "group_instance_id": None,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": 2,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": None,
+                    }
+                ],
+            }
+        ],
+    }
+    # no heartbeat, a transactional commit every half second, past the session timeout
+    deadline = time.monotonic() + 8
+    while time.monotonic() < deadline:
+        run.quiet(TXN_OFFSET_COMMIT, 3, body)
+        time.sleep(0.5)
+    describe_body = {"groups": [group], "include_authorized_operations": False}
+    run.call(15, 5, describe_body)
+    end(run, txn, pid, epoch, False)
+    settled(run, txn)
+
+
 @scenario("end-txn.states", "EndTxn with nothing to end, twice, of an old epoch, crossed")
 def _end_states(run: Run) -> None:
     txn, topic = run.name("t"), run.name("topic")
