@@ -24,11 +24,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import signal
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
@@ -36,19 +33,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO
 
 from confluent_kafka import Consumer, KafkaError, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.peers import KafkaPeer, OdradekPeer, process_cpu_seconds, venv_python
 from bench.reference_kafka import HEAP, VERSION
+from bench.streams_app import AppProcess, built, create_topics, input_producer
 
 REPO = Path(__file__).resolve().parent.parent
-STREAMS = REPO / "tests" / "streams"
-CLASSPATH = f"{STREAMS / 'target' / 'classes'}:{STREAMS / 'lib'}/*"
-MAIN_CLASS = "dev.odradek.streams.OrdersApp"
-PARTITIONS = 4
 CUSTOMERS = 12
 RESULTS = REPO / "bench" / "results" / "streams.json"
 
@@ -90,81 +82,25 @@ class Results:
 
 
 class Instance:
-    """One JVM of the orders application; prints STATE lines on stdout."""
+    """One instance of the application, two stream threads."""
 
     def __init__(self, bootstrap: str, app_id: str, prefix: str, state: Path, protocol: str):
-        self.states: list[str] = []
-        self.log: IO[bytes] = open(state.with_suffix(".log"), "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [
-                "java",
-                "-Xmx256m",
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                "-cp",
-                CLASSPATH,
-                MAIN_CLASS,
-                f"bootstrap={bootstrap}",
-                f"application.id={app_id}",
-                f"prefix={prefix}",
-                f"state.dir={state}",
-                "threads=2",
-                f"group.protocol={protocol}",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            text=True,
-        )
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith("STATE "):
-                self.states.append(line.split()[1])
+        args = [f"bootstrap={bootstrap}", f"application.id={app_id}", f"prefix={prefix}"]
+        args += [f"state.dir={state}", "threads=2", f"group.protocol={protocol}"]
+        self.process = AppProcess("java", args, state.with_suffix(".log"))
 
     def wait_running(self, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
-        while "RUNNING" not in self.states:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the application did not start: states {self.states}")
-            time.sleep(0.05)
+        while "RUNNING" not in self.process.states:
+            if not self.process.alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the application did not start: {self.process.states}")
+            self.process.next_line(0.05)
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
-        self.log.close()
+        self.process.kill()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(40)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.log.close()
-
-
-def create_topics(bootstrap: str, prefix: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    names = [
-        f"{prefix}-{n}" for n in ("orders", "customers", "totals", "enriched", "window-counts")
-    ]
-    futures = admin.create_topics([NewTopic(n, PARTITIONS, 1) for n in names])
-    for future in futures.values():
-        future.result(30)
-
-
-def producer(bootstrap: str) -> Producer:
-    # murmur2, as Streams partitions: the customers table must match the re-keyed orders
-    return Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "enable.idempotence": True,
-            "linger.ms": 5,
-            "partitioner": "murmur2_random",
-        }
-    )
+        self.process.stop()
 
 
 def produce_customers(out: Producer, prefix: str, base: int) -> None:
@@ -226,7 +162,7 @@ def measure_throughput(
         base = int(time.time() * 1000) - 3_600_000
         cpu = process_cpu_seconds(pid)
         started = time.perf_counter()
-        out = producer(bootstrap)
+        out = input_producer(bootstrap)
         produce_customers(out, prefix, base - 60_000)
         out.flush(30)
         for n in range(orders):
@@ -248,7 +184,7 @@ def measure_recovery(bootstrap: str, work: Path, protocol: str, settings: Settin
     prefix = f"sr-{uuid.uuid4().hex[:8]}"
     create_topics(bootstrap, prefix)
     base = int(time.time() * 1000) - 3_600_000
-    out = producer(bootstrap)
+    out = input_producer(bootstrap)
     produce_customers(out, prefix, base - 60_000)
     out.flush(30)
     apps = [
@@ -323,7 +259,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer orders (a smoke run)")
     args = parser.parse_args()
     settings = Settings.make(args.quick)
-    if not (STREAMS / "target" / "classes").is_dir() or shutil.which("java") is None:
+    if not built() or shutil.which("java") is None:
         print("the Streams application is not built: run `make install-test`")
         return 2
     work = Path(tempfile.mkdtemp(prefix="bench-streams-"))

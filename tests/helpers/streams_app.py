@@ -1,44 +1,45 @@
 """The orders application of tests/streams/ (Kafka Streams 4.4, exactly_once_v2): its
 input, the output it must come to, and its instances as processes.
 
-`make install-test` builds the application with Maven (tests/streams/pom.xml) into
-tests/streams/target/classes, its dependencies into tests/streams/lib. The input is
-computed here, so the expected output is too: per customer the count and sum of its
-orders, per order one enriched record, per customer and 10-second window a count.
+The process itself, the topics and the input producer are bench/streams_app.py's,
+which the Streams benchmark runs too. The input is computed here, so the expected
+output is too: per customer the count and sum of its orders, per order one enriched
+record, per customer and 10-second window a count.
 """
 
 from __future__ import annotations
 
-import os
-import queue
 import shutil
-import signal
-import subprocess
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
+from bench.streams_app import CLASSES, LIB, OUTPUTS, PARTITIONS, AppProcess, built, input_producer
+from bench.streams_app import create_topics as create_app_topics
 from helpers.env import missing, require_executable, require_module
 
-STREAMS_DIR = Path(__file__).resolve().parents[1] / "streams"
-CLASSES = STREAMS_DIR / "target" / "classes"
-LIB = STREAMS_DIR / "lib"
-MAIN_CLASS = "dev.odradek.streams.OrdersApp"
 WINDOW_MS = 10_000
-PARTITIONS = 4
-OUTPUTS = ("totals", "enriched", "window-counts")
+__all__ = [
+    "CLASSES",
+    "LIB",
+    "OUTPUTS",
+    "PARTITIONS",
+    "Orders",
+    "Output",
+    "StreamsInstance",
+    "create_topics",
+    "produce",
+    "read_output",
+    "require",
+]
 
 
 def require() -> str:
     """The java executable; fails (skips outside CI) when the application is not built."""
     java = require_executable("java", "install a JDK 17")
-    if not (CLASSES / "dev" / "odradek" / "streams" / "OrdersApp.class").is_file():
+    if not built():
         missing("the Streams application is not built: run `make install-test`")
-    if not list(LIB.glob("kafka-streams-*.jar")):
-        missing("Kafka Streams jars missing from tests/streams/lib: run `make install-test`")
     return java
 
 
@@ -89,32 +90,12 @@ class Orders:
 
 def create_topics(bootstrap: str, prefix: str) -> None:
     require_module("confluent_kafka")
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    names = [f"{prefix}-{name}" for name in ("orders", "customers", *OUTPUTS)]
-    futures = admin.create_topics(
-        [NewTopic(name, num_partitions=PARTITIONS, replication_factor=1) for name in names],
-        operation_timeout=30,
-    )
-    for future in futures.values():
-        future.result(timeout=30)
+    create_app_topics(bootstrap, prefix)
 
 
 def produce(bootstrap: str, prefix: str, orders: Orders, start: int, stop: int) -> None:
     """Orders `start` to `stop` (and, with the first, the customers table)."""
-    from confluent_kafka import Producer
-
-    # murmur2, as Java's producers partition: the customers table must be partitioned
-    # as Streams partitions the re-keyed orders it is joined with
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "enable.idempotence": True,
-            "linger.ms": 5,
-            "partitioner": "murmur2_random",
-        }
-    )
+    producer = input_producer(bootstrap)
     if start == 0:
         for customer, region in orders.regions().items():
             producer.produce(
@@ -211,64 +192,40 @@ class StreamsInstance:
         ]
         self.state_dir = state_dir
         self.log_path = state_dir.with_suffix(".log")
-        self.proc: subprocess.Popen[str] | None = None
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.states: list[str] = []
+        self.process: AppProcess | None = None
+
+    @property
+    def states(self) -> list[str]:
+        return [] if self.process is None else self.process.states
 
     def start(self) -> StreamsInstance:
         java = require()
-        classpath = f"{CLASSES}:{LIB}/*"
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("a")
-        self.proc = subprocess.Popen(
-            [
-                java,
-                "-Xmx256m",
-                "-XX:TieredStopAtLevel=1",
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                "-cp",
-                classpath,
-                MAIN_CLASS,
-                *self.args,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
+        self.process = AppProcess(java, self.args, self.log_path)
         return self
 
-    def _read(self, stream: IO[str]) -> None:
-        for line in stream:
-            self.lines.put(line.strip())
-
     def wait_state(self, state: str = "RUNNING", timeout: float = 120) -> None:
+        assert self.process is not None, "the instance was not started"
         deadline = time.monotonic() + timeout
         while state not in self.states:
             left = deadline - time.monotonic()
             assert left > 0, f"no {state} in {timeout} s: states {self.states}\n{self.log_tail()}"
-            try:
-                line = self.lines.get(timeout=min(left, 1.0))
-            except queue.Empty:
-                assert self.proc is not None and self.proc.poll() is None, (
-                    f"the instance exited ({self.proc and self.proc.returncode})\n{self.log_tail()}"
+            line = self.process.next_line(min(left, 1.0))
+            if line is None:
+                assert self.process.alive(), (
+                    f"the instance exited ({self.process.proc.returncode})\n{self.log_tail()}"
                 )
                 continue
-            if line.startswith("STATE "):
-                self.states.append(line.split()[1])
             assert not line.startswith("ERROR"), f"{line}\n{self.log_tail()}"
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.alive()
 
     def errors(self) -> list[str]:
         """Stream-thread errors reported so far."""
-        found = []
-        while not self.lines.empty():
-            line = self.lines.get()
-            if line.startswith("STATE "):
-                self.states.append(line.split()[1])
-            elif line.startswith("ERROR"):
-                found.append(line)
-        return found
+        if self.process is None:
+            return []
+        return [line for line in self.process.drain() if line.startswith("ERROR")]
 
     def log_tail(self, chars: int = 4000) -> str:
         try:
@@ -278,17 +235,12 @@ class StreamsInstance:
 
     def kill(self) -> None:
         """kill -9: no clean close, no checkpoint, the open transaction left open."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+        if self.process is not None:
+            self.process.kill()
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(45)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        if self.process is not None:
+            self.process.stop()
 
     def wipe_state(self) -> None:
         shutil.rmtree(self.state_dir, ignore_errors=True)

@@ -67,7 +67,7 @@ def test_three_instances_started_one_after_another(either_broker: str, tmp_path:
             streams_app.produce(either_broker, prefix, orders, n * 1000, (n + 1) * 1000)
             app.wait_state("RUNNING")
         check(streams_app.read_output(either_broker, prefix, orders.expected()), orders)
-        assert all(app.proc is not None and app.proc.poll() is None for app in apps)
+        assert all(app.alive() for app in apps)
         assert [app.errors() for app in apps] == [[], [], []]
     finally:
         for app in apps:

@@ -42,7 +42,7 @@ def test_the_broker_killed_under_a_running_application(
         killable_broker.crash_and_restart()
         streams_app.produce(bootstrap, prefix, orders, 1500, 3000)
         check(streams_app.read_output(bootstrap, prefix, orders.expected()), orders)
-        assert app.proc is not None and app.proc.poll() is None, app.log_tail()
+        assert app.alive(), app.log_tail()
     finally:
         app.stop()
 

@@ -184,7 +184,7 @@ def test_three_instances_started_one_after_another(either_broker: str, tmp_path:
         assert standbys, "no standby task assigned"
         owner = {t: m.process for m in group.members for t in m.active}
         assert all(owner[t] != process for t, process in standbys), standbys
-        assert all(app.proc is not None and app.proc.poll() is None for app in apps)
+        assert all(app.alive() for app in apps)
         assert [app.errors() for app in apps] == [[], [], []]
     finally:
         for app in apps:
