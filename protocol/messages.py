@@ -1,11 +1,11 @@
 """Request decoding and response encoding on top of kio's generated message types.
 
-kio has one class per API version. Handlers are written once for all versions:
-they read requests with `getattr(request, name, default)` for fields that only
-some versions carry, and describe responses as plain nested dicts that
-`build(cls, data)` turns into the class of the negotiated version, dropping
-fields that version does not have and filling the ones it has but the dict
-does not with Kafka's zero values.
+kio has one class per API version (protocol/schemas/ adds those of versions it
+lacks). Handlers are written once for all versions: they read requests with
+`getattr(request, name, default)` for fields that only some versions carry, and
+describe responses as plain nested dicts that `build(cls, data)` turns into the class
+of the negotiated version, dropping fields that version does not have and filling the
+ones it has but the dict does not with Kafka's zero values.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from kio.static.constants import EntityType
 from odradek.protocol import decoder, encoder
 from odradek.protocol.kio_types import entity_in, is_array, is_nullable
 from odradek.protocol.produce_request import decode_produce_request
+from odradek.protocol.schemas import payload_module
 
 PRODUCE_KEY = 0
 
@@ -38,13 +39,18 @@ Converter = Callable[[Any], Any]
 
 @cache
 def request_class(api_key: int, version: int) -> type:
-    module = load_payload_module(api_key, version, EntityType.request)
+    # our own classes (protocol/schemas/) where kio lacks the version, else kio's
+    module = payload_module(api_key, version, EntityType.request)
+    if module is None:
+        module = load_payload_module(api_key, version, EntityType.request)
     return _payload_class(module, "Request")
 
 
 @cache
 def response_class(api_key: int, version: int) -> type:
-    module = load_payload_module(api_key, version, EntityType.response)
+    module = payload_module(api_key, version, EntityType.response)
+    if module is None:
+        module = load_payload_module(api_key, version, EntityType.response)
     return _payload_class(module, "Response")
 
 
