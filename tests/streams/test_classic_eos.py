@@ -5,28 +5,16 @@ update lost, none applied twice."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
 from helpers import streams_app
 from helpers.names import unique_name
-from helpers.streams_app import Orders, Output, StreamsInstance
+from helpers.streams_app import Orders, StreamsInstance
+
+from streams.scenarios import check, kill_one_of_two
 
 pytestmark = pytest.mark.timeout(600)
-
-
-def check(output: Output, orders: Orders, copies: int = 1) -> None:
-    expected = orders.expected()
-    for topic in streams_app.OUTPUTS:
-        latest = output.latest(topic)
-        wrong = {k: (latest.get(k), v) for k, v in expected[topic].items() if latest.get(k) != v}
-        assert not wrong, (
-            f"{topic}: {len(wrong)} keys wrong (got, want), e.g. {list(wrong.items())[:5]}"
-        )
-        assert set(latest) == set(expected[topic]), f"{topic}: keys no input made"
-    repeated = {k: n for k, n in output.copies("enriched").items() if n != copies}
-    assert not repeated, f"orders enriched other than {copies} times: {list(repeated.items())[:5]}"
 
 
 def setup(bootstrap: str, tmp_path: Path, count: int) -> tuple[str, Orders]:
@@ -77,26 +65,7 @@ def test_three_instances_started_one_after_another(either_broker: str, tmp_path:
 def test_an_instance_killed_and_started_again(either_broker: str, tmp_path: Path) -> None:
     """kill -9 of one of two instances while input arrives: its tasks move, its open
     transaction is fenced and aborted, its stores come back from their changelogs."""
-    prefix, orders = setup(either_broker, tmp_path, 4000)
-    streams_app.produce(either_broker, prefix, orders, 0, 1000)
-    first = instance(either_broker, prefix, tmp_path, "a").start()
-    second = instance(either_broker, prefix, tmp_path, "b").start()
-    try:
-        first.wait_state("RUNNING")
-        second.wait_state("RUNNING")
-        feeder = threading.Thread(
-            target=lambda: [
-                streams_app.produce(either_broker, prefix, orders, start, start + 250)
-                for start in range(1000, 4000, 250)
-            ]
-        )
-        feeder.start()
-        streams_app.read_output(either_broker, prefix, Orders(0).expected(), timeout=3)
-        first.kill()
-        feeder.join()
-        first = instance(either_broker, prefix, tmp_path, "a").start()
-        first.wait_state("RUNNING")
-        check(streams_app.read_output(either_broker, prefix, orders.expected()), orders)
-    finally:
-        first.stop()
-        second.stop()
+    prefix, _ = setup(either_broker, tmp_path, 0)
+    kill_one_of_two(
+        either_broker, prefix, lambda name: instance(either_broker, prefix, tmp_path, name)
+    )

@@ -17,7 +17,7 @@ from helpers.names import unique_name
 from helpers.streams_app import Orders, StreamsInstance
 
 from streams.conftest import KillableBroker
-from streams.test_classic_eos import check
+from streams.scenarios import check
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -8,7 +8,6 @@ killed under a running application keeps the group."""
 from __future__ import annotations
 
 import subprocess
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from helpers.names import unique_name
 from helpers.streams_app import CLASSES, LIB, Orders, StreamsInstance
 
 from streams.conftest import KillableBroker
-from streams.test_classic_eos import check
+from streams.scenarios import check, kill_one_of_two
 
 pytestmark = pytest.mark.timeout(600)
 # the orders topology: the re-keying subtopology, and the one that joins and aggregates
@@ -194,31 +193,17 @@ def test_three_instances_started_one_after_another(either_broker: str, tmp_path:
 def test_an_instance_killed_and_started_again(either_broker: str, tmp_path: Path) -> None:
     """kill -9 of one of two instances while input arrives: its member is fenced when its
     session runs out, its tasks move, its open transaction is aborted."""
-    prefix, orders = setup(either_broker, 4000)
-    streams_app.produce(either_broker, prefix, orders, 0, 1000)
-    first = instance(either_broker, prefix, tmp_path, "a").start()
-    second = instance(either_broker, prefix, tmp_path, "b").start()
-    try:
-        first.wait_state("RUNNING")
-        second.wait_state("RUNNING")
-        feeder = threading.Thread(
-            target=lambda: [
-                streams_app.produce(either_broker, prefix, orders, start, start + 250)
-                for start in range(1000, 4000, 250)
-            ]
-        )
-        feeder.start()
-        streams_app.read_output(either_broker, prefix, Orders(0).expected(), timeout=3)
-        first.kill()
-        feeder.join()
-        first = instance(either_broker, prefix, tmp_path, "a").start()
-        first.wait_state("RUNNING")
-        check(streams_app.read_output(either_broker, prefix, orders.expected()), orders)
-        group = settled(either_broker, f"{prefix}-app", members=2)
-        assert_every_task_once(group)
-    finally:
-        first.stop()
-        second.stop()
+    prefix, _ = setup(either_broker, 0)
+
+    def every_task_once() -> None:
+        assert_every_task_once(settled(either_broker, f"{prefix}-app", members=2))
+
+    kill_one_of_two(
+        either_broker,
+        prefix,
+        lambda name: instance(either_broker, prefix, tmp_path, name),
+        then=every_task_once,
+    )
 
 
 def test_the_broker_killed_under_a_running_application(
