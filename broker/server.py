@@ -37,7 +37,7 @@ from odradek.broker.security.authorizer import AclAuthorizer, Authorizer, build_
 from odradek.broker.security.credentials import CredentialStore
 from odradek.broker.security.sasl_listener import SaslListener, sasl_listener
 from odradek.broker.security.session import Session
-from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.config import BrokerConfig, streams_list
 from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings
 from odradek.broker.settings.listeners import Listener, ListenError
 from odradek.coordinator.group.shard import GroupConfig, GroupShard
@@ -88,6 +88,12 @@ def group_config(
         streams_num_standby_replicas=config.group_streams_num_standby_replicas,
         streams_initial_rebalance_delay_ms=config.group_streams_initial_rebalance_delay_ms,
         streams_assignment_interval_ms=config.group_streams_assignment_interval_ms,
+        streams_task_offset_interval_ms=config.group_streams_task_offset_interval_ms,
+        streams_num_warmup_replicas=config.group_streams_num_warmup_replicas,
+        streams_acceptable_recovery_lag=config.group_streams_acceptable_recovery_lag,
+        streams_rack_aware_assignment_tags=tuple(
+            streams_list(config.group_streams_rack_aware_assignment_tags)
+        ),
         streams_max_size=config.group_streams_max_size,
         timeouts_of=timeouts_of,
     )

@@ -12,7 +12,9 @@
   INVALID_REQUEST.
 - BROKER_LOGGER resources (this broker's id): the root logger and its level.
 - GROUP resources list every group config: set ones with source GROUP_CONFIG, the
-  rest with the broker's value (DEFAULT_CONFIG); the group need not exist.
+  rest with the broker's value (DEFAULT_CONFIG); the group need not exist. Kafka's
+  internal group configs (streams.num.warmup.replicas, ...) only when set; synonyms
+  are the group's value and the broker setting's.
 - `configuration_keys` narrows the list; types (v3+) are filled; documentation is
   not carried (null).
 - With ACLs a resource needs DESCRIBE_CONFIGS: on the cluster for broker resources
@@ -140,12 +142,16 @@ def _group_configs(ctx: RequestContext, group_id: str, with_synonyms: bool) -> l
     own = store.of(group_id)
     entries = []
     for name, definition in sorted(group_configs.DEFINITIONS.items()):
+        if definition.internal and name not in own:
+            continue  # as Kafka: an internal config shows only once the group sets it
         source = GROUP_CONFIG if name in own else DEFAULT_CONFIG
-        value = store.value(group_id, name)
+        value = group_configs.described_value(name, store.value(group_id, name))
         described = DescribedConfig(name, value, source, read_only=False)
-        synonyms = [(name, value, source)] if with_synonyms else []
+        default = group_configs.described_value(name, definition.default(ctx.services.config))
+        synonyms: list[tuple[str, str | None, int]] = [(name, value, source)] if name in own else []
+        synonyms.append((definition.broker_name, default, DEFAULT_CONFIG))
         config_type = CONFIG_TYPES.get(definition.type_name, 0)
-        entries.append(_entry(described, config_type, list(synonyms)))
+        entries.append(_entry(described, config_type, synonyms if with_synonyms else []))
     return entries
 
 

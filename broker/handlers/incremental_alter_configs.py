@@ -59,7 +59,9 @@ def apply_operations(
         elif op.config_operation == DELETE:
             new.pop(op.name, None)
         elif op.config_operation in (APPEND, SUBTRACT):
-            if type_name != "list":
+            # Kafka 4.4 looks a group config's type up among the topic and broker
+            # configs, so it refuses these on every group config, lists included
+            if type_name != "list" or resource_type == GROUP:
                 operation = OPERATION_NAMES[op.config_operation]
                 raise TopicError(
                     INVALID_CONFIG,

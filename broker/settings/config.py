@@ -36,6 +36,16 @@ class ConfigError(ValueError):
     """A setting that cannot be used; the message names it and says why."""
 
 
+# Kafka 4.4's built-in streams task assignors (custom ones are Java classes)
+STREAMS_ASSIGNORS = ("sticky",)
+
+
+def streams_list(value: str) -> list[str]:
+    """A LIST setting's items as Kafka splits them (blank: none)."""
+    trimmed = value.strip()
+    return re.split(r"\s*,\s*", trimmed) if trimmed else []
+
+
 # Kafka name -> field name, for every setting the broker reads.
 _NAMES = {
     "node.id": "node_id",
@@ -125,6 +135,16 @@ _NAMES = {
     "group.streams.max.standby.replicas": "group_streams_max_standby_replicas",
     "group.streams.initial.rebalance.delay.ms": "group_streams_initial_rebalance_delay_ms",
     "group.streams.assignment.interval.ms": "group_streams_assignment_interval_ms",
+    "group.streams.min.assignment.interval.ms": "group_streams_min_assignment_interval_ms",
+    "group.streams.max.assignment.interval.ms": "group_streams_max_assignment_interval_ms",
+    "group.streams.task.offset.interval.ms": "group_streams_task_offset_interval_ms",
+    "group.streams.min.task.offset.interval.ms": "group_streams_min_task_offset_interval_ms",
+    "group.streams.num.warmup.replicas": "group_streams_num_warmup_replicas",
+    "group.streams.max.warmup.replicas": "group_streams_max_warmup_replicas",
+    "group.streams.acceptable.recovery.lag": "group_streams_acceptable_recovery_lag",
+    "group.streams.rack.aware.assignment.tags": "group_streams_rack_aware_assignment_tags",
+    "group.streams.assignors": "group_streams_assignors",
+    "group.streams.assignor.offload.enable": "group_streams_assignor_offload_enable",
     "share.coordinator.state.topic.num.partitions": "share_coordinator_state_topic_num_partitions",
     "share.coordinator.snapshot.update.records.per.snapshot": (
         "share_coordinator_snapshot_update_records_per_snapshot"
@@ -254,6 +274,19 @@ class BrokerConfig:
     group_streams_max_standby_replicas: int = 2
     group_streams_initial_rebalance_delay_ms: int = 3000
     group_streams_assignment_interval_ms: int = 1000
+    group_streams_min_assignment_interval_ms: int = 0
+    group_streams_max_assignment_interval_ms: int = 15000
+    # how often members report their changelog offsets (the heartbeat tells them)
+    group_streams_task_offset_interval_ms: int = 60000
+    group_streams_min_task_offset_interval_ms: int = 15000
+    # Kafka 4.4 validates and stores these, but its assignment refiner hands out no
+    # warm-up task whatever they say
+    group_streams_num_warmup_replicas: int = 2
+    group_streams_max_warmup_replicas: int = 20
+    group_streams_acceptable_recovery_lag: int = 10000
+    group_streams_rack_aware_assignment_tags: str = ""
+    group_streams_assignors: str = "sticky"  # the built-in ones; the first is the default
+    group_streams_assignor_offload_enable: bool = True
     share_coordinator_state_topic_num_partitions: int = 50
     share_coordinator_snapshot_update_records_per_snapshot: int = 500
     share_coordinator_state_topic_prune_interval_ms: int = 300000
@@ -294,6 +327,31 @@ class BrokerConfig:
                 f"{', '.join(MIGRATION_POLICIES)}"
             )
         self.group_consumer_migration_policy = policy
+        self._check_streams_settings()
+
+    def _check_streams_settings(self) -> None:
+        """The group.streams.* settings against each other, as Kafka 4.4 checks them."""
+        pairs = (
+            ("group.streams.min.assignment.interval.ms", "group.streams.assignment.interval.ms"),
+            ("group.streams.assignment.interval.ms", "group.streams.max.assignment.interval.ms"),
+            ("group.streams.min.task.offset.interval.ms", "group.streams.task.offset.interval.ms"),
+            ("group.streams.num.warmup.replicas", "group.streams.max.warmup.replicas"),
+        )
+        for low, high in pairs:
+            if getattr(self, _NAMES[low]) > getattr(self, _NAMES[high]):
+                raise ConfigError(f"{low} must not be greater than {high}")
+        tags = streams_list(self.group_streams_rack_aware_assignment_tags)
+        if len(set(tags)) != len(tags):
+            raise ConfigError(
+                "group.streams.rack.aware.assignment.tags must not contain duplicate tag keys."
+            )
+        assignors = streams_list(self.group_streams_assignors)
+        unknown = [name for name in assignors if name not in STREAMS_ASSIGNORS]
+        if not assignors or unknown or len(set(assignors)) != len(assignors):
+            raise ConfigError(
+                f"group.streams.assignors={self.group_streams_assignors!r}: a list of "
+                f"distinct built-in assignors ({', '.join(STREAMS_ASSIGNORS)})"
+            )
 
     def listener_setting(self, listener: str, name: str) -> str | None:
         """A setting as one listener sees it: `listener.name.<listener>.<name>` wins

@@ -7,12 +7,14 @@ must lie within the broker's bounds, as Kafka checks them (INVALID_CONFIG otherw
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.config import BrokerConfig, streams_list
 from odradek.broker.settings.iso_duration import parse_duration_ms
 from odradek.coordinator.group.shard_state import GroupTimeouts
 from odradek.storage.checkpoint import write_atomic
@@ -28,26 +30,23 @@ class GroupConfigError(ValueError):
 
 @dataclass(frozen=True)
 class GroupConfigDef:
+    """One group config as Kafka 4.4's GroupConfig defines it. `broker_name` is its
+    broker synonym; an internal config is described only when the group sets it."""
+
     broker_name: str
     default: Callable[[BrokerConfig], str]
-    type_name: str  # int, string
-    check: Callable[[str, BrokerConfig], str | None]  # the reason a value is refused
+    type_name: str  # int, long, boolean, string, list
+    at_least: int | None = None
+    check: Callable[[str], str | None] | None = None  # why a string value is refused
+    internal: bool = False
 
 
-def _int_between(low: Callable[[BrokerConfig], int], high: Callable[[BrokerConfig], int]):
-    def check(value: str, config: BrokerConfig) -> str | None:
-        try:
-            number = int(value)
-        except ValueError:
-            return "not an integer"
-        if not low(config) <= number <= high(config):
-            return f"must be between {low(config)} and {high(config)}"
-        return None
-
-    return check
+INT_RANGE = (-(2**31), 2**31 - 1)
+LONG_RANGE = (-(2**63), 2**63 - 1)
+_WHOLE = re.compile(r"[+-]?[0-9]+")
 
 
-def _offset_reset(value: str, _config: BrokerConfig) -> str | None:
+def _offset_reset(value: str) -> str | None:
     if value in OFFSET_RESET_WORDS:
         return None
     if value.startswith("by_duration:"):
@@ -59,99 +58,215 @@ def _offset_reset(value: str, _config: BrokerConfig) -> str | None:
     return "must be earliest, latest or by_duration:<ISO 8601 duration>"
 
 
-def _isolation(value: str, _config: BrokerConfig) -> str | None:
+def _isolation(value: str) -> str | None:
     return None if value in ISOLATION_LEVELS else "must be read_committed or read_uncommitted"
 
 
+def _int(broker_name: str, default: Callable[[BrokerConfig], int], at_least: int) -> GroupConfigDef:
+    return GroupConfigDef(broker_name, lambda c: str(default(c)), "int", at_least)
+
+
+def _internal(definition: GroupConfigDef) -> GroupConfigDef:
+    return dataclasses.replace(definition, internal=True)
+
+
+# In Kafka 4.4's order of definition, which is the order values are parsed in.
 DEFINITIONS: dict[str, GroupConfigDef] = {
-    "consumer.session.timeout.ms": GroupConfigDef(
-        "group.consumer.session.timeout.ms",
-        lambda c: str(c.group_consumer_session_timeout_ms),
-        "int",
-        _int_between(
-            lambda c: c.group_consumer_min_session_timeout_ms,
-            lambda c: c.group_consumer_max_session_timeout_ms,
-        ),
+    "consumer.session.timeout.ms": _int(
+        "group.consumer.session.timeout.ms", lambda c: c.group_consumer_session_timeout_ms, 1
     ),
-    "consumer.heartbeat.interval.ms": GroupConfigDef(
-        "group.consumer.heartbeat.interval.ms",
-        lambda c: str(c.group_consumer_heartbeat_interval_ms),
-        "int",
-        _int_between(
+    "consumer.heartbeat.interval.ms": _int(
+        "group.consumer.heartbeat.interval.ms", lambda c: c.group_consumer_heartbeat_interval_ms, 1
+    ),
+    "share.session.timeout.ms": _int(
+        "group.share.session.timeout.ms", lambda c: c.group_share_session_timeout_ms, 1
+    ),
+    "share.heartbeat.interval.ms": _int(
+        "group.share.heartbeat.interval.ms", lambda c: c.group_share_heartbeat_interval_ms, 1
+    ),
+    "share.record.lock.duration.ms": _int(
+        "group.share.record.lock.duration.ms",
+        lambda c: c.group_share_record_lock_duration_ms,
+        1000,
+    ),
+    "share.auto.offset.reset": GroupConfigDef(
+        "share.auto.offset.reset", lambda _c: "latest", "string", check=_offset_reset
+    ),
+    "share.isolation.level": GroupConfigDef(
+        "share.isolation.level", lambda _c: "read_uncommitted", "string", check=_isolation
+    ),
+    "streams.session.timeout.ms": _int(
+        "group.streams.session.timeout.ms", lambda c: c.group_streams_session_timeout_ms, 1
+    ),
+    "streams.heartbeat.interval.ms": _int(
+        "group.streams.heartbeat.interval.ms", lambda c: c.group_streams_heartbeat_interval_ms, 1
+    ),
+    "streams.num.standby.replicas": _int(
+        "group.streams.num.standby.replicas", lambda c: c.group_streams_num_standby_replicas, 0
+    ),
+    "streams.initial.rebalance.delay.ms": _int(
+        "group.streams.initial.rebalance.delay.ms",
+        lambda c: c.group_streams_initial_rebalance_delay_ms,
+        0,
+    ),
+    "streams.assignment.interval.ms": _int(
+        "group.streams.assignment.interval.ms", lambda c: c.group_streams_assignment_interval_ms, 0
+    ),
+    "streams.assignor.offload.enable": GroupConfigDef(
+        "group.streams.assignor.offload.enable",
+        lambda c: str(c.group_streams_assignor_offload_enable).lower(),
+        "boolean",
+        internal=True,
+    ),
+    "streams.task.offset.interval.ms": _internal(
+        _int(
+            "group.streams.task.offset.interval.ms",
+            lambda c: c.group_streams_task_offset_interval_ms,
+            1,
+        )
+    ),
+    "streams.num.warmup.replicas": _internal(
+        _int("group.streams.num.warmup.replicas", lambda c: c.group_streams_num_warmup_replicas, 0)
+    ),
+    "streams.rack.aware.assignment.tags": GroupConfigDef(
+        "group.streams.rack.aware.assignment.tags",
+        lambda c: ",".join(streams_list(c.group_streams_rack_aware_assignment_tags)),
+        "list",
+    ),
+    "streams.acceptable.recovery.lag": GroupConfigDef(
+        "group.streams.acceptable.recovery.lag",
+        lambda c: str(c.group_streams_acceptable_recovery_lag),
+        "long",
+        0,
+        internal=True,
+    ),
+    "streams.assignor.name": GroupConfigDef(
+        "group.streams.assignors", lambda c: streams_list(c.group_streams_assignors)[0], "string"
+    ),
+}
+
+
+def _parse_reason(definition: GroupConfigDef, value: str) -> str | None:
+    """Why ConfigDef would not parse the value (Kafka's words), or None."""
+    trimmed = value.strip()
+    if definition.type_name in ("int", "long"):
+        low, high = INT_RANGE if definition.type_name == "int" else LONG_RANGE
+        if not _WHOLE.fullmatch(trimmed) or not low <= int(trimmed) <= high:
+            return f"Not a number of type {definition.type_name.upper()}"
+        if definition.at_least is not None and int(trimmed) < definition.at_least:
+            return f"Value must be at least {definition.at_least}"
+    elif definition.type_name == "boolean":
+        if trimmed.lower() not in ("true", "false"):
+            return "Expected value to be either true or false"
+    elif definition.check is not None:
+        return definition.check(value)
+    return None
+
+
+Bound = Callable[[str, int, BrokerConfig], str | None]
+Limit = Callable[[BrokerConfig], int]
+
+
+def _in_range(low: Limit, high: Limit) -> Bound:
+    def check(name: str, value: int, c: BrokerConfig) -> str | None:
+        if low(c) <= value <= high(c):
+            return None
+        return f"{name} must be in the range {low(c)} to {high(c)} inclusive."
+
+    return check
+
+
+def _at_most(high: Limit) -> Bound:
+    def check(name: str, value: int, c: BrokerConfig) -> str | None:
+        return None if value <= high(c) else f"{name} must be less than or equal to {high(c)}"
+
+    return check
+
+
+def _at_least(low: Limit) -> Bound:
+    def check(name: str, value: int, c: BrokerConfig) -> str | None:
+        return None if value >= low(c) else f"{name} must be greater than or equal to {low(c)}"
+
+    return check
+
+
+# The broker's bounds, checked after parsing, in Kafka 4.4's order.
+BOUNDS: tuple[tuple[str, Bound], ...] = (
+    (
+        "consumer.heartbeat.interval.ms",
+        _in_range(
             lambda c: c.group_consumer_min_heartbeat_interval_ms,
             lambda c: c.group_consumer_max_heartbeat_interval_ms,
         ),
     ),
-    "share.session.timeout.ms": GroupConfigDef(
-        "group.share.session.timeout.ms",
-        lambda c: str(c.group_share_session_timeout_ms),
-        "int",
-        _int_between(
-            lambda c: c.group_share_min_session_timeout_ms,
-            lambda c: c.group_share_max_session_timeout_ms,
+    (
+        "consumer.session.timeout.ms",
+        _in_range(
+            lambda c: c.group_consumer_min_session_timeout_ms,
+            lambda c: c.group_consumer_max_session_timeout_ms,
         ),
     ),
-    "share.heartbeat.interval.ms": GroupConfigDef(
-        "group.share.heartbeat.interval.ms",
-        lambda c: str(c.group_share_heartbeat_interval_ms),
-        "int",
-        _int_between(
+    (
+        "share.heartbeat.interval.ms",
+        _in_range(
             lambda c: c.group_share_min_heartbeat_interval_ms,
             lambda c: c.group_share_max_heartbeat_interval_ms,
         ),
     ),
-    "share.record.lock.duration.ms": GroupConfigDef(
-        "group.share.record.lock.duration.ms",
-        lambda c: str(c.group_share_record_lock_duration_ms),
-        "int",
-        _int_between(
+    (
+        "share.session.timeout.ms",
+        _in_range(
+            lambda c: c.group_share_min_session_timeout_ms,
+            lambda c: c.group_share_max_session_timeout_ms,
+        ),
+    ),
+    (
+        "share.record.lock.duration.ms",
+        _in_range(
             lambda c: c.group_share_min_record_lock_duration_ms,
             lambda c: c.group_share_max_record_lock_duration_ms,
         ),
     ),
-    "streams.session.timeout.ms": GroupConfigDef(
-        "group.streams.session.timeout.ms",
-        lambda c: str(c.group_streams_session_timeout_ms),
-        "int",
-        _int_between(
-            lambda c: c.group_streams_min_session_timeout_ms,
-            lambda c: c.group_streams_max_session_timeout_ms,
-        ),
-    ),
-    "streams.heartbeat.interval.ms": GroupConfigDef(
-        "group.streams.heartbeat.interval.ms",
-        lambda c: str(c.group_streams_heartbeat_interval_ms),
-        "int",
-        _int_between(
+    (
+        "streams.heartbeat.interval.ms",
+        _in_range(
             lambda c: c.group_streams_min_heartbeat_interval_ms,
             lambda c: c.group_streams_max_heartbeat_interval_ms,
         ),
     ),
-    "streams.num.standby.replicas": GroupConfigDef(
-        "group.streams.num.standby.replicas",
-        lambda c: str(c.group_streams_num_standby_replicas),
-        "int",
-        _int_between(lambda _c: 0, lambda c: c.group_streams_max_standby_replicas),
+    (
+        "streams.session.timeout.ms",
+        _in_range(
+            lambda c: c.group_streams_min_session_timeout_ms,
+            lambda c: c.group_streams_max_session_timeout_ms,
+        ),
     ),
-    "streams.initial.rebalance.delay.ms": GroupConfigDef(
-        "group.streams.initial.rebalance.delay.ms",
-        lambda c: str(c.group_streams_initial_rebalance_delay_ms),
-        "int",
-        _int_between(lambda _c: 0, lambda _c: 2147483647),
+    ("streams.num.standby.replicas", _at_most(lambda c: c.group_streams_max_standby_replicas)),
+    (
+        "streams.assignment.interval.ms",
+        _in_range(
+            lambda c: c.group_streams_min_assignment_interval_ms,
+            lambda c: c.group_streams_max_assignment_interval_ms,
+        ),
     ),
-    "streams.assignment.interval.ms": GroupConfigDef(
-        "group.streams.assignment.interval.ms",
-        lambda c: str(c.group_streams_assignment_interval_ms),
-        "int",
-        _int_between(lambda _c: 0, lambda _c: 15000),
+    (
+        "streams.task.offset.interval.ms",
+        _at_least(lambda c: c.group_streams_min_task_offset_interval_ms),
     ),
-    "share.auto.offset.reset": GroupConfigDef(
-        "share.auto.offset.reset", lambda _c: "latest", "string", _offset_reset
-    ),
-    "share.isolation.level": GroupConfigDef(
-        "share.isolation.level", lambda _c: "read_uncommitted", "string", _isolation
-    ),
-}
+    ("streams.num.warmup.replicas", _at_most(lambda c: c.group_streams_max_warmup_replicas)),
+)
+
+SESSION_AND_HEARTBEAT = tuple(
+    (f"{kind}.session.timeout.ms", f"{kind}.heartbeat.interval.ms")
+    for kind in ("consumer", "share", "streams")
+)
+
+
+def described_value(name: str, value: str) -> str:
+    """A value as DescribeConfigs shows it (a list's items trimmed)."""
+    if DEFINITIONS[name].type_name == "list":
+        return ",".join(streams_list(value))
+    return value
 
 
 @dataclass(frozen=True)
@@ -170,6 +285,11 @@ class GroupSettings:
     streams_num_standby_replicas: int
     streams_initial_rebalance_delay_ms: int
     streams_assignment_interval_ms: int
+    streams_task_offset_interval_ms: int
+    streams_num_warmup_replicas: int
+    streams_acceptable_recovery_lag: int
+    streams_rack_aware_assignment_tags: tuple[str, ...]
+    streams_assignor_name: str
 
 
 class GroupConfigStore:
@@ -206,6 +326,11 @@ class GroupConfigStore:
                 int(self.value(group_id, "streams.num.standby.replicas")),
                 int(self.value(group_id, "streams.initial.rebalance.delay.ms")),
                 int(self.value(group_id, "streams.assignment.interval.ms")),
+                int(self.value(group_id, "streams.task.offset.interval.ms")),
+                int(self.value(group_id, "streams.num.warmup.replicas")),
+                int(self.value(group_id, "streams.acceptable.recovery.lag")),
+                tuple(streams_list(self.value(group_id, "streams.rack.aware.assignment.tags"))),
+                self.value(group_id, "streams.assignor.name"),
             )
         return cached
 
@@ -221,18 +346,56 @@ class GroupConfigStore:
             settings.streams_num_standby_replicas,
             settings.streams_initial_rebalance_delay_ms,
             settings.streams_assignment_interval_ms,
+            settings.streams_task_offset_interval_ms,
+            settings.streams_num_warmup_replicas,
+            settings.streams_acceptable_recovery_lag,
+            settings.streams_rack_aware_assignment_tags,
+            settings.streams_assignor_name,
         )
 
-    def validate(self, changes: Mapping[str, str | None]) -> None:
-        for name, value in changes.items():
-            definition = DEFINITIONS.get(name)
-            if definition is None:
+    def validate(self, configs: Mapping[str, str | None]) -> None:
+        """A group's whole set of configs, checked in Kafka 4.4's order: names, duplicate
+        tags, each value's type and lower bound, the broker's bounds, session against
+        heartbeat."""
+        for name in configs:
+            if name not in DEFINITIONS:
                 raise GroupConfigError(f"Unknown group config name: {name}")
-            if value is None:
-                continue
-            reason = definition.check(value, self.broker)
+        given = {name: value for name, value in configs.items() if value is not None}
+        tags = given.get("streams.rack.aware.assignment.tags")
+        if tags is not None and len(set(streams_list(tags))) != len(streams_list(tags)):
+            raise GroupConfigError(
+                "streams.rack.aware.assignment.tags must not contain duplicate tag keys."
+            )
+        for name, definition in DEFINITIONS.items():
+            value = given.get(name)
+            reason = None if value is None else _parse_reason(definition, value)
             if reason is not None:
                 raise GroupConfigError(f"Invalid value {value} for configuration {name}: {reason}")
+        if "" in streams_list(given.get("streams.rack.aware.assignment.tags", "x")):
+            raise GroupConfigError(
+                "Configuration 'streams.rack.aware.assignment.tags' values must not be empty."
+            )
+        for name, bound in BOUNDS:
+            if name in given:
+                problem = bound(name, int(given[name]), self.broker)
+                if problem is not None:
+                    raise GroupConfigError(problem)
+        assignor = given.get("streams.assignor.name")
+        registered = streams_list(self.broker.group_streams_assignors)
+        if assignor is not None and assignor not in registered:
+            raise GroupConfigError(
+                f"streams.assignor.name '{assignor}' is not a registered task assignor. "
+                f"Registered assignors are: [{', '.join(registered)}]."
+            )
+        for session, heartbeat in SESSION_AND_HEARTBEAT:
+            if session in given or heartbeat in given:
+                defaults = DEFINITIONS[session].default, DEFINITIONS[heartbeat].default
+                values = [
+                    int(given[n]) if n in given else int(d(self.broker))
+                    for n, d in zip((session, heartbeat), defaults, strict=True)
+                ]
+                if values[0] <= values[1]:
+                    raise GroupConfigError(f"{session} must be greater than {heartbeat}")
 
     def replace(self, group_id: str, configs: Mapping[str, str]) -> None:
         """Set the group's configs to exactly `configs` (validated before)."""

@@ -14,6 +14,7 @@ from odradek.coordinator.group.classic import ClassicGroup
 from odradek.coordinator.group.consumer import ConsumerGroup
 from odradek.coordinator.group.share import ShareGroup
 from odradek.coordinator.group.streams import StreamsGroup
+from odradek.coordinator.group.streams_configs import MemberTaskOffsets
 from odradek.coordinator.group.streams_topics import ConfiguredTopology
 from odradek.coordinator.runtime import Record, ShardRuntime
 
@@ -33,6 +34,11 @@ class GroupTimeouts:
     streams_num_standby_replicas: int = 0
     streams_initial_rebalance_delay_ms: int = 3000
     streams_assignment_interval_ms: int = 1000
+    streams_task_offset_interval_ms: int = 60000
+    streams_num_warmup_replicas: int = 2
+    streams_acceptable_recovery_lag: int = 10000
+    streams_rack_aware_assignment_tags: tuple[str, ...] = ()
+    streams_assignor_name: str = "sticky"
 
 
 @dataclass
@@ -59,6 +65,9 @@ class GroupConfig:
     streams_initial_rebalance_delay_ms: int = 3000
     streams_assignment_interval_ms: int = 1000
     streams_task_offset_interval_ms: int = 60000
+    streams_num_warmup_replicas: int = 2
+    streams_acceptable_recovery_lag: int = 10000
+    streams_rack_aware_assignment_tags: tuple[str, ...] = ()
     streams_max_size: int = 2147483647
     # a group's own timeouts (group configs); None: every group has the ones above
     timeouts_of: Callable[[str], GroupTimeouts] | None = None
@@ -76,6 +85,10 @@ class GroupConfig:
             self.streams_num_standby_replicas,
             self.streams_initial_rebalance_delay_ms,
             self.streams_assignment_interval_ms,
+            self.streams_task_offset_interval_ms,
+            self.streams_num_warmup_replicas,
+            self.streams_acceptable_recovery_lag,
+            self.streams_rack_aware_assignment_tags,
         )
 
 
@@ -114,8 +127,8 @@ class ShardState:
         self.streams_groups: dict[str, StreamsGroup] = {}
         # streams group -> its topology set against the topics (kept in memory)
         self.streams_configured: dict[str, ConfiguredTopology] = {}
-        # streams group -> member -> (subtopology, partition) -> changelog offset reported
-        self.streams_task_offsets: dict[str, dict[str, dict[tuple[str, int], int]]] = {}
+        # streams group -> member -> the changelog offsets it reported (kept in memory)
+        self.streams_task_offsets: dict[str, dict[str, MemberTaskOffsets]] = {}
         self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
         # transactional offsets waiting for their marker: producer id -> group -> offsets
         self.pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}

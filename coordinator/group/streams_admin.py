@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from odradek.coordinator.group.streams import EMPTY, StreamsGroup, StreamsMember
+from odradek.coordinator.group.streams_configs import MemberTaskOffsets, described
 from odradek.coordinator.group.streams_membership import not_streams
 from odradek.coordinator.group.streams_protocol import StreamsProtocol
 from odradek.coordinator.group.streams_records import Subtopology, TargetTasks, Tasks, TopicInfo
@@ -116,9 +117,10 @@ def _assignment(active: Tasks, standby: Tasks, warmup: Tasks) -> dict[str, Any]:
 
 
 def _described_member(
-    member: StreamsMember, target: TargetTasks | None, offsets: dict[tuple[str, int], int] | None
+    member: StreamsMember, target: TargetTasks | None, offsets: MemberTaskOffsets | None
 ) -> dict[str, Any]:
     target = target or TargetTasks()
+    offsets = offsets or MemberTaskOffsets()
     return {
         "member_id": member.member_id,
         "member_epoch": member.member_epoch,
@@ -132,11 +134,8 @@ def _described_member(
         if member.user_endpoint is None
         else {"host": member.user_endpoint[0], "port": member.user_endpoint[1]},
         "client_tags": [{"key": k, "value": v} for k, v in member.client_tags],
-        "task_offsets": [
-            {"subtopology_id": s, "partition": p, "offset": o}
-            for (s, p), o in sorted((offsets or {}).items())
-        ],
-        "task_end_offsets": [],
+        "task_offsets": described(offsets.offsets),
+        "task_end_offsets": described(offsets.end_offsets),
         "assignment": _assignment(
             member.assigned.active_ids(), member.assigned.standby, member.assigned.warmup
         ),

@@ -44,6 +44,7 @@ from odradek.coordinator.group.streams import (
     working_copy,
 )
 from odradek.coordinator.group.streams_assignor import MemberSpec, SubtopologySpec, assign
+from odradek.coordinator.group.streams_configs import MemberTaskOffsets, assignment_configs
 from odradek.coordinator.group.streams_heartbeat import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
@@ -89,7 +90,10 @@ class StreamsProtocol(StreamsMembership):
             if classic is not None and classic.is_empty():
                 del self.groups[key.group]  # an empty classic group became this one
         apply_record(group, key, value)
+        if key.kind == sr.MEMBER_METADATA and value is None:
+            self.streams_task_offsets.get(key.group, {}).pop(key.member, None)
         if key.kind == sr.GROUP_METADATA and value is None:
+            self.streams_task_offsets.pop(key.group, None)
             del self.streams_groups[key.group]
             self.streams_configured.pop(key.group, None)
 
@@ -181,10 +185,14 @@ class StreamsProtocol(StreamsMembership):
             for kind in TASK_KINDS:
                 check_owned_tasks(configured.subtopologies, request.get(kind))
         if request.get("task_offsets") is not None or request.get("task_end_offsets") is not None:
-            self._remember_task_offsets(group_id, member_id, request)
+            known = self.streams_task_offsets.setdefault(group_id, {})
+            reported = known.get(member_id, MemberTaskOffsets())
+            known[member_id] = reported.update(
+                request.get("task_offsets"), request.get("task_end_offsets")
+            )
         if validated != before.validated_topology_epoch:
             change = RECOMPUTE
-        configs = _assignment_configs(settings.streams_num_standby_replicas)
+        configs = assignment_configs(settings)
         if change == NONE and configs != before.assignment_configs:
             change = RECOMPUTE
         if change == NONE and before.state == GROUP_STABLE:
@@ -232,7 +240,8 @@ class StreamsProtocol(StreamsMembership):
             "member_id": member_id,
             "member_epoch": after.member_epoch,
             "heartbeat_interval_ms": settings.streams_heartbeat_interval_ms,
-            "task_offset_interval_ms": self.config.streams_task_offset_interval_ms,
+            "task_offset_interval_ms": settings.streams_task_offset_interval_ms,
+            "acceptable_recovery_lag": settings.streams_acceptable_recovery_lag,
             "endpoint_information_epoch": 0 if new_group else live.endpoint_epoch,
             "endpoints": None,
             "internal_topics": (),
@@ -406,7 +415,7 @@ class StreamsProtocol(StreamsMembership):
                     m.process_id,
                     m.assigned.active_ids(),
                     m.assigned.standby,
-                    offsets.get(m.member_id, {}),
+                    offsets.get(m.member_id, MemberTaskOffsets()).offsets,
                 )
                 for m in group.members.values()
             }
@@ -422,15 +431,6 @@ class StreamsProtocol(StreamsMembership):
                 _emit(group, records, target_record(group.group_id, member_id, target))
         _emit(group, records, target_epoch_record(group.group_id, epoch, now))
         return epoch, targets
-
-    def _remember_task_offsets(
-        self, group_id: str, member_id: str, request: dict[str, Any]
-    ) -> None:
-        """Changelog offsets members report (kept in memory, as on Kafka): a standby goes
-        first to a member that is most caught up."""
-        known = self.streams_task_offsets.setdefault(group_id, {}).setdefault(member_id, {})
-        for sub, partition, offset in request.get("task_offsets") or ():
-            known[(sub, partition)] = offset
 
     # -- timers ----------------------------------------------------------------------
 
@@ -484,10 +484,6 @@ def _epoch_relevant(before: StreamsMember, after: StreamsMember) -> bool:
         or dict(before.client_tags) != dict(after.client_tags)
         or before.process_id != after.process_id
     )
-
-
-def _assignment_configs(standbys: int) -> tuple[tuple[str, str], ...]:
-    return (("num.standby.replicas", str(standbys)),)
 
 
 def _same_tasks(target: sr.TargetTasks, assigned: sr.AssignedTasks) -> bool:

@@ -5,6 +5,8 @@ with operations Kafka refuses."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from conformance.harness import Run, scenario
@@ -27,6 +29,7 @@ def describe(
     keys: list[str] | None,
     synonyms: bool = False,
     documentation: bool = False,
+    view: Callable[[Any], Any] | None = None,
 ) -> Any:
     body = {
         "resources": [
@@ -35,7 +38,17 @@ def describe(
         "include_synonyms": synonyms,
         "include_documentation": documentation,
     }
-    return run.call(DESCRIBE_CONFIGS, 4, body)
+    return run.call(DESCRIBE_CONFIGS, 4, body, view=view)
+
+
+def by_name(answer: Any) -> Any:
+    """The answer with each resource's configs in name order (Kafka lists a group's in
+    the order of a Java hash map of the names it has, Odradek by name)."""
+    results = [
+        dataclasses.replace(r, configs=tuple(sorted(r.configs, key=lambda c: c.name)))
+        for r in answer.results
+    ]
+    return dataclasses.replace(answer, results=tuple(results))
 
 
 def alter(
@@ -228,3 +241,102 @@ def _incremental_bad(run: Run) -> None:
     incremental(run, [(TOPIC, name, [("cleanup.policy", SUBTRACT, "compact")])])
     incremental(run, [(TOPIC, name, [("cleanup.policy", APPEND, "sometimes")])])
     describe(run, TOPIC, name, ["retention.ms", "cleanup.policy"])
+
+
+def until_group_has(run: Run, group: str, name: str, value: str | None) -> None:
+    """Until the group's config `name` is `value` as set on it (None: not set): Kafka
+    applies a group config change through its metadata log, a moment after answering."""
+
+    def ask() -> Any:
+        body = {
+            "resources": [
+                {"resource_type": GROUP, "resource_name": group, "configuration_keys": [name]}
+            ],
+            "include_synonyms": False,
+            "include_documentation": False,
+        }
+        return run.quiet(DESCRIBE_CONFIGS, 4, body)
+
+    def done(answer: Any) -> bool:
+        own = [c.value for c in answer.results[0].configs if c.config_source == 8]
+        return own == ([] if value is None else [value])
+
+    run.until(ask, done)
+
+
+STREAMS_GROUP_KEYS = [
+    "streams.num.standby.replicas",
+    "streams.task.offset.interval.ms",
+    "streams.acceptable.recovery.lag",
+    "streams.num.warmup.replicas",
+    "streams.rack.aware.assignment.tags",
+    "streams.assignor.name",
+    "streams.assignor.offload.enable",
+]
+
+
+@scenario(
+    "group-configs.streams",
+    "streams group configs: internal ones described only once set, bounds, tags, assignors",
+)
+def _streams_group_configs(run: Run) -> None:
+    group = run.name("app")
+    describe(run, GROUP, group, STREAMS_GROUP_KEYS, synonyms=True, view=by_name)
+    refused = [
+        ("streams.num.warmup.replicas", "21"),
+        ("streams.num.warmup.replicas", "-1"),
+        ("streams.num.warmup.replicas", "x"),
+        ("streams.acceptable.recovery.lag", "-1"),
+        ("streams.acceptable.recovery.lag", "abc"),
+        ("streams.task.offset.interval.ms", "14999"),
+        ("streams.task.offset.interval.ms", "0"),
+        ("streams.task.offset.interval.ms", "99999999999"),
+        ("streams.assignor.offload.enable", "maybe"),
+        ("streams.assignor.name", "fancy"),
+        ("streams.assignor.name", ""),
+        ("streams.rack.aware.assignment.tags", "zone, rack ,zone"),
+        ("streams.rack.aware.assignment.tags", ","),
+        ("streams.rack.aware.assignment.tags", "zone,,rack"),
+        ("streams.num.standby.replicas", "3"),
+        ("streams.heartbeat.interval.ms", "100"),
+        ("streams.session.timeout.ms", "100"),
+        ("streams.assignment.interval.ms", "15001"),
+    ]
+    for name, value in refused:
+        incremental(run, [(GROUP, group, [(name, SET, value)])])
+    # the first refusal in Kafka's order of checks is the one told
+    incremental(
+        run,
+        [
+            (
+                GROUP,
+                group,
+                [
+                    ("streams.num.warmup.replicas", SET, "99"),
+                    ("streams.num.standby.replicas", SET, "9"),
+                    ("streams.assignor.name", SET, "x"),
+                    ("streams.rack.aware.assignment.tags", SET, "a,a"),
+                ],
+            )
+        ],
+    )
+    accepted = [
+        ("streams.num.warmup.replicas", SET, "3"),
+        ("streams.acceptable.recovery.lag", SET, "99999999999"),
+        ("streams.task.offset.interval.ms", SET, "15000"),
+        ("streams.assignor.offload.enable", SET, "TRUE"),
+        ("streams.assignor.name", SET, "sticky"),
+        ("streams.rack.aware.assignment.tags", SET, " zone , rack "),
+    ]
+    incremental(run, [(GROUP, group, accepted)])
+    until_group_has(run, group, "streams.rack.aware.assignment.tags", "zone,rack")
+    describe(run, GROUP, group, STREAMS_GROUP_KEYS, synonyms=True, view=by_name)
+    incremental(run, [(GROUP, group, [("streams.rack.aware.assignment.tags", APPEND, "x")])])
+    incremental(run, [(GROUP, group, [("streams.rack.aware.assignment.tags", SUBTRACT, "zone")])])
+    incremental(run, [(GROUP, group, [("streams.num.warmup.replicas", DELETE, None)])])
+    until_group_has(run, group, "streams.num.warmup.replicas", None)
+    describe(run, GROUP, group, STREAMS_GROUP_KEYS, view=by_name)
+    alter(run, [(GROUP, group, {"streams.rack.aware.assignment.tags": "a,a"})])
+    alter(run, [(GROUP, group, {"streams.acceptable.recovery.lag": "7"})])
+    until_group_has(run, group, "streams.acceptable.recovery.lag", "7")
+    describe(run, GROUP, group, STREAMS_GROUP_KEYS, view=by_name)

@@ -32,7 +32,8 @@ import org.apache.kafka.common.KafkaFuture;
  *   <li>{@code list}: every streams group, "GROUP id type state";</li>
  *   <li>{@code describe id...}: "DESCRIBED id state=.. epoch=.. target=.. topology=..
  *       subtopologies=.. members=.." then "MEMBER process=.. epoch=.. active=..
- *       standby=.. target-active=.. endpoint=.." per member, or "ERROR id class message";</li>
+ *       standby=.. target-active=.. endpoint=.. warmup=.. task-offsets=.. task-end-offsets=.." per member
+ *       (offsets as subtopology_partition:offset), or "ERROR id class message";</li>
  *   <li>{@code offsets id}: "OFFSET topic partition offset" per committed offset;</li>
  *   <li>{@code alter-offsets id topic:partition:offset...}, {@code delete-offsets id
  *       topic:partition...}, {@code delete id...}: "OK" or "ERROR ..." per group or
@@ -84,6 +85,15 @@ public final class GroupAdmin {
         return out.length() == 0 ? "-" : out.toString();
     }
 
+    private static String offsets(List<StreamsGroupMemberDescription.TaskOffset> offsets) {
+        StringBuilder out = new StringBuilder();
+        for (StreamsGroupMemberDescription.TaskOffset offset : offsets) {
+            out.append(out.length() == 0 ? "" : ",")
+                    .append(offset.subtopologyId()).append('_').append(offset.partition()).append(':').append(offset.offset());
+        }
+        return out.length() == 0 ? "-" : out.toString();
+    }
+
     private static void describe(Admin admin, List<String> groups) throws Exception {
         Map<String, KafkaFuture<StreamsGroupDescription>> described = admin.describeStreamsGroups(groups).describedGroups();
         for (String id : groups) {
@@ -109,7 +119,11 @@ public final class GroupAdmin {
                         + " target-active=" + tasks(member.targetAssignment().activeTasks())
                         + " target-standby=" + tasks(member.targetAssignment().standbyTasks())
                         + " endpoint=" + member.userEndpoint().map(e -> e.host() + ":" + e.port()).orElse("-")
-                        + " classic=" + member.isClassic());
+                        + " classic=" + member.isClassic()
+                        + " warmup=" + tasks(member.assignment().warmupTasks())
+                        + " target-warmup=" + tasks(member.targetAssignment().warmupTasks())
+                        + " task-offsets=" + offsets(member.taskOffsets())
+                        + " task-end-offsets=" + offsets(member.taskEndOffsets()));
             }
         }
     }
