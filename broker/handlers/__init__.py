@@ -74,6 +74,7 @@ from odradek.broker.handlers import (
     share_group_heartbeat,
     streams_group_describe,
     streams_group_heartbeat,
+    streams_group_topology_description_update,
     sync_group,
     txn_offset_commit,
     write_share_group_state,
@@ -142,6 +143,7 @@ _MODULES: dict[int, ModuleType] = {
     90: describe_share_group_offsets,
     91: alter_share_group_offsets,
     92: delete_share_group_offsets,
+    93: streams_group_topology_description_update,
 }
 
 # What a controller listener serves: the brokers' registrations and heartbeats, the

@@ -31,8 +31,9 @@ def api_keys(apis: Iterable[Api]) -> list[dict[str, int]]:
 # ConsumerGroupHeartbeat and ConsumerGroupDescribe: listed only while
 # group.coordinator.rebalance.protocols has "consumer", as Kafka does
 CONSUMER_PROTOCOL_APIS = (68, 69)
-# StreamsGroupHeartbeat and StreamsGroupDescribe: only while it has "streams"
-STREAMS_PROTOCOL_APIS = (88, 89)
+# StreamsGroupHeartbeat, StreamsGroupDescribe and StreamsGroupTopologyDescriptionUpdate:
+# only while it has "streams"
+STREAMS_PROTOCOL_APIS = (88, 89, 93)
 
 
 # what v3+ requires of client_software_name and client_software_version (Kafka's)

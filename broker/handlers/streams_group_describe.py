@@ -1,8 +1,15 @@
-"""StreamsGroupDescribe (89), v0: streams groups with their epochs, their topology (as
+"""StreamsGroupDescribe (89), v0-v1: streams groups with their epochs, their topology (as
 set against the topics once the group is ready, as its members gave it before), and
 each member's process, endpoint, client tags, current and target tasks. A group id
 that is not a streams group answers GROUP_ID_NOT_FOUND. With ACLs a group needs
 DESCRIBE on it (GROUP_AUTHORIZATION_FAILED); its authorized operations when asked for.
+
+v1 (KIP-1331, KIP-1357) adds the assignor the next assignment will use (the group's
+`streams.assignor.name`, else the broker's default; null for a group not described)
+and the topology description. Odradek stores none (no topology-description plugin, as
+Kafka on its default configuration): a described group asked for it with
+`includeTopologyDescription` says NOT_STORED (1), else NOT_REQUESTED (0), and carries
+a null description.
 """
 
 from __future__ import annotations
@@ -16,7 +23,10 @@ from odradek.broker.handlers.groups_common import describe_each
 from odradek.broker.handlers.streams_group_heartbeat import streams_enabled
 from odradek.protocol.errors import ErrorCode
 
-MIN_VERSION, MAX_VERSION = 0, 0
+MIN_VERSION, MAX_VERSION = 0, 1
+
+# TopologyDescriptionStatus (v1)
+NOT_REQUESTED_DESCRIPTION, NOT_STORED = 0, 1
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
@@ -26,12 +36,14 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             for g in request.group_ids
         ]
         return {"throttle_time": 0, "groups": groups}
+    asked = getattr(request, "include_topology_description", False)
+    status = NOT_STORED if asked else NOT_REQUESTED_DESCRIPTION
     groups = await describe_each(
         ctx,
         request.group_ids,
         request.include_authorized_operations,
         _describe,
-        _described,
+        lambda group: _described(ctx, group, status),
         _missing,
     )
     return {"throttle_time": 0, "groups": groups}
@@ -41,17 +53,21 @@ def _describe(group_id: str) -> Callable[[Any], Any]:
     return lambda shard: shard.describe_streams_group(group_id)
 
 
-def _described(group: dict[str, Any]) -> dict[str, Any]:
+def _described(ctx: RequestContext, group: dict[str, Any], status: int) -> dict[str, Any]:
+    group_id = group["group_id"]
     return {
         "error_code": ErrorCode.none,
         "error_message": None,
-        "group_id": group["group_id"],
+        "group_id": group_id,
         "group_state": group["group_state"],
         "group_epoch": group["group_epoch"],
         "assignment_epoch": group["assignment_epoch"],
         "topology": group["topology"],
         "members": group["members"],
         "authorized_operations": NOT_REQUESTED,
+        "topology_description": None,
+        "topology_description_status": status,
+        "assignor_name": ctx.services.group_configs.timeouts(group_id).streams_assignor_name,
     }
 
 
@@ -66,4 +82,7 @@ def _missing(group_id: str, code: int, message: str | None) -> dict[str, Any]:
         "topology": None,
         "members": [],
         "authorized_operations": NOT_REQUESTED,
+        "topology_description": None,
+        "topology_description_status": NOT_REQUESTED_DESCRIPTION,
+        "assignor_name": None,
     }

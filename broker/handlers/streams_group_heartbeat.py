@@ -1,4 +1,4 @@
-"""StreamsGroupHeartbeat (88), v0: membership of a streams group (KIP-1071).
+"""StreamsGroupHeartbeat (88), v0-v1: membership of a streams group (KIP-1071).
 
 A Kafka Streams client joins with epoch 0 and its topology, then heartbeats with its
 epoch and, when they changed, the tasks it owns; the answer carries its epoch, the
@@ -12,6 +12,13 @@ enabled (`group.coordinator.rebalance.protocols` has "streams"), the group may b
 the topology names no Kafka-internal topic and no invalid name
 (STREAMS_INVALID_TOPOLOGY), its topics may be DESCRIBEd; internal topics are created
 only with CREATE on the cluster or on them (the status says which may not be).
+
+v1 (KIP-1331) asks the same; its answer carries the acceptable recovery lag as an int64
+(v0's int32 field is left 0, as Kafka leaves it) and `topologyDescriptionRequired`,
+always false here: Odradek has no topology-description plugin, as Kafka on its default
+configuration (streams_group_topology_description_update.py). Only a v1 member is told
+of client tags the group's `rack.aware.assignment.tags` asks for and it lacks
+(MISSING_CLIENT_TAGS); the shard learns the version as the request's "api_version".
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from odradek.coordinator.group.streams_heartbeat import validate
 from odradek.coordinator.group.streams_topics import MISSING_INTERNAL_TOPICS, InternalTopic
 from odradek.protocol.errors import ErrorCode
 
-MIN_VERSION, MAX_VERSION = 0, 0
+MIN_VERSION, MAX_VERSION = 0, 1
 
 # topic -> (why its creation failed, until when that is told)
 _creation_errors: dict[str, tuple[str, float]] = {}
@@ -67,7 +74,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     statuses = [list(s) for s in answer["status"]]
     if answer.get("internal_topics"):
         await _create_internal(ctx, request.group_id, answer["internal_topics"], statuses)
-    return _reply(answer, statuses)
+    return _reply(answer, statuses, ctx.version)
 
 
 def _topology_topics_problem(ctx: RequestContext, topology: Any) -> Reply | None:
@@ -180,6 +187,7 @@ def _details(ctx: RequestContext, request: Any) -> dict[str, Any]:
         "shutdown_application": request.shutdown_application,
         "client_id": ctx.header.client_id or "",
         "client_host": client_host(ctx),
+        "api_version": ctx.version,
     }
 
 
@@ -224,6 +232,8 @@ async def _create_internal(
 
 
 def error_reply(code: int, message: str | None) -> dict[str, Any]:
+    """A refusal; the acceptable recovery lag is left to each version's default (v0's
+    int32 0, v1's int64 -1), as Kafka leaves it."""
     return {
         "throttle_time": 0,
         "error_code": code,
@@ -231,7 +241,6 @@ def error_reply(code: int, message: str | None) -> dict[str, Any]:
         "member_id": "",
         "member_epoch": 0,
         "heartbeat_interval": 0,
-        "acceptable_recovery_lag": 0,
         "task_offset_interval": 0,
         "status": [],
         "active_tasks": None,
@@ -250,7 +259,7 @@ def _topic_partitions(listed: list[tuple[str, list[int]]]) -> list[dict[str, Any
     return [{"topic": topic, "partitions": parts} for topic, parts in listed]
 
 
-def _reply(answer: dict[str, Any], statuses: list[list[Any]]) -> dict[str, Any]:
+def _reply(answer: dict[str, Any], statuses: list[list[Any]], version: int) -> dict[str, Any]:
     reply = {
         **error_reply(ErrorCode.none, None),
         "member_id": answer["member_id"],
@@ -260,6 +269,8 @@ def _reply(answer: dict[str, Any], statuses: list[list[Any]]) -> dict[str, Any]:
         "status": [{"status_code": code, "status_detail": detail} for code, detail in statuses],
         "endpoint_information_epoch": answer.get("endpoint_information_epoch", 0),
     }
+    if version >= 1 and "acceptable_recovery_lag" in answer:  # not told on leaving
+        reply["acceptable_recovery_lag"] = answer["acceptable_recovery_lag"]
     tasks = answer.get("tasks")
     if tasks is not None:
         reply["active_tasks"], reply["standby_tasks"], reply["warmup_tasks"] = (

@@ -211,3 +211,26 @@ def _topic_partitions(
             if parts:
                 result.append((topic, parts))
     return result
+
+
+MISSING_CLIENT_TAGS = 6  # a status v0 clients do not know: told from v1 on
+
+
+def missing_client_tags(
+    required: tuple[str, ...], member: StreamsMember, api_version: int
+) -> tuple[int, str] | None:
+    """The status of a v1+ member whose client tags lack some that the group's
+    rack-aware assignment tags name, in Kafka's words (the missing ones as Java lists
+    them)."""
+    if api_version < 1:
+        return None
+    keys = {key for key, _value in member.client_tags}
+    missing = [tag for tag in required if tag not in keys]
+    if not missing:
+        return None
+    return (
+        MISSING_CLIENT_TAGS,
+        f"Missing required client tags for rack-aware standby assignment: "
+        f"[{', '.join(missing)}]. Configure them via 'client.tag.<tagKey>' in your "
+        "Streams config.",
+    )

@@ -12,6 +12,7 @@ from odradek.coordinator.group.streams import (
     StreamsMember,
 )
 from odradek.coordinator.group.streams_assignor import MemberSpec, SubtopologySpec, assign
+from odradek.coordinator.group.streams_heartbeat import MISSING_CLIENT_TAGS, missing_client_tags
 from odradek.coordinator.group.streams_reconcile import reconcile
 from odradek.coordinator.group.streams_topics import (
     INCORRECTLY_PARTITIONED_TOPICS,
@@ -138,3 +139,15 @@ def test_a_task_moves_only_once_revoked() -> None:
     freed = Owners(active={("0", 0): "p1"})
     taken = reconcile(waiting, 3, target_b, freed, sr.AssignedTasks())
     assert (taken.state, taken.assigned.active) == (STABLE, {"0": {1: 3}})
+
+
+def test_missing_client_tags_are_told_from_v1_on() -> None:
+    member = StreamsMember("m", client_tags=(("zone", "a"),))
+    assert missing_client_tags(("zone",), member, 1) is None
+    assert missing_client_tags((), member, 1) is None
+    assert missing_client_tags(("rack", "zone", "az"), member, 0) is None  # v0 does not know it
+    assert missing_client_tags(("rack", "zone", "az"), member, 1) == (
+        MISSING_CLIENT_TAGS,
+        "Missing required client tags for rack-aware standby assignment: [rack, az]. "
+        "Configure them via 'client.tag.<tagKey>' in your Streams config.",
+    )
