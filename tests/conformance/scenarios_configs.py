@@ -340,3 +340,69 @@ def _streams_group_configs(run: Run) -> None:
     alter(run, [(GROUP, group, {"streams.acceptable.recovery.lag": "7"})])
     until_group_has(run, group, "streams.acceptable.recovery.lag", "7")
     describe(run, GROUP, group, STREAMS_GROUP_KEYS, view=by_name)
+
+
+def _offsets(*entries: tuple[int, int]) -> list[dict[str, Any]]:
+    return [{"subtopology_id": "0", "partition": p, "offset": o} for p, o in entries]
+
+
+@scenario(
+    "group-configs.streams-applied",
+    "a streams group's configs in its heartbeats; task offsets and end offsets described",
+)
+def _streams_group_configs_applied(run: Run) -> None:
+    from conformance.scenarios_groups import ready
+    from conformance.scenarios_streams_groups import (
+        STREAMS_DESCRIBE,
+        STREAMS_HEARTBEAT,
+        by_process,
+        heartbeat,
+        joining,
+        topology,
+    )
+
+    group, source = run.name("app"), run.name("orders")
+    quietly_create(run, source, 2)
+    ready(run, 0, group)
+    settings = [
+        ("streams.initial.rebalance.delay.ms", SET, "0"),
+        ("streams.assignment.interval.ms", SET, "0"),
+        ("streams.task.offset.interval.ms", SET, "20000"),
+        ("streams.acceptable.recovery.lag", SET, "500"),
+        ("streams.num.warmup.replicas", SET, "1"),
+        ("streams.num.standby.replicas", SET, "1"),
+    ]
+    incremental(run, [(GROUP, group, settings)])
+    until_group_has(run, group, "streams.num.standby.replicas", "1")
+    shape = topology(source, f"{group}-counts-changelog")
+    first = run.name("a")
+    joined = heartbeat(run, group, first, 0, **joining(shape))
+    epoch = int(joined.member_epoch)
+
+    def beat() -> Any:
+        # (Kafka creates the changelog topic after answering; the group is ready after)
+        nonlocal epoch
+        body = {
+            "group_id": group, "member_id": first, "member_epoch": epoch,
+            "endpoint_information_epoch": 0, "rebalance_timeout": 30000,
+            "active_tasks": None, "standby_tasks": None, "warmup_tasks": None,
+            "client_tags": None, "task_offsets": None, "task_end_offsets": None,
+        }  # fmt: skip
+        answer = run.quiet(STREAMS_HEARTBEAT, 0, body)
+        epoch = int(answer.member_epoch)
+        return answer
+
+    run.until(beat, lambda a: not a.status and a.active_tasks)
+    reported = {
+        "task_offsets": _offsets((1, 40), (0, 75)),
+        "task_end_offsets": _offsets((0, 100), (1, 90)),
+    }
+    heartbeat(run, group, first, epoch, **reported)
+    describe_body = {"group_ids": [group], "include_authorized_operations": False}
+    run.call(STREAMS_DESCRIBE, 0, describe_body, view=by_process)
+    # a report of one kind replaces that kind only
+    heartbeat(run, group, first, epoch, task_end_offsets=_offsets((0, 120)))
+    run.call(STREAMS_DESCRIBE, 0, describe_body, view=by_process)
+    heartbeat(run, group, first, epoch, task_offsets=_offsets((0, 1), (0, 2)))
+    heartbeat(run, group, first, epoch, task_end_offsets=_offsets((1, 1), (1, 2)))
+    run.call(STREAMS_DESCRIBE, 0, describe_body, view=by_process)
