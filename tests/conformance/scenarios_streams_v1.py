@@ -8,6 +8,7 @@ import struct
 from typing import Any
 
 from conformance.harness import Run, scenario
+from conformance.scenarios_acls import GROUP, binding, create_acls, login
 from conformance.scenarios_groups import ready
 from conformance.scenarios_streams_groups import (
     STREAMS_DESCRIBE,
@@ -19,6 +20,7 @@ from conformance.scenarios_streams_groups import (
 from conformance.scenarios_topics import quietly_create
 
 DESCRIPTION_UPDATE = 93
+GROUP_AUTHORIZATION_FAILED = 30
 
 
 def heartbeat_at(run: Run, version: int, group: str, member: str, epoch: int, **fields: Any) -> Any:
@@ -191,3 +193,32 @@ def _client_tags(run: Run) -> None:
     # still lacking zone; then the v0 member, unchanged, heartbeating at v1
     heartbeat_at(run, 1, group, first, int(first_in.member_epoch), client_tags=tags("rack"))
     heartbeat_at(run, 1, group, second, int(second_in.member_epoch))
+
+
+@scenario(
+    "streams-group-topology-description-update.acls",
+    "a push and a v1 describe without READ or DESCRIBE on the group, then a push with READ",
+    secure=True,
+)
+def _description_update_acls(run: Run) -> None:
+    group = run.name("app")
+    alice = login(run)
+    body = {
+        "group_id": group,
+        "member_id": run.name("member"),
+        "topology_epoch": 0,
+        "topology_description": description(run.name("orders")),
+    }
+    run.call(DESCRIPTION_UPDATE, 0, body, alice)
+    described = {
+        "group_ids": [group],
+        "include_authorized_operations": False,
+        "include_topology_description": True,
+    }
+    run.call(STREAMS_DESCRIBE, 1, described, alice)
+    create_acls(run, binding(GROUP, group))
+    run.until(  # until the ACL reaches the broker's authorizer
+        lambda: run.quiet(DESCRIPTION_UPDATE, 0, body, alice),
+        lambda answer: answer.error_code != GROUP_AUTHORIZATION_FAILED,
+    )
+    run.call(DESCRIPTION_UPDATE, 0, body, alice)
