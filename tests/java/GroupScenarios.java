@@ -204,7 +204,7 @@ final class GroupScenarios {
         for (int p = 0; p < partitions; p++) {
             all.add(p);
         }
-        try (Admin admin = Admin.create(KafkaTool.clientProps(o, KafkaTool.adminDefaults()))) {
+        try (Admin admin = Admin.create(KafkaTool.clientProps(o, AdminCommands.adminDefaults()))) {
             createTopic(admin, topic, partitions);
             Member a = new Member("a", consumerProps(o, group, group + "-a", protocol), topic);
             Member b = null;
@@ -335,7 +335,7 @@ final class GroupScenarios {
             ArrayNode ms = n.putArray("members");
             for (MemberDescription m : d.members()) {
                 ms.addObject().put("client_id", m.clientId())
-                        .set("assignment", KafkaTool.tpsJson(m.assignment().topicPartitions()));
+                        .set("assignment", ClientCommands.tpsJson(m.assignment().topicPartitions()));
             }
         } catch (ExecutionException e) {
             n.set("failure", KafkaTool.errorNode(e));
@@ -351,7 +351,7 @@ final class GroupScenarios {
             n.put("state", String.valueOf(d.groupState()));
             ArrayNode ms = n.putArray("members");
             d.members().forEach(m -> ms.addObject().put("client_id", m.clientId())
-                    .set("assignment", KafkaTool.tpsJson(m.assignment().topicPartitions())));
+                    .set("assignment", ClientCommands.tpsJson(m.assignment().topicPartitions())));
         } catch (ExecutionException e) {
             n.set("failure", KafkaTool.errorNode(e));
         }
@@ -365,7 +365,7 @@ final class GroupScenarios {
         String consumer = group + "-consumer";
         String share = group + "-share";
         Set<String> ours = Set.of(classic, consumer, share);
-        try (Admin admin = Admin.create(KafkaTool.clientProps(o, KafkaTool.adminDefaults()))) {
+        try (Admin admin = Admin.create(KafkaTool.clientProps(o, AdminCommands.adminDefaults()))) {
             createTopic(admin, topic, 1);
             produce(o.require("bootstrap"), topic, 1, 0, 1);
             Member c = new Member("classic", consumerProps(o, classic, classic + "-a", "classic"), topic);

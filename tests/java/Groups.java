@@ -90,7 +90,7 @@ final class Groups {
                     mn.put("member_id", m.consumerId());
                     mn.put("client_id", m.clientId());
                     mn.put("member_epoch", m.memberEpoch());
-                    mn.set("assignment", KafkaTool.tpsJson(m.assignment().topicPartitions()));
+                    mn.set("assignment", ClientCommands.tpsJson(m.assignment().topicPartitions()));
                 }
             } catch (ExecutionException e) {
                 n.set("failure", KafkaTool.errorNode(e));

@@ -54,7 +54,7 @@ final class ShareScenarios {
     }
 
     static int run(KafkaTool.Opts o) throws Exception {
-        try (Admin admin = Admin.create(KafkaTool.clientProps(o, KafkaTool.adminDefaults()))) {
+        try (Admin admin = Admin.create(KafkaTool.clientProps(o, AdminCommands.adminDefaults()))) {
             ShareScenarios s = new ShareScenarios(o, admin);
             String name = o.require("scenario");
             switch (name) {
