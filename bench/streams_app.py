@@ -37,13 +37,15 @@ class AppProcess:
     """One JVM of the application. Its stdout lines are queued; `STATE` lines seen so far
     are in `states` once read with `next_line` or `drain`."""
 
-    def __init__(self, java: str, args: list[str], log_path: Path) -> None:
+    def __init__(
+        self, java: str, args: list[str], log_path: Path, jvm_options: tuple[str, ...] = ()
+    ) -> None:
         log = log_path.open("a")
         self.proc = subprocess.Popen(
             [
                 java,
                 "-Xmx256m",
-                "-XX:TieredStopAtLevel=1",
+                *jvm_options,
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                 "-cp",
                 f"{CLASSES}:{LIB}/*",

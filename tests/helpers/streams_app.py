@@ -201,7 +201,9 @@ class StreamsInstance:
     def start(self) -> StreamsInstance:
         java = require()
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.process = AppProcess(java, self.args, self.log_path)
+        # the tests' instances live for seconds: the quick JIT tier starts them sooner
+        quick_start = ("-XX:TieredStopAtLevel=1",)
+        self.process = AppProcess(java, self.args, self.log_path, quick_start)
         return self
 
     def wait_state(self, state: str = "RUNNING", timeout: float = 120) -> None:
