@@ -227,7 +227,7 @@ def test_the_broker_killed_under_a_running_application(
         )
         streams_app.produce(broker.bootstrap, prefix, orders, 1500, 3000)
         check(streams_app.read_output(broker.bootstrap, prefix, orders.expected()), orders)
-        assert app.proc is not None and app.proc.poll() is None, app.log_tail()
+        assert app.alive(), app.log_tail()
         assert settled(broker.bootstrap, f"{prefix}-app", members=2).members
     finally:
         app.stop()
