@@ -358,12 +358,14 @@ def _streams_group_configs_applied(run: Run) -> None:
         by_process,
         heartbeat,
         joining,
+        sources_seen,
         topology,
     )
 
     group, source = run.name("app"), run.name("orders")
     quietly_create(run, source, 2)
     ready(run, 0, group)
+    sources_seen(run, group, source)
     settings = [
         ("streams.initial.rebalance.delay.ms", SET, "0"),
         ("streams.assignment.interval.ms", SET, "0"),

@@ -74,6 +74,7 @@ def _streams_heartbeat(run: Run) -> None:
     changelog = f"{group}-counts-changelog"
     quietly_create(run, source, 2)
     ready(run, 0, group)
+    sources_seen(run, group, source)
     member = run.name("member")
     shape = topology(source, changelog)
     joined = heartbeat(run, group, member, 0, **joining(shape))
@@ -111,6 +112,7 @@ def _streams_describe(run: Run) -> None:
     group, source = run.name("app"), run.name("orders")
     quietly_create(run, source, 3)
     ready(run, 0, group)
+    sources_seen(run, group, source)
     heartbeat(
         run, group, run.name("member"), 0, **joining(topology(source, f"{group}-c-changelog"))
     )
@@ -146,6 +148,55 @@ def stateless(source: str) -> dict[str, Any]:
     return {"epoch": 0, "subtopologies": [sub]}
 
 
+MISSING_SOURCE_TOPICS = 1
+OFFSETS_PARTITIONS = 50  # Kafka's offsets.topic.num.partitions, the reference's default
+
+
+def _offsets_partition(group: str) -> int:
+    """The __consumer_offsets partition Kafka gives a group: Java's String.hashCode."""
+    data = group.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
+    signed = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if signed == -(1 << 31) else abs(signed)) % OFFSETS_PARTITIONS
+
+
+def sources_seen(run: Run, group: str, *sources: str) -> None:
+    """Until the coordinator shard of `group` knows the new topics `sources`: Kafka's
+    group coordinator learns a topic from the metadata image a moment after Metadata
+    shows it. A probe member of another group on the same shard joins reading them
+    until no MISSING_SOURCE_TOPICS status comes back, then leaves and is deleted."""
+    wanted = _offsets_partition(group)
+    probe = next(
+        name for n in range(10_000) if _offsets_partition(name := f"{group}-probe{n}") == wanted
+    )
+    ready(run, 0, probe)
+    for source in sources:
+        body = {
+            "group_id": probe, "member_id": run.name("prober"), "member_epoch": 0,
+            "endpoint_information_epoch": 0, "rebalance_timeout": 30000,
+            "standby_tasks": None, "warmup_tasks": None, "task_offsets": None,
+            "task_end_offsets": None, **joining(stateless(source)),
+        }  # fmt: skip
+        run.until(
+            lambda body=body: run.quiet(STREAMS_HEARTBEAT, 0, body),
+            lambda answer: all(s.status_code != MISSING_SOURCE_TOPICS for s in answer.status or ()),
+            timeout=30,
+        )
+        leave = {**body, "member_epoch": -1, "topology": None, "process_id": None}
+        for field in ("active_tasks", "standby_tasks", "warmup_tasks", "client_tags"):
+            leave[field] = None
+        run.quiet(STREAMS_HEARTBEAT, 0, leave)
+    # gone, so that listings see the scenario's own groups only (the probe's name
+    # differs between the brokers: the run's prefix does)
+    run.until(
+        lambda: run.quiet(42, 2, {"groups_names": [probe]}),
+        lambda answer: answer.results[0].error_code == 0,
+        timeout=30,
+    )
+
+
 def at_once(run: Run, group: str) -> None:
     """Group configs: no initial rebalance delay and no assignment interval, so that the
     scenario does not depend on timing; a heartbeat interval of the group's own, which
@@ -161,6 +212,9 @@ def at_once(run: Run, group: str) -> None:
     }
     answer = run.quiet(44, 1, body)
     assert answer.responses[0].error_code == 0, answer
+    from conformance.scenarios_configs import until_group_has
+
+    until_group_has(run, group, "streams.heartbeat.interval.ms", "6000")
 
 
 def by_process(answer: Any) -> Any:
@@ -189,6 +243,7 @@ def _reconciliation(run: Run) -> None:
     group, source = run.name("app"), run.name("orders")
     quietly_create(run, source, 4)
     ready(run, 0, group)
+    sources_seen(run, group, source)
     at_once(run, group)
     first, second = run.name("a"), run.name("b")
     shape = stateless(source)
@@ -217,6 +272,7 @@ def _static_members(run: Run) -> None:
     group, source = run.name("app"), run.name("orders")
     quietly_create(run, source, 2)
     ready(run, 0, group)
+    sources_seen(run, group, source)
     at_once(run, group)
     first, second, shape = run.name("a"), run.name("b"), stateless(source)
     joined = heartbeat(run, group, first, 0, **joining(shape), instance_id="one")
@@ -240,6 +296,7 @@ def _other_apis(run: Run) -> None:
     quietly_create(run, source, 2)
     quietly_create(run, other, 1)
     ready(run, 0, group)
+    sources_seen(run, group, source, other)
     at_once(run, group)
     member = run.name("member")
     joined = heartbeat(run, group, member, 0, **joining(stateless(source)))
@@ -296,6 +353,7 @@ def _other_protocols(run: Run) -> None:
     group, source = run.name("app"), run.name("orders")
     quietly_create(run, source, 1)
     ready(run, 0, group)
+    sources_seen(run, group, source)
     heartbeat(run, group, run.name("member"), 0, **joining(stateless(source)))
     run.call(11, 9, join_body(group))
     consumer_heartbeat(run, group, run.name("c"), 0, subscribed_topic_names=[source],
@@ -333,6 +391,7 @@ def _statuses(run: Run) -> None:
     group, source = run.name("app"), run.name("orders")
     quietly_create(run, source, 2)
     ready(run, 0, group)
+    sources_seen(run, group, source)
     at_once(run, group)
     first, second = run.name("a"), run.name("b")
     newer = stateless(source)

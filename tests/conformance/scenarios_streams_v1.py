@@ -9,12 +9,14 @@ from typing import Any
 
 from conformance.harness import Run, scenario
 from conformance.scenarios_acls import GROUP, binding, create_acls, login
+from conformance.scenarios_configs import until_group_has
 from conformance.scenarios_groups import ready
 from conformance.scenarios_streams_groups import (
     STREAMS_DESCRIBE,
     STREAMS_HEARTBEAT,
     at_once,
     joining,
+    sources_seen,
     stateless,
 )
 from conformance.scenarios_topics import quietly_create
@@ -55,6 +57,7 @@ def streams_group(run: Run) -> tuple[str, str, str, int]:
     group, source = run.name("app"), run.name("orders")
     quietly_create(run, source, 2)
     ready(run, 0, group)
+    sources_seen(run, group, source)
     at_once(run, group)
     member = run.name("member")
     joined = heartbeat_at(run, 1, group, member, 0, **joining(stateless(source)))
@@ -166,6 +169,7 @@ def _client_tags(run: Run) -> None:
     group, source = run.name("app"), run.name("orders")
     quietly_create(run, source, 2)
     ready(run, 0, group)
+    sources_seen(run, group, source)
     at_once(run, group)
     configs = [
         {"name": "streams.rack.aware.assignment.tags", "config_operation": 0, "value": "zone,rack"}
@@ -175,6 +179,7 @@ def _client_tags(run: Run) -> None:
         "validate_only": False,
     }
     run.call(44, 1, body)
+    until_group_has(run, group, "streams.rack.aware.assignment.tags", "zone,rack")
     shape = stateless(source)
 
     def tags(*keys: str) -> list[dict[str, str]]:

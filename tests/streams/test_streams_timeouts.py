@@ -65,10 +65,19 @@ def test_a_member_that_does_not_revoke_in_time_is_fenced(either_broker: str) -> 
 def test_a_silent_member_is_fenced_when_its_session_runs_out(
     broker_factory: BrokerFactory,
 ) -> None:
-    broker = broker_factory({"group.streams.min.session.timeout.ms": "1000"})
+    # a session must be longer than the heartbeat interval: both set short
+    broker = broker_factory(
+        {
+            "group.streams.min.session.timeout.ms": "1000",
+            "group.streams.min.heartbeat.interval.ms": "500",
+        }
+    )
     with WireClient(broker.bootstrap) as client:
         group, _source, member, epoch = prepared(client)
-        setting = [{"name": "streams.session.timeout.ms", "config_operation": 0, "value": "1500"}]
+        setting = [
+            {"name": "streams.heartbeat.interval.ms", "config_operation": 0, "value": "500"},
+            {"name": "streams.session.timeout.ms", "config_operation": 0, "value": "1500"},
+        ]
         altered = client.call(
             INCREMENTAL_ALTER_CONFIGS,
             1,
