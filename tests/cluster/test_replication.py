@@ -6,10 +6,8 @@ killed node that returns and rejoins the ISR."""
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,72 +16,18 @@ from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
 from confluent_kafka import (
     Consumer,
     ElectionType,
-    KafkaError,
     KafkaException,
     Producer,
     TopicPartition,
 )
 from confluent_kafka.admin import (
-    AclBinding,
-    AclBindingFilter,
-    AclOperation,
-    AclPermissionType,
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    NewPartitions,
     NewTopic,
-    ResourcePatternType,
-    ResourceType,
-    ScramCredentialInfo,
-    ScramMechanism,
-    UserScramCredentialUpsertion,
 )
 from helpers import java
-from helpers.acl_admin import AUTHORIZER
 
+from cluster.conftest import SESSION_MS, create_topic, read_all
 from odradek.testing import Cluster
-
-SESSION_MS = 2000
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    with Cluster(brokers=3, base_dir=tmp_path, session_timeout_ms=SESSION_MS) as made:
-        yield made
-
-
-def create_topic(
-    cluster: Cluster, name: str, partitions: int = 1, factor: int = 3, **configs: str
-) -> None:
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    topic = NewTopic(name, partitions, factor, config=configs)
-    for future in admin.create_topics([topic]).values():
-        future.result(15)
-
-
-def read_all(cluster: Cluster, topic: str, partition: int, expected: int) -> list[bytes]:
-    """Every value of the partition from its start (read_committed), in order."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": f"check-{time.monotonic_ns()}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-        }
-    )
-    consumer.assign([TopicPartition(topic, partition, 0)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + 30
-    try:
-        while len(values) < expected and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                values.append(message.value())
-    finally:
-        consumer.close()
-    return values
 
 
 def not_the_controller(cluster: Cluster, topic: str, partition: int) -> int:
@@ -451,153 +395,3 @@ def _rewind(consumer: Consumer) -> None:
     assignment = consumer.assignment()
     for tp in consumer.committed(assignment, 30):
         consumer.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
-
-
-def test_topic_changes_reach_every_broker(cluster: Cluster) -> None:
-    create_topic(cluster, "changing", partitions=2)
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    resource = ConfigResource(
-        ResourceType.TOPIC,
-        "changing",
-        incremental_configs=[
-            ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)
-        ],
-    )
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(15)
-    for future in admin.create_partitions([NewPartitions("changing", 4)]).values():
-        future.result(15)
-
-    def everywhere() -> bool:
-        for broker in cluster.nodes.values():
-            topics = {
-                t["name"]: t for t in json.loads((broker.data_dir / "topics.json").read_text())
-            }
-            entry = topics.get("changing")
-            if entry is None or entry["configs"] != {"retention.ms": "3600000"}:
-                return False
-            if entry["partitions"] != 4:
-                return False
-        return True
-
-    deadline = time.monotonic() + 10
-    while not everywhere():
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    assert len(cluster.metadata(["changing"]).topics[0].partitions) == 4
-    for future in admin.delete_topics(["changing"]).values():
-        future.result(15)
-    deadline = time.monotonic() + 10
-    while any(list(b.data_dir.glob("changing-*")) for b in cluster.nodes.values()):
-        assert time.monotonic() < deadline, "replicas of a deleted topic stay"
-        time.sleep(0.1)
-
-
-def test_manual_replica_assignments_place_partitions_where_asked(cluster: Cluster) -> None:
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    placed = [[3, 1], [1, 2], [2, 3]]
-    topic = NewTopic("placed", len(placed), replica_assignment=placed)
-    for future in admin.create_topics([topic]).values():
-        future.result(15)
-    for future in admin.create_partitions([NewPartitions("placed", 4, [[2, 1]])]).values():
-        future.result(15)
-    placed.append([2, 1])
-    partitions = admin.list_topics("placed", timeout=10).topics["placed"].partitions
-    assert [partitions[i].replicas for i in range(4)] == placed
-    assert [partitions[i].leader for i in range(4)] == [r[0] for r in placed]
-    assert [sorted(partitions[i].isrs) for i in range(4)] == [sorted(r) for r in placed]
-
-    def replicas_on_disk() -> list[list[int]]:
-        return [
-            sorted(n for n, b in cluster.nodes.items() if (b.data_dir / f"placed-{i}").is_dir())
-            for i in range(4)
-        ]
-
-    deadline = time.monotonic() + 10
-    while replicas_on_disk() != [sorted(r) for r in placed]:
-        assert time.monotonic() < deadline, replicas_on_disk()
-        time.sleep(0.1)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
-    for i in range(4):
-        producer.produce("placed", f"to-{i}".encode(), partition=i)
-    assert producer.flush(15) == 0
-    assert [read_all(cluster, "placed", i, 1) for i in range(4)] == [
-        [f"to-{i}".encode()] for i in range(4)
-    ]
-    refused = {
-        "unknown-broker": NewTopic("unknown-broker", 1, replica_assignment=[[1, 9]]),
-        "twice": NewTopic("twice", 1, replica_assignment=[[2, 2]]),
-    }
-    for name, future in admin.create_topics(list(refused.values())).items():
-        with pytest.raises(KafkaException) as raised:
-            future.result(15)
-        assert raised.value.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT, name
-    grow = admin.create_partitions([NewPartitions("placed", 5, [[1, 2, 3]])])["placed"]
-    with pytest.raises(KafkaException) as raised:
-        grow.result(15)
-    assert raised.value.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
-
-
-def test_acls_and_scram_credentials_are_the_clusters(tmp_path: Path) -> None:
-    overrides = {"authorizer.class.name": AUTHORIZER, "super.users": "User:ANONYMOUS"}
-    with Cluster(3, tmp_path, overrides=overrides, session_timeout_ms=SESSION_MS) as cluster:
-        # asked of one broker, kept by the controller, followed by every broker
-        admin = AdminClient({"bootstrap.servers": cluster.node(1).bootstrap})
-        binding = AclBinding(
-            ResourceType.TOPIC,
-            "orders",
-            ResourcePatternType.LITERAL,
-            "User:alice",
-            "*",
-            AclOperation.READ,
-            AclPermissionType.ALLOW,
-        )
-        assert admin.create_acls([binding])[binding].result(15) is None
-        upsert = UserScramCredentialUpsertion(
-            "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"secret"
-        )
-        for future in admin.alter_user_scram_credentials([upsert]).values():
-            future.result(15)
-
-        def everywhere(text: str) -> bool:
-            files = ("acls.json", "scram-credentials.json")
-            return all(
-                all(text in _read(broker.data_dir / name) for name in files)
-                for broker in cluster.nodes.values()
-            )
-
-        deadline = time.monotonic() + 10
-        while not everywhere("alice"):
-            assert time.monotonic() < deadline, "the change did not reach every broker"
-            time.sleep(0.1)
-        other = AdminClient({"bootstrap.servers": cluster.node(3).bootstrap})
-        found = other.describe_acls(
-            AclBindingFilter(
-                ResourceType.ANY,
-                None,
-                ResourcePatternType.ANY,
-                None,
-                None,
-                AclOperation.ANY,
-                AclPermissionType.ANY,
-            )
-        ).result(15)
-        assert [(b.name, b.principal) for b in found] == [("orders", "User:alice")]
-        removal = AclBindingFilter(
-            ResourceType.TOPIC,
-            "orders",
-            ResourcePatternType.LITERAL,
-            None,
-            None,
-            AclOperation.ANY,
-            AclPermissionType.ANY,
-        )
-        assert len(other.delete_acls([removal])[removal].result(15)) == 1
-        deadline = time.monotonic() + 10
-        while any("alice" in _read(b.data_dir / "acls.json") for b in cluster.nodes.values()):
-            assert time.monotonic() < deadline, "the removal did not reach every broker"
-            time.sleep(0.1)
-
-
-def _read(path: Path) -> str:
-    return path.read_text() if path.exists() else ""

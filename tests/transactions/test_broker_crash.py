@@ -13,16 +13,14 @@ import time
 import pytest
 from helpers import java
 from helpers.topics import create_topic
+from txn_clients import JavaTxn, java_values, rdk_read
 from txn_helpers import (
     INVALID_TXN_STATE,
     PRODUCER_FENCED,
     READ_COMMITTED,
     READ_UNCOMMITTED,
     UNSTABLE_OFFSET_COMMIT,
-    JavaTxn,
     Wire,
-    java_values,
-    rdk_read,
 )
 
 from odradek.protocol.batch import ATTR_TRANSACTIONAL, build_batch

@@ -13,7 +13,7 @@ import pytest
 from helpers import java
 from helpers.broker import BrokerFactory
 from helpers.topics import create_topic
-from txn_helpers import ctp_args, java_group_offsets, rdk_read
+from txn_clients import ctp_args, java_group_offsets, rdk_read
 
 PARTITIONS = 4
 RECORDS = 8_000

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from helpers import java
 from helpers.topics import create_topic
-from txn_helpers import ctp_args, java_group_offsets, rdk_read
+from txn_clients import ctp_args, java_group_offsets, rdk_read
 
 PARTITIONS = 3
 

@@ -5,15 +5,8 @@ from __future__ import annotations
 import pytest
 from helpers import java
 from helpers.topics import create_topic
-from txn_helpers import (
-    INVALID_TRANSACTION_TIMEOUT,
-    READ_COMMITTED,
-    READ_UNCOMMITTED,
-    JavaTxn,
-    Wire,
-    java_group_offsets,
-    java_values,
-)
+from txn_clients import JavaTxn, java_group_offsets, java_values
+from txn_helpers import INVALID_TRANSACTION_TIMEOUT, READ_COMMITTED, READ_UNCOMMITTED, Wire
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from helpers.env import require_module
 from helpers.topics import create_topic
+from txn_clients import rdk_read
 from txn_helpers import (
     INVALID_TRANSACTION_TIMEOUT,
     READ_COMMITTED,
     READ_UNCOMMITTED,
     UNSTABLE_OFFSET_COMMIT,
     Wire,
-    rdk_read,
 )
 
 require_module("confluent_kafka")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from helpers.env import require_module
 from helpers.topics import create_topic
-from txn_helpers import READ_COMMITTED, Wire, rdk_read
+from txn_clients import rdk_read
+from txn_helpers import READ_COMMITTED, Wire
 
 pytestmark = pytest.mark.timeout(120)
 
