@@ -357,6 +357,7 @@ def _streams_group_configs_applied(run: Run) -> None:
         STREAMS_HEARTBEAT,
         by_process,
         heartbeat,
+        heartbeat_body,
         joining,
         sources_seen,
         topology,
@@ -384,12 +385,7 @@ def _streams_group_configs_applied(run: Run) -> None:
     def beat() -> Any:
         # (Kafka creates the changelog topic after answering; the group is ready after)
         nonlocal epoch
-        body = {
-            "group_id": group, "member_id": first, "member_epoch": epoch,
-            "endpoint_information_epoch": 0, "rebalance_timeout": 30000,
-            "active_tasks": None, "standby_tasks": None, "warmup_tasks": None,
-            "client_tags": None, "task_offsets": None, "task_end_offsets": None,
-        }  # fmt: skip
+        body = heartbeat_body(group, first, epoch)
         answer = run.quiet(STREAMS_HEARTBEAT, 0, body)
         epoch = int(answer.member_epoch)
         return answer

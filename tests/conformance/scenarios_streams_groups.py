@@ -39,8 +39,9 @@ def topology(source: str, changelog: str, epoch: int = 0, **extra: Any) -> dict[
     return {"epoch": epoch, "subtopologies": [sub]}
 
 
-def heartbeat(run: Run, group: str, member: str, epoch: int, **fields: Any) -> Any:
-    body = {
+def heartbeat_body(group: str, member: str, epoch: int, **fields: Any) -> dict[str, Any]:
+    """A StreamsGroupHeartbeat request: a member with nothing to report but `fields`."""
+    return {
         "group_id": group,
         "member_id": member,
         "member_epoch": epoch,
@@ -54,7 +55,12 @@ def heartbeat(run: Run, group: str, member: str, epoch: int, **fields: Any) -> A
         "task_end_offsets": None,
         **fields,
     }
-    return run.call(STREAMS_HEARTBEAT, 0, body)
+
+
+def heartbeat(
+    run: Run, group: str, member: str, epoch: int, version: int = 0, **fields: Any
+) -> Any:
+    return run.call(STREAMS_HEARTBEAT, version, heartbeat_body(group, member, epoch, **fields))
 
 
 def joining(shape: dict[str, Any]) -> dict[str, Any]:
@@ -173,12 +179,7 @@ def sources_seen(run: Run, group: str, *sources: str) -> None:
     )
     ready(run, 0, probe)
     for source in sources:
-        body = {
-            "group_id": probe, "member_id": run.name("prober"), "member_epoch": 0,
-            "endpoint_information_epoch": 0, "rebalance_timeout": 30000,
-            "standby_tasks": None, "warmup_tasks": None, "task_offsets": None,
-            "task_end_offsets": None, **joining(stateless(source)),
-        }  # fmt: skip
+        body = heartbeat_body(probe, run.name("prober"), 0, **joining(stateless(source)))
         run.until(
             lambda body=body: run.quiet(STREAMS_HEARTBEAT, 0, body),
             lambda answer: all(s.status_code != MISSING_SOURCE_TOPICS for s in answer.status or ()),

@@ -13,8 +13,8 @@ from conformance.scenarios_configs import until_group_has
 from conformance.scenarios_groups import ready
 from conformance.scenarios_streams_groups import (
     STREAMS_DESCRIBE,
-    STREAMS_HEARTBEAT,
     at_once,
+    heartbeat,
     joining,
     sources_seen,
     stateless,
@@ -26,21 +26,7 @@ GROUP_AUTHORIZATION_FAILED = 30
 
 
 def heartbeat_at(run: Run, version: int, group: str, member: str, epoch: int, **fields: Any) -> Any:
-    body = {
-        "group_id": group,
-        "member_id": member,
-        "member_epoch": epoch,
-        "endpoint_information_epoch": 0,
-        "rebalance_timeout": 30000,
-        "active_tasks": None,
-        "standby_tasks": None,
-        "warmup_tasks": None,
-        "client_tags": None,
-        "task_offsets": None,
-        "task_end_offsets": None,
-        **fields,
-    }
-    return run.call(STREAMS_HEARTBEAT, version, body)
+    return heartbeat(run, group, member, epoch, version, **fields)
 
 
 def describe_v1(run: Run, group: str, include_description: bool) -> Any:

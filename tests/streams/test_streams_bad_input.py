@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import pytest
+from conformance.scenarios_streams_groups import heartbeat_body as body
 from helpers.names import unique_name
 from helpers.wire import WireClient
 
@@ -34,23 +35,6 @@ def topology(source: str, epoch: int = 0, **extra: Any) -> dict[str, Any]:
         **extra,
     }
     return {"epoch": epoch, "subtopologies": [sub]}
-
-
-def body(group: str, member: str, epoch: int, **fields: Any) -> dict[str, Any]:
-    return {
-        "group_id": group,
-        "member_id": member,
-        "member_epoch": epoch,
-        "endpoint_information_epoch": 0,
-        "rebalance_timeout": 30000,
-        "active_tasks": None,
-        "standby_tasks": None,
-        "warmup_tasks": None,
-        "client_tags": None,
-        "task_offsets": None,
-        "task_end_offsets": None,
-        **fields,
-    }
 
 
 def joining(shape: dict[str, Any]) -> dict[str, Any]:
