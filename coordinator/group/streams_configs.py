@@ -24,7 +24,7 @@ from odradek.coordinator.group.heartbeat_errors import HeartbeatError
 from odradek.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from odradek.coordinator.group.shard_state import GroupConfig, GroupTimeouts
+    from odradek.coordinator.group.shard_state import GroupTimeouts
 
 TaskOffsets = dict[tuple[str, int], int]  # (subtopology, partition) -> offset
 
@@ -35,13 +35,6 @@ def assignment_configs(settings: GroupTimeouts) -> tuple[tuple[str, str], ...]:
     if tags:
         configs.append(("rack.aware.assignment.tags", ",".join(tags)))
     return tuple(sorted(configs))
-
-
-def rack_aware_tags(config: GroupConfig, group_id: str) -> tuple[str, ...]:
-    """The client tag keys the group's members must report (MISSING_CLIENT_TAGS): the
-    group's `streams.rack.aware.assignment.tags`, else the broker's
-    `group.streams.rack.aware.assignment.tags`; empty when neither is set."""
-    return config.timeouts(group_id).streams_rack_aware_assignment_tags
 
 
 @dataclass(frozen=True)

@@ -44,11 +44,7 @@ from odradek.coordinator.group.streams import (
     working_copy,
 )
 from odradek.coordinator.group.streams_assignor import MemberSpec, SubtopologySpec, assign
-from odradek.coordinator.group.streams_configs import (
-    MemberTaskOffsets,
-    assignment_configs,
-    rack_aware_tags,
-)
+from odradek.coordinator.group.streams_configs import MemberTaskOffsets, assignment_configs
 from odradek.coordinator.group.streams_heartbeat import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
@@ -272,7 +268,7 @@ class StreamsProtocol(StreamsMembership):
                     "fatal error and requested a shutdown for the entire application.",
                 )
             )
-        required = rack_aware_tags(self.config, group_id)
+        required = settings.streams_rack_aware_assignment_tags
         tags_status = missing_client_tags(required, after, request.get("api_version", 0))
         if tags_status is not None:
             statuses.append(tags_status)
