@@ -218,6 +218,17 @@ def at_once(run: Run, group: str) -> None:
     until_group_has(run, group, "streams.heartbeat.interval.ms", "6000")
 
 
+def assigning_group(run: Run, partitions: int) -> tuple[str, str]:
+    """A new streams group's id and its source topic of `partitions`, known to the
+    group's coordinator, the group set to assign at once (`at_once`)."""
+    group, source = run.name("app"), run.name("orders")
+    quietly_create(run, source, partitions)
+    ready(run, 0, group)
+    sources_seen(run, group, source)
+    at_once(run, group)
+    return group, source
+
+
 def by_process(answer: Any) -> Any:
     """The answer with each group's members in the order of their process ids (Kafka
     lists them in the order of its member map, which depends on the member ids)."""
@@ -241,11 +252,7 @@ def owning(*partitions: int) -> dict[str, Any]:
     "a second member: tasks revoked by the first before the second gets them; endpoints",
 )
 def _reconciliation(run: Run) -> None:
-    group, source = run.name("app"), run.name("orders")
-    quietly_create(run, source, 4)
-    ready(run, 0, group)
-    sources_seen(run, group, source)
-    at_once(run, group)
+    group, source = assigning_group(run, 4)
     first, second = run.name("a"), run.name("b")
     shape = stateless(source)
     joined = heartbeat(
@@ -270,11 +277,7 @@ def _reconciliation(run: Run) -> None:
 
 @scenario("streams-group-heartbeat.static-members", "instance ids: taken, fenced, left and back")
 def _static_members(run: Run) -> None:
-    group, source = run.name("app"), run.name("orders")
-    quietly_create(run, source, 2)
-    ready(run, 0, group)
-    sources_seen(run, group, source)
-    at_once(run, group)
+    group, source = assigning_group(run, 2)
     first, second, shape = run.name("a"), run.name("b"), stateless(source)
     joined = heartbeat(run, group, first, 0, **joining(shape), instance_id="one")
     epoch = int(joined.member_epoch)
@@ -389,11 +392,7 @@ def _other_protocols(run: Run) -> None:
     "a member with an older topology epoch, and a member asking the application to shut down",
 )
 def _statuses(run: Run) -> None:
-    group, source = run.name("app"), run.name("orders")
-    quietly_create(run, source, 2)
-    ready(run, 0, group)
-    sources_seen(run, group, source)
-    at_once(run, group)
+    group, source = assigning_group(run, 2)
     first, second = run.name("a"), run.name("b")
     newer = stateless(source)
     newer["epoch"] = 1

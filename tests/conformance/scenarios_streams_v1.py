@@ -10,16 +10,13 @@ from typing import Any
 from conformance.harness import Run, scenario
 from conformance.scenarios_acls import GROUP, binding, create_acls, login
 from conformance.scenarios_configs import until_group_has
-from conformance.scenarios_groups import ready
 from conformance.scenarios_streams_groups import (
     STREAMS_DESCRIBE,
-    at_once,
+    assigning_group,
     heartbeat,
     joining,
-    sources_seen,
     stateless,
 )
-from conformance.scenarios_topics import quietly_create
 
 DESCRIPTION_UPDATE = 93
 GROUP_AUTHORIZATION_FAILED = 30
@@ -40,11 +37,7 @@ def describe_v1(run: Run, group: str, include_description: bool) -> Any:
 
 def streams_group(run: Run) -> tuple[str, str, str, int]:
     """A streams group with one member, assigned at once: (group, source, member, epoch)."""
-    group, source = run.name("app"), run.name("orders")
-    quietly_create(run, source, 2)
-    ready(run, 0, group)
-    sources_seen(run, group, source)
-    at_once(run, group)
+    group, source = assigning_group(run, 2)
     member = run.name("member")
     joined = heartbeat_at(run, 1, group, member, 0, **joining(stateless(source)))
     return group, source, member, int(joined.member_epoch)
@@ -152,11 +145,7 @@ def _description_update(run: Run) -> None:
     "rack-aware assignment tags a member lacks: told at v1 (MISSING_CLIENT_TAGS), not at v0",
 )
 def _client_tags(run: Run) -> None:
-    group, source = run.name("app"), run.name("orders")
-    quietly_create(run, source, 2)
-    ready(run, 0, group)
-    sources_seen(run, group, source)
-    at_once(run, group)
+    group, source = assigning_group(run, 2)
     configs = [
         {"name": "streams.rack.aware.assignment.tags", "config_operation": 0, "value": "zone,rack"}
     ]
