@@ -37,7 +37,7 @@ from odradek.broker.security.authorizer import AclAuthorizer, Authorizer, build_
 from odradek.broker.security.credentials import CredentialStore
 from odradek.broker.security.sasl_listener import SaslListener, sasl_listener
 from odradek.broker.security.session import Session
-from odradek.broker.settings.config import BrokerConfig, streams_list
+from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings
 from odradek.broker.settings.listeners import Listener, ListenError
 from odradek.coordinator.group.shard import GroupConfig, GroupShard
@@ -66,9 +66,9 @@ OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 
 
-def group_config(
-    config: BrokerConfig, timeouts_of: Callable[[str], GroupTimeouts] | None = None
-) -> GroupConfig:
+def group_config(config: BrokerConfig, timeouts_of: Callable[[str], GroupTimeouts]) -> GroupConfig:
+    """The shards' settings; each group's own (timeouts, assignment) come from
+    `timeouts_of`, the group configs over the broker's."""
     return GroupConfig(
         min_session_timeout_ms=config.group_min_session_timeout_ms,
         max_session_timeout_ms=config.group_max_session_timeout_ms,
@@ -76,24 +76,9 @@ def group_config(
         offset_metadata_max_bytes=config.offset_metadata_max_bytes,
         offsets_retention_ms=config.offsets_retention_minutes * 60000,
         offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
-        consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
-        consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
         consumer_max_size=config.group_consumer_max_size,
         consumer_migration_policy=config.group_consumer_migration_policy,
-        share_session_timeout_ms=config.group_share_session_timeout_ms,
-        share_heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
         share_max_size=config.group_share_max_size,
-        streams_session_timeout_ms=config.group_streams_session_timeout_ms,
-        streams_heartbeat_interval_ms=config.group_streams_heartbeat_interval_ms,
-        streams_num_standby_replicas=config.group_streams_num_standby_replicas,
-        streams_initial_rebalance_delay_ms=config.group_streams_initial_rebalance_delay_ms,
-        streams_assignment_interval_ms=config.group_streams_assignment_interval_ms,
-        streams_task_offset_interval_ms=config.group_streams_task_offset_interval_ms,
-        streams_num_warmup_replicas=config.group_streams_num_warmup_replicas,
-        streams_acceptable_recovery_lag=config.group_streams_acceptable_recovery_lag,
-        streams_rack_aware_assignment_tags=tuple(
-            streams_list(config.group_streams_rack_aware_assignment_tags)
-        ),
         streams_max_size=config.group_streams_max_size,
         timeouts_of=timeouts_of,
     )
@@ -138,7 +123,7 @@ class Broker:
         )
         self.fetch_sessions = FetchSessionCache()
         self.group_configs = GroupConfigStore(config.data_dir, config)
-        shard_config = group_config(config, self.group_configs.timeouts)
+        shard_config = group_config(config, self.group_configs.settings)
         self.groups = CoordinatorRuntime(
             OFFSETS_TOPIC,
             config.offsets_topic_num_partitions,

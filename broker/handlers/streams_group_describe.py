@@ -67,7 +67,7 @@ def _described(ctx: RequestContext, group: dict[str, Any], status: int) -> dict[
         "authorized_operations": NOT_REQUESTED,
         "topology_description": None,
         "topology_description_status": status,
-        "assignor_name": ctx.services.group_configs.timeouts(group_id).streams_assignor_name,
+        "assignor_name": ctx.services.group_settings(group_id).streams_assignor_name,
     }
 
 

@@ -214,7 +214,7 @@ async def _create_internal(
         ]
         if failed:
             missing[1] += f"; Creation failed: {', '.join(failed)}."
-    remember = 2 * ctx.services.group_configs.timeouts(group_id).streams_heartbeat_interval_ms
+    remember = 2 * ctx.services.group_settings(group_id).streams_heartbeat_interval_ms
     for topic in topics:
         if ctx.services.topics.get(topic.name) is not None:
             continue

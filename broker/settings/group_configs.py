@@ -8,6 +8,7 @@ must lie within the broker's bounds, as Kafka checks them (INVALID_CONFIG otherw
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -269,27 +270,14 @@ def described_value(name: str, value: str) -> str:
     return value
 
 
-@dataclass(frozen=True)
-class GroupSettings:
-    """What one group runs with: its own configs over the broker's."""
+@dataclass(frozen=True, kw_only=True)
+class GroupSettings(GroupTimeouts):
+    """What one group runs with: its own configs over the broker's. The coordinator
+    shards see the membership part (GroupTimeouts); share fetches the rest."""
 
-    consumer_session_timeout_ms: int
-    consumer_heartbeat_interval_ms: int
-    share_session_timeout_ms: int
-    share_heartbeat_interval_ms: int
     share_record_lock_duration_ms: int
     share_auto_offset_reset: str
     share_read_committed: bool
-    streams_session_timeout_ms: int
-    streams_heartbeat_interval_ms: int
-    streams_num_standby_replicas: int
-    streams_initial_rebalance_delay_ms: int
-    streams_assignment_interval_ms: int
-    streams_task_offset_interval_ms: int
-    streams_num_warmup_replicas: int
-    streams_acceptable_recovery_lag: int
-    streams_rack_aware_assignment_tags: tuple[str, ...]
-    streams_assignor_name: str
 
 
 class GroupConfigStore:
@@ -313,45 +301,29 @@ class GroupConfigStore:
     def settings(self, group_id: str) -> GroupSettings:
         cached = self._settings.get(group_id)
         if cached is None:
+            value = functools.partial(self.value, group_id)
             cached = self._settings[group_id] = GroupSettings(
-                int(self.value(group_id, "consumer.session.timeout.ms")),
-                int(self.value(group_id, "consumer.heartbeat.interval.ms")),
-                int(self.value(group_id, "share.session.timeout.ms")),
-                int(self.value(group_id, "share.heartbeat.interval.ms")),
-                int(self.value(group_id, "share.record.lock.duration.ms")),
-                self.value(group_id, "share.auto.offset.reset"),
-                self.value(group_id, "share.isolation.level") == "read_committed",
-                int(self.value(group_id, "streams.session.timeout.ms")),
-                int(self.value(group_id, "streams.heartbeat.interval.ms")),
-                int(self.value(group_id, "streams.num.standby.replicas")),
-                int(self.value(group_id, "streams.initial.rebalance.delay.ms")),
-                int(self.value(group_id, "streams.assignment.interval.ms")),
-                int(self.value(group_id, "streams.task.offset.interval.ms")),
-                int(self.value(group_id, "streams.num.warmup.replicas")),
-                int(self.value(group_id, "streams.acceptable.recovery.lag")),
-                tuple(streams_list(self.value(group_id, "streams.rack.aware.assignment.tags"))),
-                self.value(group_id, "streams.assignor.name"),
+                consumer_session_timeout_ms=int(value("consumer.session.timeout.ms")),
+                consumer_heartbeat_interval_ms=int(value("consumer.heartbeat.interval.ms")),
+                share_session_timeout_ms=int(value("share.session.timeout.ms")),
+                share_heartbeat_interval_ms=int(value("share.heartbeat.interval.ms")),
+                share_record_lock_duration_ms=int(value("share.record.lock.duration.ms")),
+                share_auto_offset_reset=value("share.auto.offset.reset"),
+                share_read_committed=value("share.isolation.level") == "read_committed",
+                streams_session_timeout_ms=int(value("streams.session.timeout.ms")),
+                streams_heartbeat_interval_ms=int(value("streams.heartbeat.interval.ms")),
+                streams_num_standby_replicas=int(value("streams.num.standby.replicas")),
+                streams_initial_rebalance_delay_ms=int(value("streams.initial.rebalance.delay.ms")),
+                streams_assignment_interval_ms=int(value("streams.assignment.interval.ms")),
+                streams_task_offset_interval_ms=int(value("streams.task.offset.interval.ms")),
+                streams_num_warmup_replicas=int(value("streams.num.warmup.replicas")),
+                streams_acceptable_recovery_lag=int(value("streams.acceptable.recovery.lag")),
+                streams_rack_aware_assignment_tags=tuple(
+                    streams_list(value("streams.rack.aware.assignment.tags"))
+                ),
+                streams_assignor_name=value("streams.assignor.name"),
             )
         return cached
-
-    def timeouts(self, group_id: str) -> GroupTimeouts:
-        settings = self.settings(group_id)
-        return GroupTimeouts(
-            settings.consumer_session_timeout_ms,
-            settings.consumer_heartbeat_interval_ms,
-            settings.share_session_timeout_ms,
-            settings.share_heartbeat_interval_ms,
-            settings.streams_session_timeout_ms,
-            settings.streams_heartbeat_interval_ms,
-            settings.streams_num_standby_replicas,
-            settings.streams_initial_rebalance_delay_ms,
-            settings.streams_assignment_interval_ms,
-            settings.streams_task_offset_interval_ms,
-            settings.streams_num_warmup_replicas,
-            settings.streams_acceptable_recovery_lag,
-            settings.streams_rack_aware_assignment_tags,
-            settings.streams_assignor_name,
-        )
 
     def validate(self, configs: Mapping[str, str | None]) -> None:
         """A group's whole set of configs, checked in Kafka 4.4's order: names, duplicate

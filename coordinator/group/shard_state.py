@@ -23,12 +23,13 @@ MAX_GROUP_SIZE = 10000
 
 @dataclass(frozen=True)
 class GroupTimeouts:
-    """The timeouts one group runs with (its group configs over the broker's)."""
+    """The settings one group's membership runs with (its group configs over the
+    broker's); the defaults are Kafka's."""
 
-    consumer_session_timeout_ms: int
-    consumer_heartbeat_interval_ms: int
-    share_session_timeout_ms: int
-    share_heartbeat_interval_ms: int
+    consumer_session_timeout_ms: int = 45000
+    consumer_heartbeat_interval_ms: int = 5000
+    share_session_timeout_ms: int = 45000
+    share_heartbeat_interval_ms: int = 5000
     streams_session_timeout_ms: int = 45000
     streams_heartbeat_interval_ms: int = 5000
     streams_num_standby_replicas: int = 0
@@ -41,6 +42,9 @@ class GroupTimeouts:
     streams_assignor_name: str = "sticky"
 
 
+DEFAULT_TIMEOUTS = GroupTimeouts()
+
+
 @dataclass
 class GroupConfig:
     min_session_timeout_ms: int = 6000
@@ -50,46 +54,20 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600000
     # the consumer protocol (KIP-848): group.consumer.*
-    consumer_session_timeout_ms: int = 45000
-    consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = 2147483647
     consumer_migration_policy: str = "bidirectional"
     # share groups (KIP-932): group.share.*
-    share_session_timeout_ms: int = 45000
-    share_heartbeat_interval_ms: int = 5000
     share_max_size: int = 200
     # streams groups (KIP-1071): group.streams.*
-    streams_session_timeout_ms: int = 45000
-    streams_heartbeat_interval_ms: int = 5000
-    streams_num_standby_replicas: int = 0
-    streams_initial_rebalance_delay_ms: int = 3000
-    streams_assignment_interval_ms: int = 1000
-    streams_task_offset_interval_ms: int = 60000
-    streams_num_warmup_replicas: int = 2
-    streams_acceptable_recovery_lag: int = 10000
-    streams_rack_aware_assignment_tags: tuple[str, ...] = ()
     streams_max_size: int = 2147483647
-    # a group's own timeouts (group configs); None: every group has the ones above
+    # a group's own settings (its group configs over the broker's); None: every group
+    # has Kafka's defaults
     timeouts_of: Callable[[str], GroupTimeouts] | None = None
 
     def timeouts(self, group_id: str) -> GroupTimeouts:
         if self.timeouts_of is not None:
             return self.timeouts_of(group_id)
-        return GroupTimeouts(
-            self.consumer_session_timeout_ms,
-            self.consumer_heartbeat_interval_ms,
-            self.share_session_timeout_ms,
-            self.share_heartbeat_interval_ms,
-            self.streams_session_timeout_ms,
-            self.streams_heartbeat_interval_ms,
-            self.streams_num_standby_replicas,
-            self.streams_initial_rebalance_delay_ms,
-            self.streams_assignment_interval_ms,
-            self.streams_task_offset_interval_ms,
-            self.streams_num_warmup_replicas,
-            self.streams_acceptable_recovery_lag,
-            self.streams_rack_aware_assignment_tags,
-        )
+        return DEFAULT_TIMEOUTS
 
 
 @dataclass(slots=True)
