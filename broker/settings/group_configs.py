@@ -333,8 +333,8 @@ class GroupConfigStore:
             if name not in DEFINITIONS:
                 raise GroupConfigError(f"Unknown group config name: {name}")
         given = {name: value for name, value in configs.items() if value is not None}
-        tags = given.get("streams.rack.aware.assignment.tags")
-        if tags is not None and len(set(streams_list(tags))) != len(streams_list(tags)):
+        tags = streams_list(given.get("streams.rack.aware.assignment.tags", ""))
+        if len(set(tags)) != len(tags):
             raise GroupConfigError(
                 "streams.rack.aware.assignment.tags must not contain duplicate tag keys."
             )
@@ -343,7 +343,7 @@ class GroupConfigStore:
             reason = None if value is None else _parse_reason(definition, value)
             if reason is not None:
                 raise GroupConfigError(f"Invalid value {value} for configuration {name}: {reason}")
-        if "" in streams_list(given.get("streams.rack.aware.assignment.tags", "x")):
+        if "" in tags:
             raise GroupConfigError(
                 "Configuration 'streams.rack.aware.assignment.tags' values must not be empty."
             )
