@@ -147,11 +147,15 @@ def _group_configs(ctx: RequestContext, group_id: str, with_synonyms: bool) -> l
         source = GROUP_CONFIG if name in own else DEFAULT_CONFIG
         value = group_configs.described_value(name, store.value(group_id, name))
         described = DescribedConfig(name, value, source, read_only=False)
-        default = group_configs.described_value(name, definition.default(ctx.services.config))
-        synonyms: list[tuple[str, str | None, int]] = [(name, value, source)] if name in own else []
-        synonyms.append((definition.broker_name, default, DEFAULT_CONFIG))
+        synonyms: list[tuple[str, str | None, int]] = []
+        if with_synonyms:
+            if name in own:
+                synonyms.append((name, value, source))
+            default = definition.default(ctx.services.config)
+            broker_value = group_configs.described_value(name, default)
+            synonyms.append((definition.broker_name, broker_value, DEFAULT_CONFIG))
         config_type = CONFIG_TYPES.get(definition.type_name, 0)
-        entries.append(_entry(described, config_type, synonyms if with_synonyms else []))
+        entries.append(_entry(described, config_type, synonyms))
     return entries
 
 
