@@ -18,7 +18,7 @@ import typing
 import uuid
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
@@ -39,19 +39,20 @@ Converter = Callable[[Any], Any]
 
 @cache
 def request_class(api_key: int, version: int) -> type:
-    # our own classes (protocol/schemas/) where kio lacks the version, else kio's
-    module = payload_module(api_key, version, EntityType.request)
-    if module is None:
-        module = load_payload_module(api_key, version, EntityType.request)
-    return _payload_class(module, "Request")
+    return _payload_class(_module(api_key, version, EntityType.request), "Request")
 
 
 @cache
 def response_class(api_key: int, version: int) -> type:
-    module = payload_module(api_key, version, EntityType.response)
-    if module is None:
-        module = load_payload_module(api_key, version, EntityType.response)
-    return _payload_class(module, "Response")
+    return _payload_class(_module(api_key, version, EntityType.response), "Response")
+
+
+def _module(
+    api_key: int, version: int, entity_type: Literal[EntityType.request, EntityType.response]
+) -> types.ModuleType:
+    """Our own classes (protocol/schemas/) where kio lacks the version, else kio's."""
+    module = payload_module(api_key, version, entity_type)
+    return module or load_payload_module(api_key, version, entity_type)
 
 
 def _payload_class(module: types.ModuleType, suffix: str) -> type:
