@@ -12,6 +12,7 @@ import pytest
 from helpers.messages import plain
 from kio.serial import entity_reader
 
+from odradek.broker.handlers.streams_group_heartbeat import error_reply
 from odradek.protocol import messages
 from odradek.protocol.encoder import encode_dict
 
@@ -160,21 +161,7 @@ def test_heartbeat_response_v0_keeps_the_int32_lag_before_the_offset_interval() 
 
 def test_heartbeat_response_v1_defaults_as_kafka() -> None:
     """A refusal leaves AcceptableRecoveryLag at its default -1, as Kafka's does."""
-    refusal = {
-        "throttle_time": 0,
-        "error_code": 25,
-        "error_message": "gone",
-        "member_id": "",
-        "member_epoch": 0,
-        "heartbeat_interval": 0,
-        "task_offset_interval": 0,
-        "status": [],
-        "active_tasks": None,
-        "standby_tasks": None,
-        "warmup_tasks": None,
-        "endpoint_information_epoch": 0,
-        "partitions_by_user_endpoint": None,
-    }
+    refusal = error_reply(25, "gone")
     raw = written(88, 1, refusal, response=True)
     body = i32(0) + i16(25) + text("gone") + text("") + i32(0) * 3 + i64(-1)
     assert raw == body + array([]) + b"\x00" * 3 + i8(0) + i32(0) + b"\x00" + NO_TAGS
