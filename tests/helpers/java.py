@@ -393,13 +393,14 @@ def error_type(lines: Sequence[Mapping[str, Any]]) -> str | None:
 
 class JavaProcess:
     """A KafkaTool command running in the background (e.g. a consumer), whose JSON
-    lines can be awaited while the test does other things."""
+    lines can be awaited while the test does other things; `interactive` ones read
+    commands from stdin."""
 
-    def __init__(self, args: Sequence[str]) -> None:
+    def __init__(self, args: Sequence[str], interactive: bool = False) -> None:
         self.args = list(args)
         self.proc = subprocess.Popen(
             command(args),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if interactive else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

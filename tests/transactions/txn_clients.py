@@ -4,9 +4,7 @@ producer, and readers (Java, librdkafka) that return what a topic or a group hol
 from __future__ import annotations
 
 import json
-import queue
 import subprocess
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -29,44 +27,17 @@ class JavaTxn:
             bootstrap,
             *java.props_args({"transactional.id": transactional_id, **(props or {})}),
         ]
-        self.proc = subprocess.Popen(
-            java.command(args),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self._lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self._stderr: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=self._pump_err, daemon=True).start()
+        self.process = java.JavaProcess(args, interactive=True)
+        self.proc = self.process.proc
         self._next(60)  # "ready"
 
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith("{"):
-                self._lines.put(json.loads(line))
-        self._lines.put(None)
-
-    def _pump_err(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self._stderr.append(line)
-
     def _next(self, timeout: float) -> dict[str, Any]:
-        try:
-            item = self._lines.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(
-                f"no answer from the Java producer in {timeout}s\n{''.join(self._stderr)[-5000:]}"
-            ) from None
+        """The next answer; JavaToolError on a timeout, an error line or an exit."""
+        item = self.process.next_line(timeout)
         if item is None:
-            raise AssertionError(
-                f"Java producer exited ({self.proc.poll()})\n{''.join(self._stderr)[-5000:]}"
+            raise java.JavaToolError(
+                f"Java producer exited ({self.proc.poll()})\n{self.process.stderr[-5000:]}"
             )
-        if "error" in item:
-            raise AssertionError(f"Java producer failed: {item}\n{''.join(self._stderr)[-5000:]}")
         return item
 
     def cmd(self, cmd: str, timeout: float = 60.0, **fields: Any) -> dict[str, Any]:
@@ -77,7 +48,7 @@ class JavaTxn:
 
     def ok(self, cmd: str, timeout: float = 60.0, **fields: Any) -> dict[str, Any]:
         res = self.cmd(cmd, timeout, **fields)
-        assert res["ok"], f"{cmd} failed: {res}\n{''.join(self._stderr)[-3000:]}"
+        assert res["ok"], f"{cmd} failed: {res}\n{self.process.stderr[-3000:]}"
         return res
 
     def send(
