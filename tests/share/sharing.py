@@ -5,18 +5,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Message, Producer, ShareConsumer
-from confluent_kafka.admin import (
-    AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ResourceType,
-)
+from helpers import group_configs
 
 # short timeouts, so that tests of expiry take seconds (the broker's bounds are lowered too)
 FAST = {
@@ -51,27 +45,15 @@ def explicit(bootstrap: str, group: str, topics: Iterable[str]) -> ShareConsumer
     return share_consumer(bootstrap, group, topics, share_acknowledgement_mode="explicit")
 
 
-def set_group_configs(bootstrap: str, group: str, configs: Mapping[str, object]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    entries = [
-        ConfigEntry(name, str(value), incremental_operation=AlterConfigOpType.SET)
-        for name, value in configs.items()
-    ]
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
-    admin.incremental_alter_configs([resource])[resource].result(timeout=15)
-
-
 def describe_group_configs(bootstrap: str, group: str) -> dict[str, tuple[str, int]]:
     """name -> (value, source) of every config of the group."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource = ConfigResource(ResourceType.GROUP, group)
-    described = admin.describe_configs([resource])[resource].result(timeout=15)
+    described = group_configs.describe_group_configs(bootstrap, group)
     return {name: (entry.value, int(entry.source)) for name, entry in described.items()}
 
 
 def earliest_group(bootstrap: str, group: str) -> str:
     """A group that starts from the beginning of its partitions (the default is latest)."""
-    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    group_configs.set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
     return group
 
 

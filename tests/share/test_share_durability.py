@@ -8,6 +8,7 @@ import time
 
 from confluent_kafka import AcknowledgeType, Consumer, Producer, TopicPartition
 from helpers.broker import BrokerFactory
+from helpers.group_configs import set_group_configs
 from helpers.topics import create_topic
 
 from share.sharing import (
@@ -18,7 +19,6 @@ from share.sharing import (
     poll_once,
     poll_until,
     produce,
-    set_group_configs,
     share_consumer,
 )
 

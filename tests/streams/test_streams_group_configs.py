@@ -13,20 +13,14 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import (
-    AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ResourceType,
-)
 from helpers import streams_app
 from helpers.broker import Broker
+from helpers.group_configs import describe_group_configs, set_group_configs
 from helpers.names import unique_name
 from helpers.wire import WireClient
 
 from streams.test_streams_bad_input import HEARTBEAT, body, described, prepared
-from streams.test_streams_protocol import group_admin, instance, set_group_config, setup
+from streams.test_streams_protocol import group_admin, instance, setup
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -42,23 +36,10 @@ def tasks(text: str) -> set[str]:
     return set() if text == "-" else {t.split(":")[0] for t in text.split(",")}
 
 
-def group_configs(bootstrap: str, group: str) -> dict[str, ConfigEntry]:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource = ConfigResource(ResourceType.GROUP, group)
-    return next(iter(admin.describe_configs([resource]).values())).result(15)
-
-
 def alter_group(bootstrap: str, group: str, name: str, value: str) -> str | None:
     """The error message of an IncrementalAlterConfigs SET (None: accepted)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource = ConfigResource(
-        ResourceType.GROUP,
-        group,
-        incremental_configs=[ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)],
-    )
     try:
-        for future in admin.incremental_alter_configs([resource]).values():
-            future.result(15)
+        set_group_configs(bootstrap, group, {name: value})
     except KafkaException as exc:
         return str(exc.args[0].str())
     return None
@@ -66,7 +47,7 @@ def alter_group(bootstrap: str, group: str, name: str, value: str) -> str | None
 
 def test_streams_group_configs_through_the_admin_client(either_broker: str) -> None:
     group = unique_name("sconfigs")
-    defaults = group_configs(either_broker, group)
+    defaults = describe_group_configs(either_broker, group)
     assert defaults["streams.assignor.name"].value == "sticky"
     assert defaults["streams.rack.aware.assignment.tags"].value == ""
     # internal configs of Kafka 4.4: not listed while the group has none of its own
@@ -86,7 +67,7 @@ def test_streams_group_configs_through_the_admin_client(either_broker: str) -> N
     assert alter_group(either_broker, group, "streams.rack.aware.assignment.tags", "zone") is None
     deadline = time.monotonic() + 15
     while True:  # Kafka applies a group config a moment after answering
-        described = group_configs(either_broker, group)
+        described = describe_group_configs(either_broker, group)
         if "streams.num.warmup.replicas" in described:
             break
         assert time.monotonic() < deadline, described
@@ -101,9 +82,12 @@ def test_task_offsets_standbys_and_no_warmup_tasks(either_broker: str, tmp_path:
     no member is given a warm-up task."""
     prefix, orders = setup(either_broker, 2000)
     group = f"{prefix}-app"
-    set_group_config(either_broker, group, "streams.num.standby.replicas", "1")
-    set_group_config(either_broker, group, "streams.num.warmup.replicas", "3")
-    set_group_config(either_broker, group, "streams.task.offset.interval.ms", "15000")
+    for name, value in (
+        ("streams.num.standby.replicas", 1),
+        ("streams.num.warmup.replicas", 3),
+        ("streams.task.offset.interval.ms", 15000),
+    ):  # one at a time, as an operator would
+        set_group_configs(either_broker, group, {name: value})
     apps = []
     try:
         for n, name in enumerate("ab"):

@@ -15,12 +15,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import (
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ResourceType,
 )
 from helpers import streams_app
+from helpers.group_configs import set_group_configs
 from helpers.names import unique_name
 from helpers.streams_app import CLASSES, LIB, Orders, StreamsInstance
 
@@ -135,17 +132,6 @@ def assert_every_task_once(group: Described) -> None:
     assert group.subtopologies == SUBTOPOLOGIES
 
 
-def set_group_config(bootstrap: str, group: str, name: str, value: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource = ConfigResource(
-        ResourceType.GROUP,
-        group,
-        incremental_configs=[ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)],
-    )
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(15)
-
-
 def test_one_instance(either_broker: str, tmp_path: Path) -> None:
     prefix, orders = setup(either_broker, 3000)
     streams_app.produce(either_broker, prefix, orders, 0, 1500)
@@ -166,7 +152,7 @@ def test_three_instances_started_one_after_another(either_broker: str, tmp_path:
     """Each new instance takes tasks from the others (revoked first, then assigned); one
     standby of every stateful task, set as the group's config, on another process."""
     prefix, orders = setup(either_broker, 3000)
-    set_group_config(either_broker, f"{prefix}-app", "streams.num.standby.replicas", "1")
+    set_group_configs(either_broker, f"{prefix}-app", {"streams.num.standby.replicas": 1})
     apps = []
     try:
         for n, name in enumerate("abc"):
@@ -285,7 +271,6 @@ def test_an_at_least_once_application_commits_its_offsets(
     """Without transactions a streams member commits with OffsetCommit, which Kafka
     takes from such a member only at version 9 or later."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-    from confluent_kafka.admin import AdminClient
 
     prefix, orders = setup(either_broker, 1000)
     streams_app.produce(either_broker, prefix, orders, 0, 1000)
