@@ -9,6 +9,7 @@ from typing import Any
 
 from conformance.harness import Run, scenario
 from conformance.scenarios_classic_groups import join_body
+from conformance.scenarios_configs import GROUP, SET, incremental, until_group_has
 from conformance.scenarios_group_admin import (
     commit_partitions,
     fetch_groups,
@@ -18,6 +19,7 @@ from conformance.scenarios_group_admin import (
 from conformance.scenarios_groups import ready
 from conformance.scenarios_new_groups import consumer_heartbeat, share_heartbeat
 from conformance.scenarios_topics import quietly_create
+from odradek.coordinator.runtime import partition_for
 
 STREAMS_HEARTBEAT, STREAMS_DESCRIBE = 88, 89
 
@@ -158,24 +160,16 @@ MISSING_SOURCE_TOPICS = 1
 OFFSETS_PARTITIONS = 50  # Kafka's offsets.topic.num.partitions, the reference's default
 
 
-def _offsets_partition(group: str) -> int:
-    """The __consumer_offsets partition Kafka gives a group: Java's String.hashCode."""
-    data = group.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
-    signed = h - (1 << 32) if h >= 1 << 31 else h
-    return (0 if signed == -(1 << 31) else abs(signed)) % OFFSETS_PARTITIONS
-
-
 def sources_seen(run: Run, group: str, *sources: str) -> None:
     """Until the coordinator shard of `group` knows the new topics `sources`: Kafka's
     group coordinator learns a topic from the metadata image a moment after Metadata
     shows it. A probe member of another group on the same shard joins reading them
     until no MISSING_SOURCE_TOPICS status comes back, then leaves and is deleted."""
-    wanted = _offsets_partition(group)
+    wanted = partition_for(group, OFFSETS_PARTITIONS)
     probe = next(
-        name for n in range(10_000) if _offsets_partition(name := f"{group}-probe{n}") == wanted
+        name
+        for n in range(10_000)
+        if partition_for(name := f"{group}-probe{n}", OFFSETS_PARTITIONS) == wanted
     )
     ready(run, 0, probe)
     for source in sources:
@@ -213,8 +207,6 @@ def at_once(run: Run, group: str) -> None:
     }
     answer = run.quiet(44, 1, body)
     assert answer.responses[0].error_code == 0, answer
-    from conformance.scenarios_configs import until_group_has
-
     until_group_has(run, group, "streams.heartbeat.interval.ms", "6000")
 
 
@@ -403,3 +395,55 @@ def _statuses(run: Run) -> None:
     heartbeat(run, group, first, -1)
     heartbeat(run, group, second, -1)
     run.call(STREAMS_DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False})
+
+
+def _offsets(*entries: tuple[int, int]) -> list[dict[str, Any]]:
+    return [{"subtopology_id": "0", "partition": p, "offset": o} for p, o in entries]
+
+
+@scenario(
+    "group-configs.streams-applied",
+    "a streams group's configs in its heartbeats; task offsets and end offsets described",
+)
+def _streams_group_configs_applied(run: Run) -> None:
+    group, source = run.name("app"), run.name("orders")
+    quietly_create(run, source, 2)
+    ready(run, 0, group)
+    sources_seen(run, group, source)
+    settings = [
+        ("streams.initial.rebalance.delay.ms", SET, "0"),
+        ("streams.assignment.interval.ms", SET, "0"),
+        ("streams.task.offset.interval.ms", SET, "20000"),
+        ("streams.acceptable.recovery.lag", SET, "500"),
+        ("streams.num.warmup.replicas", SET, "1"),
+        ("streams.num.standby.replicas", SET, "1"),
+    ]
+    incremental(run, [(GROUP, group, settings)])
+    until_group_has(run, group, "streams.num.standby.replicas", "1")
+    shape = topology(source, f"{group}-counts-changelog")
+    first = run.name("a")
+    joined = heartbeat(run, group, first, 0, **joining(shape))
+    epoch = int(joined.member_epoch)
+
+    def beat() -> Any:
+        # (Kafka creates the changelog topic after answering; the group is ready after)
+        nonlocal epoch
+        body = heartbeat_body(group, first, epoch)
+        answer = run.quiet(STREAMS_HEARTBEAT, 0, body)
+        epoch = int(answer.member_epoch)
+        return answer
+
+    run.until(beat, lambda a: not a.status and a.active_tasks)
+    reported = {
+        "task_offsets": _offsets((1, 40), (0, 75)),
+        "task_end_offsets": _offsets((0, 100), (1, 90)),
+    }
+    heartbeat(run, group, first, epoch, **reported)
+    describe_body = {"group_ids": [group], "include_authorized_operations": False}
+    run.call(STREAMS_DESCRIBE, 0, describe_body, view=by_process)
+    # a report of one kind replaces that kind only
+    heartbeat(run, group, first, epoch, task_end_offsets=_offsets((0, 120)))
+    run.call(STREAMS_DESCRIBE, 0, describe_body, view=by_process)
+    heartbeat(run, group, first, epoch, task_offsets=_offsets((0, 1), (0, 2)))
+    heartbeat(run, group, first, epoch, task_end_offsets=_offsets((1, 1), (1, 2)))
+    run.call(STREAMS_DESCRIBE, 0, describe_body, view=by_process)

@@ -9,7 +9,8 @@ from typing import Any
 
 from conformance.harness import Run, scenario
 from conformance.scenarios_acls import GROUP, binding, create_acls, login
-from conformance.scenarios_configs import until_group_has
+from conformance.scenarios_configs import GROUP as GROUP_CONFIGS
+from conformance.scenarios_configs import SET, incremental, until_group_has
 from conformance.scenarios_streams_groups import (
     STREAMS_DESCRIBE,
     assigning_group,
@@ -146,14 +147,9 @@ def _description_update(run: Run) -> None:
 )
 def _client_tags(run: Run) -> None:
     group, source = assigning_group(run, 2)
-    configs = [
-        {"name": "streams.rack.aware.assignment.tags", "config_operation": 0, "value": "zone,rack"}
-    ]
-    body = {
-        "resources": [{"resource_type": 32, "resource_name": group, "configs": configs}],
-        "validate_only": False,
-    }
-    run.call(44, 1, body)
+    incremental(
+        run, [(GROUP_CONFIGS, group, [("streams.rack.aware.assignment.tags", SET, "zone,rack")])]
+    )
     until_group_has(run, group, "streams.rack.aware.assignment.tags", "zone,rack")
     shape = stateless(source)
 
