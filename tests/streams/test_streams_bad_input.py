@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from conformance.scenarios_streams_groups import heartbeat_body as body
+from conformance.scenarios_streams_groups import joining
 from helpers.names import unique_name
 from helpers.wire import WireClient
 
@@ -35,17 +36,6 @@ def topology(source: str, epoch: int = 0, **extra: Any) -> dict[str, Any]:
         **extra,
     }
     return {"epoch": epoch, "subtopologies": [sub]}
-
-
-def joining(shape: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "topology": shape,
-        "process_id": "process",
-        "active_tasks": [],
-        "standby_tasks": [],
-        "warmup_tasks": [],
-        "client_tags": [],
-    }
 
 
 def owning(*partitions: int, subtopology: str = "0") -> dict[str, Any]:
