@@ -78,11 +78,8 @@ def joining(shape: dict[str, Any]) -> dict[str, Any]:
 
 @scenario("streams-group-heartbeat.errors", "a join with a topology, then bad input of each kind")
 def _streams_heartbeat(run: Run) -> None:
-    group, source = run.name("app"), run.name("orders")
+    group, source = group_reading(run, 2)
     changelog = f"{group}-counts-changelog"
-    quietly_create(run, source, 2)
-    ready(run, 0, group)
-    sources_seen(run, group, source)
     member = run.name("member")
     shape = topology(source, changelog)
     joined = heartbeat(run, group, member, 0, **joining(shape))
@@ -117,10 +114,7 @@ def _streams_heartbeat(run: Run) -> None:
     "streams-group-describe.groups", "a streams group, an unknown one and one of another kind"
 )
 def _streams_describe(run: Run) -> None:
-    group, source = run.name("app"), run.name("orders")
-    quietly_create(run, source, 3)
-    ready(run, 0, group)
-    sources_seen(run, group, source)
+    group, source = group_reading(run, 3)
     heartbeat(
         run, group, run.name("member"), 0, **joining(topology(source, f"{group}-c-changelog"))
     )
@@ -213,11 +207,18 @@ def at_once(run: Run, group: str) -> None:
 def assigning_group(run: Run, partitions: int) -> tuple[str, str]:
     """A new streams group's id and its source topic of `partitions`, known to the
     group's coordinator, the group set to assign at once (`at_once`)."""
+    group, source = group_reading(run, partitions)
+    at_once(run, group)
+    return group, source
+
+
+def group_reading(run: Run, partitions: int) -> tuple[str, str]:
+    """A new streams group's id and its source topic of `partitions`, created and known
+    to the group's coordinator."""
     group, source = run.name("app"), run.name("orders")
     quietly_create(run, source, partitions)
     ready(run, 0, group)
     sources_seen(run, group, source)
-    at_once(run, group)
     return group, source
 
 
@@ -346,10 +347,7 @@ def _other_apis(run: Run) -> None:
     "JoinGroup, consumer and share heartbeats and describes on a streams group's id",
 )
 def _other_protocols(run: Run) -> None:
-    group, source = run.name("app"), run.name("orders")
-    quietly_create(run, source, 1)
-    ready(run, 0, group)
-    sources_seen(run, group, source)
+    group, source = group_reading(run, 1)
     heartbeat(run, group, run.name("member"), 0, **joining(stateless(source)))
     run.call(11, 9, join_body(group))
     consumer_heartbeat(run, group, run.name("c"), 0, subscribed_topic_names=[source],
@@ -406,10 +404,7 @@ def _offsets(*entries: tuple[int, int]) -> list[dict[str, Any]]:
     "a streams group's configs in its heartbeats; task offsets and end offsets described",
 )
 def _streams_group_configs_applied(run: Run) -> None:
-    group, source = run.name("app"), run.name("orders")
-    quietly_create(run, source, 2)
-    ready(run, 0, group)
-    sources_seen(run, group, source)
+    group, source = group_reading(run, 2)
     settings = [
         ("streams.initial.rebalance.delay.ms", SET, "0"),
         ("streams.assignment.interval.ms", SET, "0"),
