@@ -237,6 +237,12 @@ def _rebalance(run: Run) -> None:
     first, generation = lone_member(run, group, first_client)
     asked = run.call(JOIN_GROUP, 9, join_body(group), second_client)
     second_join = start(run, second_client, JOIN_GROUP, 9, join_body(group, asked.member_id))
+    # the join is sent but not answered: wait until the broker has taken it in
+    body = {"groups": [group], "include_authorized_operations": False}
+    run.until(
+        lambda: run.quiet(DESCRIBE_GROUPS, 5, body),
+        lambda answer: answer.groups[0].group_state == "PreparingRebalance",
+    )
     heartbeat(run, group, generation, first)
     run.call(OFFSET_COMMIT, 8, commit_body(group, topic, generation, first), first_client)
     describe(run, group)  # preparing a rebalance: no protocol, metadata nor assignments
