@@ -386,6 +386,7 @@ def test_parked_fetch_returns_soon_after_produce(
             latencies.append(time.monotonic() - start)
             assert msg is not None and msg.error() is None, "record not delivered before 4.5 s"
             assert msg.value() == f"m{i}".encode()
-        assert max(latencies) < 1.0, f"parked fetch woke late: {latencies}"
+        # well under the 5 s max wait, with room for a busy machine
+        assert max(latencies) < 2.5, f"parked fetch woke late: {latencies}"
     finally:
         c.close()

@@ -92,14 +92,16 @@ def read_all(bootstrap: str, topic: str) -> list[bytes]:
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False}
     )
+    _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=15)
     consumer.assign([TopicPartition(topic, 0, 0)])
     values: list[bytes] = []
-    quiet_since = time.monotonic()
-    while time.monotonic() - quiet_since < 2:
+    position = 0
+    deadline = time.monotonic() + 30
+    while position < high and time.monotonic() < deadline:
         message = consumer.poll(0.2)
         if message is not None and message.error() is None:
             values.append(message.value())
-            quiet_since = time.monotonic()
+            position = message.offset() + 1
     consumer.close()
     return values
 

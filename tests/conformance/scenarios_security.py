@@ -41,8 +41,9 @@ def authenticate(run: Run, client: WireClient, token: bytes, quiet: bool = False
 
 
 def closed(client: WireClient) -> bool:
-    """Whether the broker closed the connection (within a second)."""
-    return client.is_closed_by_peer(timeout=1.0)
+    """Whether the broker closed the connection (within 3 s: Kafka waits a moment
+    after a failed authentication)."""
+    return client.is_closed_by_peer(timeout=3.0)
 
 
 # -- SCRAM credentials ----------------------------------------------------------------

@@ -384,11 +384,14 @@ def _txn_offset_commit_session(run: Run) -> None:
         ],
     }
     # no heartbeat, a transactional commit every half second, past the session timeout
-    deadline = time.monotonic() + 8
-    while time.monotonic() < deadline:
+    # (6 s) and on until the group is seen empty, or 30 s
+    describe_body = {"groups": [group], "include_authorized_operations": False}
+    started = time.monotonic()
+    while time.monotonic() - started < 30:
         run.quiet(TXN_OFFSET_COMMIT, 3, body)
         time.sleep(0.5)
-    describe_body = {"groups": [group], "include_authorized_operations": False}
+        if time.monotonic() - started > 8 and not run.quiet(15, 5, describe_body).groups[0].members:
+            break
     run.call(15, 5, describe_body)
     end(run, txn, pid, epoch, False)
     settled(run, txn)

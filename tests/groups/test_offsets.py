@@ -59,6 +59,7 @@ def _two_member_generation(
         },
     )
     c.send_raw(data)  # parked until A rejoins
+    wg.until_state(b.bootstrap, group, "PreparingRebalance")
     assert wg.heartbeat(a, group, gen1, member_a) == wg.REBALANCE_IN_PROGRESS
     # a wrong generation is ILLEGAL_GENERATION even while the group rebalances
     assert wg.heartbeat(a, group, gen1 + 1, member_a) == wg.ILLEGAL_GENERATION

@@ -4,6 +4,7 @@ a parked JoinGroup holds back later answers on its connection)."""
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -198,3 +199,12 @@ def fetch(
 def describe(c: WireClient, group: str, version: int = 5) -> Any:
     resp = c.call(DESCRIBE, version, {"groups": [group], "include_authorized_operations": False})
     return resp.groups[0]
+
+
+def until_state(bootstrap: str, group: str, state: str, timeout: float = 30.0) -> None:
+    """Until DescribeGroups, on a connection of its own, shows the group in `state`."""
+    deadline = time.monotonic() + timeout
+    with WireClient(bootstrap) as c:
+        while (found := describe(c, group).group_state) != state:
+            assert time.monotonic() < deadline, f"{group} stayed {found}, not {state}"
+            time.sleep(0.05)

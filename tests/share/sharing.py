@@ -108,12 +108,14 @@ def poll_for(consumer: ShareConsumer, seconds: float) -> list[Delivery]:
 
 
 def share_among(
-    bootstrap: str, group: str, topic: str, members: int, expected: int
+    bootstrap: str, group: str, topic: str, members: int, expected: int, hold: float = 20.0
 ) -> dict[int, list[Delivery]]:
     """`members` ShareConsumers, each in a thread, read `topic` (implicit
-    acknowledgement, holding each poll's records a moment) until `expected` records
-    came in all, or 60 s; then one more second, so that anything delivered twice shows.
-    What each member received."""
+    acknowledgement) until `expected` records came in all, or 60 s; then one more
+    second, so that anything delivered twice shows. What each member received.
+    A member keeps each poll's records locked a moment, and until every member has
+    some (at most `hold` seconds, less than the lock duration): a member that joins
+    late on a busy machine still finds records left to share."""
     received: dict[int, list[Delivery]] = {index: [] for index in range(members)}
     done = threading.Event()
 
@@ -121,9 +123,13 @@ def share_among(
         consumer = share_consumer(bootstrap, group, [topic])
         try:
             while not done.is_set():
-                for _message, got in poll_once(consumer):
-                    received[index].append(got)
+                got = poll_once(consumer)
+                received[index].extend(d for _m, d in got)
                 time.sleep(0.05)  # work on the records, holding their locks
+                until = time.monotonic() + hold
+                while got and not all(received.values()) and time.monotonic() < until:
+                    if done.wait(0.05):
+                        break
         finally:
             consumer.close()
 

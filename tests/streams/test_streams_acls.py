@@ -60,13 +60,16 @@ def scenario(bootstrap: str) -> list[Any]:
                 Acl("CLUSTER", "kafka-cluster", "CREATE", "DENY"),
             ],
         )
-        time.sleep(1)  # Kafka's brokers learn of new ACLs from the controller
         for group in ("acl-free", READ_DENIED, TOPIC_DENIED, DESCRIBE_DENIED, CREATE_DENIED):
             _until_coordinator(client, group)
-        time.sleep(1)  # every coordinator partition loaded
+        # Kafka's brokers learn of new ACLs from the controller: one of them denied, then
+        # a moment for the rest
+        _until_answered(client, DESCRIBE, {"group_ids": [DESCRIBE_DENIED]}, denied=True)
+        time.sleep(1)
 
         def heartbeat(group: str, shape: dict[str, Any]) -> Any:
-            answer = client.call(HEARTBEAT, 0, body(group, "member", 0, **joining(shape)))
+            request = body(group, "member", 0, **joining(shape))
+            answer = _until_answered(client, HEARTBEAT, request)
             return (
                 int(answer.error_code),
                 answer.error_message,
@@ -85,10 +88,8 @@ def scenario(bootstrap: str) -> list[Any]:
         )
         answers.append(("changelog", int(known.topics[0].error_code)))
         for group in (DESCRIBE_DENIED, CREATE_DENIED, READ_DENIED):
-            found = client.call(
-                DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": True}
-            )
-            described = found.groups[0]
+            request = {"group_ids": [group], "include_authorized_operations": True}
+            described = _until_answered(client, DESCRIBE, request).groups[0]
             answers.append(
                 (
                     group,
@@ -100,6 +101,22 @@ def scenario(bootstrap: str) -> list[Any]:
                 )  # fmt: skip
             )
     return answers
+
+
+def _until_answered(
+    client: WireClient, api_key: int, request: dict[str, Any], denied: bool = False
+) -> Any:
+    """The answer once the group's coordinator is loaded (a client retries 14, 15 and
+    16, which change nothing); with `denied`, once it is GROUP_AUTHORIZATION_FAILED."""
+    deadline = time.monotonic() + 30
+    while True:
+        answer = client.call(api_key, 0, request)
+        groups = getattr(answer, "groups", None)
+        code = int(groups[0].error_code if groups else answer.error_code)
+        if (code == 30) if denied else (code not in (14, 15, 16)):
+            return answer
+        assert time.monotonic() < deadline, answer
+        time.sleep(0.2)
 
 
 def _until_coordinator(client: WireClient, group: str) -> None:

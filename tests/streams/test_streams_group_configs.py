@@ -68,7 +68,8 @@ def test_streams_group_configs_through_the_admin_client(either_broker: str) -> N
     deadline = time.monotonic() + 15
     while True:  # Kafka applies a group config a moment after answering
         described = describe_group_configs(either_broker, group)
-        if "streams.num.warmup.replicas" in described:
+        tags = described["streams.rack.aware.assignment.tags"].value
+        if "streams.num.warmup.replicas" in described and tags == "zone":
             break
         assert time.monotonic() < deadline, described
         time.sleep(0.2)

@@ -6,7 +6,13 @@ import pytest
 from helpers import java
 from helpers.topics import create_topic
 from txn_clients import JavaTxn, java_group_offsets, java_values
-from txn_helpers import INVALID_TRANSACTION_TIMEOUT, READ_COMMITTED, READ_UNCOMMITTED, Wire
+from txn_helpers import (
+    INVALID_TRANSACTION_TIMEOUT,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    Wire,
+    wait_timed_out,
+)
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -185,12 +191,12 @@ def test_transaction_timeout_aborts_and_fences(broker_factory, unique_topic, nam
         assert p.send(unique_topic, ["late-1", "late-2"]) == [0, 1]
         with Wire(b) as w:
             assert w.list_offset(unique_topic, 0, READ_COMMITTED) == 0
-        p.ok("sleep", ms=5500)
+        p.ok("sleep", ms=3500)  # the producer stays idle past its transaction's timeout
+        state = wait_timed_out(b, tid)
+        assert state.transaction_state == "CompleteAbort"
+        assert state.producer_epoch == 1
         with Wire(b) as w:  # aborted by the coordinator: read_committed moves on
             assert w.list_offset(unique_topic, 0, READ_COMMITTED) == 3
-            state = w.describe_transaction(tid)
-            assert state.transaction_state == "CompleteAbort"
-            assert state.producer_epoch == 1
         res = p.cmd("commit")
         assert not res["ok"] and res["error_type"] in FENCED, res
     assert java_values(b, unique_topic, "read_committed") == []

@@ -3,7 +3,6 @@ OffsetFetch(require_stable) check."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from txn_helpers import (
     READ_UNCOMMITTED,
     UNSTABLE_OFFSET_COMMIT,
     Wire,
+    wait_timed_out,
 )
 
 require_module("confluent_kafka")
@@ -189,10 +189,9 @@ def test_transaction_timeout_aborts_and_fences(broker_factory, unique_topic, nam
     p.init_transactions(TIMEOUT)
     p.begin_transaction()
     send(p, unique_topic, ["late"])
-    time.sleep(5.5)
+    assert wait_timed_out(b, tid).transaction_state == "CompleteAbort"
     with Wire(b) as w:
         assert w.list_offset(unique_topic, 0, READ_COMMITTED) == 2
-        assert w.describe_transaction(tid).transaction_state == "CompleteAbort"
     with pytest.raises(KafkaException) as info:
         p.commit_transaction(TIMEOUT)
     err = info.value.args[0]

@@ -454,3 +454,14 @@ def wait_coordinators(bootstrap: str, timeout: float = 30.0) -> None:
             if code == 0 or time.monotonic() > deadline:
                 return
             time.sleep(0.1)
+
+
+def wait_timed_out(bootstrap: str, transactional_id: str, timeout: float = 30.0) -> TxnState:
+    """The transaction's state once the coordinator has aborted it on its timeout."""
+    deadline = time.monotonic() + timeout
+    with Wire(bootstrap) as w:
+        while True:
+            state = w.describe_transaction(transactional_id)
+            if state.transaction_state == "CompleteAbort" or time.monotonic() > deadline:
+                return state
+            time.sleep(0.1)
