@@ -4,11 +4,12 @@ a parked JoinGroup holds back later answers on its connection)."""
 from __future__ import annotations
 
 import struct
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from helpers.wire import WireClient
+
+from groups.members import wait_until
 
 JOIN, HEARTBEAT, LEAVE, SYNC = 11, 12, 13, 14
 COMMIT, FETCH, DESCRIBE, LIST, DELETE, OFFSET_DELETE = 8, 9, 15, 16, 42, 47
@@ -203,8 +204,10 @@ def describe(c: WireClient, group: str, version: int = 5) -> Any:
 
 def until_state(bootstrap: str, group: str, state: str, timeout: float = 30.0) -> None:
     """Until DescribeGroups, on a connection of its own, shows the group in `state`."""
-    deadline = time.monotonic() + timeout
     with WireClient(bootstrap) as c:
-        while (found := describe(c, group).group_state) != state:
-            assert time.monotonic() < deadline, f"{group} stayed {found}, not {state}"
-            time.sleep(0.05)
+        wait_until(
+            lambda: describe(c, group).group_state == state,
+            timeout,
+            f"{group} in {state}",
+            interval=0.05,
+        )
