@@ -13,6 +13,8 @@ from conformance.harness import Run, scenario
 from conformance.scenarios_topics import (
     DESCRIBE_CONFIGS,
     INCREMENTAL_ALTER_CONFIGS,
+    Resources,
+    incremental_body,
     quietly_create,
 )
 
@@ -70,25 +72,8 @@ def alter(
     return run.call(ALTER_CONFIGS, 2, body)
 
 
-def incremental(
-    run: Run,
-    resources: list[tuple[int, str, list[tuple[str, int, str | None]]]],
-    validate_only: bool = False,
-) -> Any:
-    body = {
-        "resources": [
-            {
-                "resource_type": kind,
-                "resource_name": name,
-                "configs": [
-                    {"name": n, "config_operation": op, "value": v} for n, op, v in configs
-                ],
-            }
-            for kind, name, configs in resources
-        ],
-        "validate_only": validate_only,
-    }
-    return run.call(INCREMENTAL_ALTER_CONFIGS, 1, body)
+def incremental(run: Run, resources: Resources, validate_only: bool = False) -> Any:
+    return run.call(INCREMENTAL_ALTER_CONFIGS, 1, incremental_body(resources, validate_only))
 
 
 # broker settings neither broker of the default pair sets, and Kafka cannot change at
@@ -126,19 +111,8 @@ def _describe_synonyms(run: Run) -> None:
 
 
 def set_topic_configs(run: Run, name: str, configs: dict[str, str]) -> None:
-    body = {
-        "resources": [
-            {
-                "resource_type": TOPIC,
-                "resource_name": name,
-                "configs": [
-                    {"name": k, "config_operation": SET, "value": v} for k, v in configs.items()
-                ],
-            }
-        ],
-        "validate_only": False,
-    }
-    run.quiet(INCREMENTAL_ALTER_CONFIGS, 1, body)
+    settings: list[tuple[str, int, str | None]] = [(k, SET, v) for k, v in configs.items()]
+    run.quiet(INCREMENTAL_ALTER_CONFIGS, 1, incremental_body([(TOPIC, name, settings)]))
 
 
 @scenario("describe-configs.documentation", "a topic's and a broker's configs, documented")

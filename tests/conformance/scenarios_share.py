@@ -18,7 +18,7 @@ from conformance.harness import Run, scenario
 from conformance.scenarios_data import batch
 from conformance.scenarios_fetch import topic_id, write
 from conformance.scenarios_groups import join, ready
-from conformance.scenarios_topics import quietly_create
+from conformance.scenarios_topics import incremental_body, quietly_create
 
 HEARTBEAT, DESCRIBE, SHARE_FETCH, SHARE_ACKNOWLEDGE = 76, 77, 78, 79
 CONSUMER_HEARTBEAT, INCREMENTAL_ALTER_CONFIGS, DESCRIBE_OFFSETS = 68, 44, 90
@@ -31,18 +31,8 @@ def share_group(run: Run, name: str = "g") -> str:
     the latest offset), with its coordinator ready."""
     group = run.name(name)
     ready(run, 0, group)
-    body = {
-        "resources": [
-            {
-                "resource_type": GROUP_RESOURCE,
-                "resource_name": group,
-                "configs": [
-                    {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}
-                ],
-            }
-        ],
-        "validate_only": False,
-    }
+    earliest: list[tuple[str, int, str | None]] = [("share.auto.offset.reset", 0, "earliest")]
+    body = incremental_body([(GROUP_RESOURCE, group, earliest)])
     answer = run.quiet(INCREMENTAL_ALTER_CONFIGS, 1, body)
     assert answer.responses[0].error_code == 0, answer
     return group

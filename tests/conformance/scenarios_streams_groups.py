@@ -18,7 +18,7 @@ from conformance.scenarios_group_admin import (
 )
 from conformance.scenarios_groups import ready
 from conformance.scenarios_new_groups import consumer_heartbeat, share_heartbeat
-from conformance.scenarios_topics import quietly_create
+from conformance.scenarios_topics import incremental_body, quietly_create
 from odradek.coordinator.runtime import partition_for
 
 STREAMS_HEARTBEAT, STREAMS_DESCRIBE = 88, 89
@@ -190,16 +190,12 @@ def at_once(run: Run, group: str) -> None:
     """Group configs: no initial rebalance delay and no assignment interval, so that the
     scenario does not depend on timing; a heartbeat interval of the group's own, which
     every answer tells."""
-    configs = [
-        {"name": "streams.initial.rebalance.delay.ms", "config_operation": 0, "value": "0"},
-        {"name": "streams.assignment.interval.ms", "config_operation": 0, "value": "0"},
-        {"name": "streams.heartbeat.interval.ms", "config_operation": 0, "value": "6000"},
+    configs: list[tuple[str, int, str | None]] = [
+        ("streams.initial.rebalance.delay.ms", SET, "0"),
+        ("streams.assignment.interval.ms", SET, "0"),
+        ("streams.heartbeat.interval.ms", SET, "6000"),
     ]
-    body = {
-        "resources": [{"resource_type": 32, "resource_name": group, "configs": configs}],
-        "validate_only": False,
-    }
-    answer = run.quiet(44, 1, body)
+    answer = run.quiet(44, 1, incremental_body([(GROUP, group, configs)]))
     assert answer.responses[0].error_code == 0, answer
     until_group_has(run, group, "streams.heartbeat.interval.ms", "6000")
 

@@ -202,6 +202,26 @@ def _describe_unknown(run: Run) -> None:
     run.record("unknown broker", other.results[0].error_code)
 
 
+Resources = list[tuple[int, str, list[tuple[str, int, str | None]]]]
+
+
+def incremental_body(resources: Resources, validate_only: bool = False) -> dict[str, Any]:
+    """IncrementalAlterConfigs v1: (resource type, name, [(config, operation, value)])."""
+    return {
+        "resources": [
+            {
+                "resource_type": kind,
+                "resource_name": name,
+                "configs": [
+                    {"name": n, "config_operation": op, "value": v} for n, op, v in configs
+                ],
+            }
+            for kind, name, configs in resources
+        ],
+        "validate_only": validate_only,
+    }
+
+
 def incremental(
     run: Run,
     resource_type: int,
@@ -209,18 +229,7 @@ def incremental(
     configs: list[tuple[str, int, str | None]],
     validate_only: bool = False,
 ) -> Any:
-    body = {
-        "resources": [
-            {
-                "resource_type": resource_type,
-                "resource_name": name,
-                "configs": [
-                    {"name": n, "config_operation": op, "value": v} for n, op, v in configs
-                ],
-            }
-        ],
-        "validate_only": validate_only,
-    }
+    body = incremental_body([(resource_type, name, configs)], validate_only)
     return run.call(INCREMENTAL_ALTER_CONFIGS, 1, body)
 
 
