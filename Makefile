@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 # Reinstall when the project metadata or the set of packages changes.
 INSTALL_DEPS := pyproject.toml $(wildcard */__init__.py) odradek/__init__.py
 # Test harness code that is type-checked (on top of the packages in [tool.mypy]).
-TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py acl_admin.py both_brokers.py broker.py certs.py containers.py env.py java.py logs.py messages.py names.py reference_kafka.py topics.py spark.py client_programs.py go_client.py group_configs.py js_client.py streams_app.py)
+TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py acl_admin.py both_brokers.py broker.py certs.py containers.py env.py java.py logs.py messages.py names.py reference_kafka.py topics.py spark.py client_programs.py go_client.py group_configs.py js_client.py kafka_tools.py streams_app.py)
 TEST_TYPED += $(addprefix tests/soak/,__init__.py workload.py verify.py soak.py)
 STAMP_RUN := $(VENV)/.stamp-install
 STAMP_TEST := $(VENV)/.stamp-install-test

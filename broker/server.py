@@ -17,7 +17,7 @@ import structlog
 from odradek.broker import housekeeping
 from odradek.broker.cluster import admin as cluster_admin
 from odradek.broker.cluster.controller import METADATA_TOPIC, Controller
-from odradek.broker.cluster.controller_documents import ACLS, SCRAM
+from odradek.broker.cluster.controller_documents import ACLS, FEATURES, SCRAM
 from odradek.broker.cluster.member import ClusterMember
 from odradek.broker.coordinators.producer_ids import ClusterProducerIds, ProducerIdAllocator
 from odradek.broker.coordinators.share import SHARE_STATE_TOPIC, ShareCoordinator
@@ -38,6 +38,7 @@ from odradek.broker.security.credentials import CredentialStore
 from odradek.broker.security.sasl_listener import SaslListener, sasl_listener
 from odradek.broker.security.session import Session
 from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.feature_store import FeatureStore
 from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings
 from odradek.broker.settings.listeners import Listener, ListenError
 from odradek.coordinator.group.shard import GroupConfig, GroupShard
@@ -114,6 +115,7 @@ class Broker:
             self.replicas = ReplicaManager(self, cluster.node_id)
         self.authorizer: Authorizer = build_authorizer(config)  # ACLs when configured
         self.scram_credentials = CredentialStore(config.data_dir)
+        self.features = FeatureStore(config.data_dir)
         self.flusher = Flusher()
         self.appended_bytes = 0  # the housekeeping task watches it to tell when Produce stops
         self.producer_ids: ProducerIdAllocator | ClusterProducerIds = (
@@ -155,6 +157,7 @@ class Broker:
         started = time.monotonic()
         self.topics.load()
         self.scram_credentials.load()
+        self.features.load()
         self.group_configs.load()
         self.topics.remove_orphans()
         # A broker of a cluster binds its listeners (their ports go into its registration)
@@ -333,12 +336,15 @@ class Broker:
                     runtime.submit(lambda shard: shard.delete_topic_offsets({name}))
 
     def adopt_document(self, name: str, document: bytes) -> None:
-        """The cluster's ACLs or SCRAM credentials changed: this broker follows."""
+        """The cluster's ACLs, SCRAM credentials or feature levels changed: this broker
+        follows."""
         if name == ACLS and isinstance(self.authorizer, AclAuthorizer):
             self.authorizer.store.adopt(document)
         elif name == SCRAM:
             self.scram_credentials.adopt(document)
-        log.info("cluster security changed", document=name)
+        elif name == FEATURES:
+            self.features.adopt(document)
+        log.info("cluster metadata document changed", document=name)
 
     def coordinator_moved(self, partition: Partition, leads: bool) -> None:
         """A partition of an internal topic got a new leader: its shard follows."""

@@ -1,25 +1,27 @@
-"""ACLs and SCRAM credentials as the controller keeps them for a cluster: whole
-documents in the metadata log (coordinator/cluster/shard.py: put_document), changed by
-operations that read the current document and write the new one in one step, so that
-changes arriving from several brokers never overwrite each other. Every broker's own
-stores follow them (adopt). They offer the methods the handlers use on a broker's
-stores, so that CreateAcls, DeleteAcls and AlterUserScramCredentials run the same code
-on the controller listener."""
+"""ACLs, SCRAM credentials and finalized feature levels as the controller keeps them for
+a cluster: whole documents in the metadata log (coordinator/cluster/shard.py:
+put_document), changed by operations that read the current document and write the new
+one in one step, so that changes arriving from several brokers never overwrite each
+other. Every broker's own stores follow them (adopt). They offer the methods the
+handlers use on a broker's stores, so that CreateAcls, DeleteAcls,
+AlterUserScramCredentials and UpdateFeatures run the same code on the controller
+listener."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from odradek.broker.security import acls, credentials
 from odradek.broker.security.scram import ScramCredential
+from odradek.broker.settings.features import FinalizedFeatures
 
 if TYPE_CHECKING:
     from odradek.broker.cluster.controller import Controller
 
-ACLS, SCRAM = "acls", "scram"
+ACLS, SCRAM, FEATURES = "acls", "scram", "features"
 
 
 class ControllerAcls:
@@ -56,6 +58,26 @@ class ControllerCredentials:
         deletes: Iterable[tuple[str, str]],
     ) -> None:
         await self._controller.run(partial(_change, upserts=list(upserts), deletes=list(deletes)))
+
+
+class ControllerFeatures:
+    path = Path("__cluster_metadata")  # where a failed write would be (the log)
+
+    def __init__(self, controller: Controller) -> None:
+        self._controller = controller
+
+    @property
+    def finalized(self) -> FinalizedFeatures:
+        return FinalizedFeatures.decode(self._controller.shard.documents.get(FEATURES))
+
+    async def change(self, levels: Mapping[str, int]) -> None:
+        await self._controller.run(partial(_finalize, levels=dict(levels)))
+
+
+def _finalize(shard: Any, levels: dict[str, int]) -> Any:
+    current = FinalizedFeatures.decode(shard.documents.get(FEATURES))
+    new = FinalizedFeatures(levels, current.epoch + 1)
+    return shard.put_document(FEATURES, new.encode(), None)
 
 
 def _create(shard: Any, new: frozenset[acls.AclBinding]) -> Any:

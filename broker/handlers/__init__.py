@@ -77,6 +77,7 @@ from odradek.broker.handlers import (
     streams_group_topology_description_update,
     sync_group,
     txn_offset_commit,
+    update_features,
     write_share_group_state,
     write_txn_markers,
 )
@@ -123,6 +124,7 @@ _MODULES: dict[int, ModuleType] = {
     47: offset_delete,
     50: describe_user_scram_credentials,
     51: alter_user_scram_credentials,
+    57: update_features,
     60: describe_cluster,
     61: describe_producers,
     65: describe_transactions,
@@ -164,6 +166,7 @@ _CONTROLLER_MODULES: dict[int, ModuleType] = {
     51: alter_user_scram_credentials,
     55: describe_quorum,
     56: alter_partition,
+    57: update_features,
     62: broker_registration,
     63: broker_heartbeat,
     67: allocate_producer_ids,

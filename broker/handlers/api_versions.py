@@ -1,11 +1,18 @@
-"""ApiVersions (18), v0-v3.
+"""ApiVersions (18), v0-v5.
 
 - Lists exactly the versions this broker implements.
-- A client asking a newer version than v3 gets UNSUPPORTED_VERSION in a v0 body
-  that lists ApiVersions' own range, as Kafka's (the server builds that answer, see
+- A client asking a newer version than v5 gets UNSUPPORTED_VERSION in a v0 body that
+  lists ApiVersions' own range, as Kafka's (the server builds that answer, see
   server.py), so it can retry with a version it knows.
 - v3+: a client software name or version that is not letters, digits, '-' and '.'
   (starting and ending with a letter or digit) answers INVALID_REQUEST, as Kafka.
+- v3+ carries the feature levels (broker/settings/features.py): the supported ranges,
+  and the finalized levels with their epoch. Below v4 the supported features whose
+  lowest level is 0 are left out, as Kafka leaves them out for older clients.
+- v5: a cluster id without a node id (-1), or a node id without a cluster id (null),
+  is INVALID_REQUEST. A client that names a cluster id that is not this cluster's, or a
+  node id that is not this node's, gets REBOOTSTRAP_REQUIRED: it reached another
+  broker than the one it meant.
 - Always answered with response header v0, even for flexible versions.
 """
 
@@ -13,12 +20,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
+
+from kio.schema.api_versions.v0.request import ApiVersionsRequest as RequestV0
+from kio.schema.api_versions.v1.request import ApiVersionsRequest as RequestV1
+from kio.schema.api_versions.v2.request import ApiVersionsRequest as RequestV2
+from kio.schema.api_versions.v3.request import ApiVersionsRequest as RequestV3
+from kio.schema.api_versions.v4.request import ApiVersionsRequest as RequestV4
 
 from odradek.broker.handlers.base import Api, Reply, RequestContext
+from odradek.broker.settings.features import FEATURES, FinalizedFeatures
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.schemas.api_versions.v5.request import ApiVersionsRequest as RequestV5
 
-MIN_VERSION, MAX_VERSION = 0, 3
+MIN_VERSION, MAX_VERSION = 0, 5
+
+Request = RequestV0 | RequestV1 | RequestV2 | RequestV3 | RequestV4 | RequestV5
 
 
 def api_keys(apis: Iterable[Api]) -> list[dict[str, int]]:
@@ -40,16 +57,64 @@ STREAMS_PROTOCOL_APIS = (88, 89, 93)
 SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
-    if ctx.version >= 3 and not (
-        SOFTWARE.fullmatch(request.client_software_name)
-        and SOFTWARE.fullmatch(request.client_software_version)
+async def handle(ctx: RequestContext, request: Request) -> Reply:
+    # decoded requests are named tuples of the class's fields: the version tells which
+    if (ctx.version >= 3 and not _software_named(cast(RequestV3, request))) or (
+        ctx.version >= 5 and not _target_named(cast(RequestV5, request))
     ):
         return {"error_code": ErrorCode.invalid_request, "api_keys": [], "throttle_time": 0}
+    config = ctx.services.config
+    if ctx.version >= 5 and _elsewhere(cast(RequestV5, request), config.cluster_id, config.node_id):
+        return {"error_code": ErrorCode.rebootstrap_required, "api_keys": [], "throttle_time": 0}
     apis: list[Api] = list(ctx.services.apis_for(ctx.listener).values())
-    protocols = ctx.services.config.group_coordinator_rebalance_protocols
+    protocols = config.group_coordinator_rebalance_protocols
     if "consumer" not in {p.strip() for p in protocols.split(",")}:
         apis = [api for api in apis if api.key not in CONSUMER_PROTOCOL_APIS]
     if "streams" not in {p.strip() for p in protocols.split(",")}:
         apis = [api for api in apis if api.key not in STREAMS_PROTOCOL_APIS]
-    return {"error_code": 0, "api_keys": api_keys(apis), "throttle_time": 0}
+    reply = {"error_code": 0, "api_keys": api_keys(apis), "throttle_time": 0}
+    if ctx.version >= 3:
+        reply |= features(finalized(ctx), ctx.version)
+    return reply
+
+
+def _software_named(request: RequestV3 | RequestV4 | RequestV5) -> bool:
+    return bool(
+        SOFTWARE.fullmatch(request.client_software_name)
+        and SOFTWARE.fullmatch(request.client_software_version)
+    )
+
+
+def _target_named(request: RequestV5) -> bool:
+    """A cluster id comes with a node id, and no cluster id with none (-1)."""
+    return (request.cluster_id is None) == (request.node_id == -1)
+
+
+def _elsewhere(request: RequestV5, cluster_id: str, node_id: int) -> bool:
+    """The client meant another cluster or another node than this one."""
+    if request.cluster_id is None:
+        return False
+    return request.cluster_id != cluster_id or request.node_id != node_id
+
+
+def finalized(ctx: RequestContext) -> FinalizedFeatures:
+    """The levels in force: the controller's own on its listener, else this broker's."""
+    controller = ctx.services.controller
+    if ctx.listener.controller and controller is not None:
+        return controller.features.finalized
+    return ctx.services.features.finalized
+
+
+def features(finalized: FinalizedFeatures, version: int) -> dict[str, Any]:
+    supported = [f for f in FEATURES if version >= 4 or f.min_level > 0]
+    return {
+        "supported_features": [
+            {"name": f.name, "min_version": f.min_level, "max_version": f.max_level}
+            for f in supported
+        ],
+        "finalized_features_epoch": finalized.epoch,
+        "finalized_features": [
+            {"name": name, "min_version_level": level, "max_version_level": level}
+            for name, level in finalized.listed()
+        ],
+    }

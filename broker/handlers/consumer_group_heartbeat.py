@@ -15,6 +15,7 @@ from typing import Any
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.groups_common import client_host, heartbeat_error, heartbeat_reply
 from odradek.broker.security.resources import Operation, ResourceType
+from odradek.broker.settings.features import GROUP_VERSION
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
@@ -24,6 +25,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     protocols = ctx.services.config.group_coordinator_rebalance_protocols
     if "consumer" not in {p.strip() for p in protocols.split(",")}:
         return _error(ErrorCode.unsupported_version, "The consumer group protocol is disabled.")
+    if ctx.services.features.finalized.level(GROUP_VERSION) == 0:
+        return _error(ErrorCode.unsupported_version, None)
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return _error(ErrorCode.group_authorization_failed, None)
     owned = request.topic_partitions

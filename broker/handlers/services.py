@@ -19,6 +19,7 @@ from odradek.broker.security.authorizer import Authorizer
 from odradek.broker.security.credentials import CredentialStore
 from odradek.broker.security.sasl_listener import SaslListener
 from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.feature_store import FeatureStore
 from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings
 from odradek.broker.settings.listeners import Listener
 from odradek.coordinator.runtime import CoordinatorRuntime
@@ -41,6 +42,9 @@ class Services(Protocol):
     def authorizer(self) -> Authorizer: ...
     @property
     def scram_credentials(self) -> CredentialStore: ...
+    @property
+    def features(self) -> FeatureStore:
+        """The finalized feature levels (in a cluster, as this broker follows them)."""
 
     # the data plane
     @property

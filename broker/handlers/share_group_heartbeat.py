@@ -21,12 +21,15 @@ from odradek.broker.handlers.authorization import acls_enabled, allowed_names
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.groups_common import client_host, heartbeat_error, heartbeat_reply
 from odradek.broker.security.resources import Operation, ResourceType
+from odradek.broker.settings.features import SHARE_VERSION
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 1
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
+    if ctx.services.features.finalized.level(SHARE_VERSION) == 0:
+        return _error(ErrorCode.unsupported_version, None)
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return _error(ErrorCode.group_authorization_failed, None)
     names = request.subscribed_topic_names

@@ -32,6 +32,7 @@ from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.groups_common import client_host, on_group_shard
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.broker.settings import topic_configs
+from odradek.broker.settings.features import STREAMS_VERSION
 from odradek.coordinator.group import streams_records as sr
 from odradek.coordinator.group.heartbeat_errors import HeartbeatError
 from odradek.coordinator.group.streams_heartbeat import validate
@@ -52,6 +53,8 @@ def streams_enabled(ctx: RequestContext) -> bool:
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     if not streams_enabled(ctx):
         return error_reply(ErrorCode.unsupported_version, "The version of API is not supported.")
+    if ctx.services.features.finalized.level(STREAMS_VERSION) == 0:
+        return error_reply(ErrorCode.unsupported_version, None)
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return error_reply(ErrorCode.group_authorization_failed, None)
     topology = request.topology

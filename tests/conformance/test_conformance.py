@@ -16,6 +16,7 @@ from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_configs,
     scenarios_consumer_groups,
     scenarios_data,
+    scenarios_features,
     scenarios_fetch,
     scenarios_group_admin,
     scenarios_groups,
