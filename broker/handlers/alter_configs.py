@@ -21,7 +21,13 @@ from typing import Any
 from odradek.broker.dataplane.topics import TopicError
 from odradek.broker.handlers.authorization import config_resource_refusal
 from odradek.broker.handlers.base import Reply, RequestContext
-from odradek.broker.handlers.config_requests import BROKER_LOGGER, GROUP, TOPIC, resource_problem
+from odradek.broker.handlers.config_requests import (
+    BROKER,
+    BROKER_LOGGER,
+    GROUP,
+    TOPIC,
+    resource_problem,
+)
 from odradek.broker.security.resources import Operation
 from odradek.broker.settings import topic_configs
 from odradek.broker.settings.group_configs import GroupConfigError
@@ -55,8 +61,8 @@ async def alter_resource(
     if problem is not None:
         result["error_code"], result["error_message"] = problem
         return result
-    if resource.resource_type == BROKER_LOGGER:
-        return result  # its level, already as asked
+    if resource.resource_type in (BROKER_LOGGER, BROKER):
+        return result  # the logger's level, already as asked; a broker's deletes, no-ops
     if resource.resource_type == GROUP:
         return _alter_group(ctx, resource.resource_name, validate_only, change, result)
     if resource.resource_type != TOPIC:

@@ -2,7 +2,8 @@
 are looked at, as Kafka 4.4's ConfigAdminManager and RuntimeLoggerManager do, with
 their messages: a config named twice, null values, the resource type, a broker's id,
 and the broker and logger resources themselves (Odradek changes no broker setting at
-run time; its one logger is "root", whose level it only reports)."""
+run time, and deleting a broker setting is a no-op; its one logger is "root", whose
+level it only reports)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def _node_problem(name: str, node: int, unexpected: str) -> Problem | None:
 def resource_problem(
     resource: Any, node: int, incremental: bool, validate_only: bool
 ) -> Problem | None:
-    """Why the resource cannot be altered at all, or None (topics and groups go on)."""
+    """Why the resource cannot be altered at all, or None (topics and groups go on; a
+    broker's, when every operation is a DELETE)."""
     configs = list(resource.configs)
     names = [c.name for c in configs]
     if len(set(names)) != len(names):
@@ -53,7 +55,11 @@ def resource_problem(
             problem = _node_problem(name, node, unexpected)
             if problem is not None:
                 return problem
-        fixed = ", ".join(names)
+        # deleting a setting no change has set (none ever is here) is a no-op, as on Kafka
+        changed = [c.name for c in configs if not (incremental and c.config_operation == DELETE)]
+        if not changed:
+            return None
+        fixed = ", ".join(changed)
         return ErrorCode.invalid_request, f"Cannot update these configs dynamically: [{fixed}]"
     if kind not in (TOPIC, CLIENT_METRICS, GROUP):
         return ErrorCode.invalid_request, f"Unknown resource type {kind}"

@@ -194,6 +194,22 @@ def _incremental_broker(run: Run) -> None:
     incremental(run, [(BROKER_LOGGER, "7", [("root", SET, "DEBUG")])])
 
 
+@scenario("incremental-alter-configs.broker-deletes", "deleting broker settings never set")
+def _incremental_broker_deletes(run: Run) -> None:
+    # what kafka-reassign-partitions --verify sends to clear replication throttles
+    throttles = [
+        ("leader.replication.throttled.rate", DELETE, None),
+        ("follower.replication.throttled.rate", DELETE, None),
+        ("replica.alter.log.dirs.io.max.bytes.per.second", DELETE, None),
+    ]
+    for name in (NODE, ""):
+        incremental(run, [(BROKER, name, throttles)])
+        incremental(run, [(BROKER, name, [("log.cleaner.threads", DELETE, None)])])
+        incremental(run, [(BROKER, name, [("log.dirs", DELETE, None)])], validate_only=True)
+        incremental(run, [(BROKER, name, [("no.such.config", DELETE, None)])])
+    incremental(run, [(BROKER, "7", [("log.cleaner.threads", DELETE, None)])])
+
+
 @scenario("configs.dynamic-broker-changes", "broker settings Kafka changes at run time")
 def _dynamic_broker_changes(run: Run) -> None:
     alter(run, [(BROKER, NODE, {"message.max.bytes": "2000000"})], validate_only=True)

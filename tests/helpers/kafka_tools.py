@@ -33,3 +33,8 @@ def run_tool(main_class: str, *args: str) -> subprocess.CompletedProcess[str]:
 def features(*args: str) -> subprocess.CompletedProcess[str]:
     """kafka-features.sh"""
     return run_tool("org.apache.kafka.tools.FeatureCommand", *args)
+
+
+def configs(*args: str) -> subprocess.CompletedProcess[str]:
+    """kafka-configs.sh"""
+    return run_tool("org.apache.kafka.tools.ConfigCommand", *args)

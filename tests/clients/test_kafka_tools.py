@@ -1,6 +1,8 @@
-"""`kafka-features` (Kafka 4.4's FeatureCommand) against Odradek and against Kafka 4.4:
-the same features described, the same refusals, and a downgrade and upgrade that
-both brokers carry out and report alike."""
+"""Kafka 4.4's own command-line tools against Odradek and against Kafka 4.4.
+
+`kafka-features`: the same features described, the same refusals, and a downgrade and
+upgrade that both brokers carry out and report alike. `kafka-configs`: deleting a
+broker setting that was never set is a no-op on both."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import re
 
 import pytest
 from helpers.broker import Broker, BrokerFactory
-from helpers.kafka_tools import features
+from helpers.kafka_tools import configs, features
 from helpers.reference_kafka import ReferenceKafka
 from helpers.wire import WireClient
 
@@ -93,3 +95,20 @@ def test_levels_survive_a_restart(broker_factory: BrokerFactory) -> None:
             "rack_id": None,
         }
         assert client.call(76, 1, body).error_code == 35  # UNSUPPORTED_VERSION
+
+
+def test_deleting_an_unset_broker_setting_is_a_no_op(both: dict[str, str]) -> None:
+    for name, bootstrap in both.items():
+        done = configs(
+            "--bootstrap-server",
+            bootstrap,
+            "--alter",
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "0",
+            "--delete-config",
+            "log.cleaner.threads,leader.replication.throttled.rate",
+        )
+        assert done.returncode == 0, (name, done.stdout, done.stderr)
+        assert "Completed updating config for broker 0." in done.stdout, (name, done.stdout)
