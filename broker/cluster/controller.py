@@ -14,7 +14,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from odradek.broker.cluster.controller_documents import ControllerAcls, ControllerCredentials
+from odradek.broker.cluster.controller_documents import (
+    ControllerAcls,
+    ControllerCredentials,
+    ControllerQuotas,
+)
 from odradek.broker.settings.cluster_config import ClusterConfig
 from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
 from odradek.coordinator.runtime import CoordinatorRuntime, Operation
@@ -55,6 +59,7 @@ class Controller:
         self.observers: dict[int, Observer] = {}
         self.acls = ControllerAcls(self)
         self.credentials = ControllerCredentials(self)
+        self.quotas = ControllerQuotas(self)
 
     async def start(self) -> None:
         await self.runtime.ensure_started()

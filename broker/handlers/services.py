@@ -14,10 +14,12 @@ from odradek.broker.coordinators.producer_ids import ClusterProducerIds, Produce
 from odradek.broker.coordinators.share import ShareCoordinator
 from odradek.broker.coordinators.transactions import TransactionCoordinator
 from odradek.broker.dataplane.fetch_sessions import FetchSessionCache
+from odradek.broker.dataplane.quotas import ClientQuotas
 from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
 from odradek.broker.security.authorizer import Authorizer
 from odradek.broker.security.credentials import CredentialStore
 from odradek.broker.security.sasl_listener import SaslListener
+from odradek.broker.settings.client_quotas import ClientQuotaStore
 from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings
 from odradek.broker.settings.listeners import Listener
@@ -41,6 +43,11 @@ class Services(Protocol):
     def authorizer(self) -> Authorizer: ...
     @property
     def scram_credentials(self) -> CredentialStore: ...
+    @property
+    def client_quotas(self) -> ClientQuotaStore: ...
+    @property
+    def quotas(self) -> ClientQuotas:
+        """The client quotas' rates and throttling."""
 
     # the data plane
     @property
