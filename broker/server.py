@@ -17,17 +17,19 @@ import structlog
 from odradek.broker import housekeeping
 from odradek.broker.cluster import admin as cluster_admin
 from odradek.broker.cluster.controller import METADATA_TOPIC, Controller
-from odradek.broker.cluster.controller_documents import ACLS, FEATURES, SCRAM
+from odradek.broker.cluster.controller_documents import ACLS, FEATURES, QUOTAS, SCRAM
 from odradek.broker.cluster.member import ClusterMember
 from odradek.broker.coordinators.producer_ids import ClusterProducerIds, ProducerIdAllocator
 from odradek.broker.coordinators.share import SHARE_STATE_TOPIC, ShareCoordinator
 from odradek.broker.coordinators.transactions import TRANSACTION_TOPIC, TransactionCoordinator
 from odradek.broker.dataplane.fetch_sessions import FetchSessionCache
 from odradek.broker.dataplane.flusher import Flusher
+from odradek.broker.dataplane.quotas import ClientQuotas
 from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
 from odradek.broker.handlers import API_TABLE, CONTROLLER_API_TABLE, sasl_authenticate
 from odradek.broker.handlers.api_versions import api_keys
 from odradek.broker.handlers.base import Api, RequestContext
+from odradek.broker.handlers.quota_common import mute, request_time_throttle
 from odradek.broker.network.connection import Chunks
 from odradek.broker.network.connections import ConnectionTable, Limits
 from odradek.broker.network.listener_connections import ListenerConnections
@@ -37,6 +39,7 @@ from odradek.broker.security.authorizer import AclAuthorizer, Authorizer, build_
 from odradek.broker.security.credentials import CredentialStore
 from odradek.broker.security.sasl_listener import SaslListener, sasl_listener
 from odradek.broker.security.session import Session
+from odradek.broker.settings.client_quotas import ClientQuotaStore
 from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.feature_store import FeatureStore
 from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings
@@ -89,6 +92,7 @@ WRITE_BUFFER_HIGH = 4 * 1024 * 1024
 # what a SASL listener answers before authentication: ApiVersions, SaslHandshake,
 # SaslAuthenticate (anything else closes the connection, as on Kafka)
 BEFORE_AUTHENTICATION = frozenset({18, 17, 36})
+SELF_THROTTLED = frozenset({0, 1})  # Produce and Fetch count their own quotas
 
 
 class Broker:
@@ -116,6 +120,8 @@ class Broker:
         self.authorizer: Authorizer = build_authorizer(config)  # ACLs when configured
         self.scram_credentials = CredentialStore(config.data_dir)
         self.features = FeatureStore(config.data_dir)
+        self.client_quotas = ClientQuotaStore(config.data_dir)
+        self.quotas = ClientQuotas(config.quota_window_num, config.quota_window_size_seconds)
         self.flusher = Flusher()
         self.appended_bytes = 0  # the housekeeping task watches it to tell when Produce stops
         self.producer_ids: ProducerIdAllocator | ClusterProducerIds = (
@@ -158,6 +164,8 @@ class Broker:
         self.topics.load()
         self.scram_credentials.load()
         self.features.load()
+        self.client_quotas.load()
+        self.client_quotas.watch(self.quotas.update)
         self.group_configs.load()
         self.topics.remove_orphans()
         # A broker of a cluster binds its listeners (their ports go into its registration)
@@ -336,12 +344,14 @@ class Broker:
                     runtime.submit(lambda shard: shard.delete_topic_offsets({name}))
 
     def adopt_document(self, name: str, document: bytes) -> None:
-        """The cluster's ACLs, SCRAM credentials or feature levels changed: this broker
-        follows."""
+        """The cluster's ACLs, SCRAM credentials, client quotas or feature levels changed:
+        this broker follows."""
         if name == ACLS and isinstance(self.authorizer, AclAuthorizer):
             self.authorizer.store.adopt(document)
         elif name == SCRAM:
             self.scram_credentials.adopt(document)
+        elif name == QUOTAS:
+            self.client_quotas.adopt(document)
         elif name == FEATURES:
             self.features.adopt(document)
         log.info("cluster metadata document changed", document=name)
@@ -525,8 +535,10 @@ class Broker:
         except messages.MalformedRequest as exc:
             raise FrameError(f"malformed {api.name} v{version} request: {exc}") from exc
         started = time.perf_counter()
-        ctx = RequestContext(self, header, connection_id, listener, session)
+        ctx = RequestContext(self, header, connection_id, listener, session, len(request), started)
         reply = await api.handle(ctx, body)
+        if self.quotas.enabled and api_key not in SELF_THROTTLED and isinstance(reply, dict):
+            reply = self._request_throttled(ctx, reply)
         elapsed = time.perf_counter() - started
         metrics.requests.observe(api.name, elapsed)
         if self._log_requests:
@@ -550,6 +562,17 @@ class Broker:
         prefix = SIZE_PREFIX.pack(len(head) + size) + head
         metrics.requests.bytes_out += len(prefix) + size
         return [prefix, *chunks]
+
+    def _request_throttled(self, ctx: RequestContext, reply: dict[str, Any]) -> dict[str, Any]:
+        """The answer with the throttle time the request's handling time calls for
+        (request_percentage), the connection muted that long."""
+        if "throttle_time" not in reply:
+            return reply
+        throttle = request_time_throttle(ctx, self.now_ms())
+        if not throttle:
+            return reply
+        mute(ctx, throttle)
+        return {**reply, "throttle_time": throttle}
 
     def _unsupported_api_versions(self, correlation_id: int, apis: dict[int, Api]) -> Chunks:
         # Kafka lists only ApiVersions' own versions there (KIP-511)

@@ -18,6 +18,7 @@ from odradek.broker.cluster.controller_documents import (
     ControllerAcls,
     ControllerCredentials,
     ControllerFeatures,
+    ControllerQuotas,
 )
 from odradek.broker.settings.cluster_config import ClusterConfig
 from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
@@ -60,6 +61,7 @@ class Controller:
         self.acls = ControllerAcls(self)
         self.credentials = ControllerCredentials(self)
         self.features = ControllerFeatures(self)
+        self.quotas = ControllerQuotas(self)
 
     async def start(self) -> None:
         await self.runtime.ensure_started()

@@ -1,11 +1,11 @@
-"""ACLs, SCRAM credentials and finalized feature levels as the controller keeps them for
-a cluster: whole documents in the metadata log (coordinator/cluster/shard.py:
-put_document), changed by operations that read the current document and write the new
-one in one step, so that changes arriving from several brokers never overwrite each
-other. Every broker's own stores follow them (adopt). They offer the methods the
-handlers use on a broker's stores, so that CreateAcls, DeleteAcls,
-AlterUserScramCredentials and UpdateFeatures run the same code on the controller
-listener."""
+"""ACLs, SCRAM credentials, client quotas and finalized feature levels as the controller
+keeps them for a cluster: whole documents in the metadata log
+(coordinator/cluster/shard.py: put_document), changed by operations that read the
+current document and write the new one in one step, so that changes arriving from
+several brokers never overwrite each other. Every broker's own stores follow them
+(adopt). They offer the methods the handlers use on a broker's stores, so that
+CreateAcls, DeleteAcls, AlterUserScramCredentials, AlterClientQuotas and
+UpdateFeatures run the same code on the controller listener."""
 
 from __future__ import annotations
 
@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from odradek.broker.security import acls, credentials
 from odradek.broker.security.scram import ScramCredential
+from odradek.broker.settings import client_quotas
 from odradek.broker.settings.features import FinalizedFeatures
+from odradek.coordinator.runtime import Result
 
 if TYPE_CHECKING:
     from odradek.broker.cluster.controller import Controller
 
-ACLS, SCRAM, FEATURES = "acls", "scram", "features"
+ACLS, SCRAM, QUOTAS, FEATURES = "acls", "scram", "client-quotas", "features"
 
 
 class ControllerAcls:
@@ -100,3 +102,43 @@ def _change(
     users = credentials.decode_document(shard.documents.get(SCRAM))
     changed = credentials.changed(users, upserts, deletes)
     return shard.put_document(SCRAM, credentials.encode_document(changed), None)
+
+
+class ControllerQuotas:
+    path = Path("__cluster_metadata")
+
+    def __init__(self, controller: Controller) -> None:
+        self._controller = controller
+
+    def quotas(self) -> client_quotas.Quotas:
+        return client_quotas.decode_document(self._controller.shard.documents.get(QUOTAS))
+
+    async def alter(
+        self,
+        alterations: Sequence[client_quotas.Alteration],
+        validate_only: bool,
+        unresolvable: frozenset[str],
+    ) -> list[tuple[client_quotas.Entity, client_quotas.Problem | None]]:
+        outcome: list[tuple[client_quotas.Entity, client_quotas.Problem | None]]
+        outcome = await self._controller.run(
+            partial(
+                _alter_quotas,
+                alterations=list(alterations),
+                validate_only=validate_only,
+                unresolvable=unresolvable,
+            )
+        )
+        return outcome
+
+
+def _alter_quotas(
+    shard: Any,
+    alterations: list[client_quotas.Alteration],
+    validate_only: bool,
+    unresolvable: frozenset[str],
+) -> Any:
+    current = client_quotas.decode_document(shard.documents.get(QUOTAS))
+    outcome, after = client_quotas.plan_alterations(current, alterations, unresolvable)
+    if validate_only or after == current:
+        return Result([], outcome)
+    return shard.put_document(QUOTAS, client_quotas.encode_document(after), outcome)

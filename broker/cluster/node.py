@@ -35,7 +35,8 @@ class Node(Protocol):
     async def flush_partition(self, partition: Partition) -> None: ...
 
     def adopt_document(self, name: str, document: bytes) -> None:
-        """The cluster's ACLs or SCRAM credentials changed: this broker follows."""
+        """The cluster's ACLs, SCRAM credentials or client quotas changed: this broker
+        follows."""
 
     def remove_topic(self, name: str) -> None: ...
 

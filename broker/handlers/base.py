@@ -22,6 +22,8 @@ class RequestContext:
     connection_id: str
     listener: Listener  # the one the request came through; its address is what clients see
     session: Session  # who sent it
+    size: int = 0  # of the request, in bytes (what a produce quota counts)
+    started: float = 0.0  # time.perf_counter() when its handling began
 
     @property
     def version(self) -> int:

@@ -22,6 +22,11 @@
   consumers up to the high watermark; a follower's fetch reads to the log end and
   tells the leader how far the follower got (followers learn the high watermark with
   their next records, as on Kafka).
+- Client quotas (handlers/quota_common.py), a consumer's fetch only: at most what
+  its consumer_byte_rate allows in the quota's window is read (all but one of its
+  samples); the records returned count against the rate, the handling time against
+  request_percentage. Over either, the answer carries the throttle time and no
+  records (they are not counted), and the connection is muted that long.
 """
 
 from __future__ import annotations
@@ -39,7 +44,15 @@ from odradek.broker.dataplane.fetch_sessions import (
 from odradek.broker.dataplane.topics import Partition
 from odradek.broker.handlers.authorization import acls_enabled, allowed_names, cluster_allowed
 from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.quota_common import (
+    byte_throttle,
+    client_of,
+    mute,
+    request_time_throttle,
+    user_of,
+)
 from odradek.broker.security.resources import Operation, ResourceType
+from odradek.broker.settings.client_quotas import CONSUMER_BYTE_RATE
 from odradek.protocol.errors import ErrorCode
 from odradek.storage import OffsetOutOfRange
 
@@ -233,10 +246,18 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         return {"throttle_time": 0, "error_code": exc.code, "session_id": 0, "responses": []}
 
     max_bytes = request.max_bytes
+    min_bytes = request.min_bytes
+    replica_id = _replica_id(request)
+    quotas = ctx.services.quotas
+    counted = quotas.enabled and replica_id < 0 and not ctx.listener.controller
+    if counted:
+        window = quotas.max_in_window(CONSUMER_BYTE_RATE, user_of(ctx), client_of(ctx))
+        if window is not None:
+            max_bytes = min(max_bytes, window)
+            min_bytes = min(min_bytes, max_bytes)
     isolation = getattr(request, "isolation_level", 0)
     max_wait = request.max_wait.total_seconds()
     deadline = time.monotonic() + max_wait
-    replica_id = _replica_id(request)
     unreadable: set[PartitionKey] = set()
     if acls_enabled(ctx) and replica_id < 0:
         unreadable = _unreadable(ctx, plan)
@@ -248,7 +269,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         )
         remaining = deadline - time.monotonic()
         errors = any(answer["error_code"] for _, _, answer in results)
-        if total >= request.min_bytes or remaining <= 0 or errors or not results:
+        if total >= min_bytes or remaining <= 0 or errors or not results:
             break
         waiters = [
             partition.arrival(replica_id >= 0)
@@ -258,9 +279,22 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         if not waiters:
             break
         await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+    responses = _shape(plan, results)
+    throttle = 0
+    if counted:
+        now_ms = int(time.time() * 1000)
+        throttle = max(
+            byte_throttle(ctx, CONSUMER_BYTE_RATE, total, now_ms),
+            request_time_throttle(ctx, now_ms),
+        )
+        if throttle:
+            # as Kafka: a throttled consumer gets no records, and they are not counted
+            quotas.unrecord(CONSUMER_BYTE_RATE, user_of(ctx), client_of(ctx), total, now_ms)
+            responses = []
+            mute(ctx, throttle)
     return {
-        "throttle_time": 0,
+        "throttle_time": throttle,
         "error_code": 0,
         "session_id": plan.response_session_id,
-        "responses": _shape(plan, results),
+        "responses": responses,
     }

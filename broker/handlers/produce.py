@@ -37,6 +37,10 @@
 - With ACLs: a transactional id needs WRITE on it (else every partition answers
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and each topic WRITE on it
   (TOPIC_AUTHORIZATION_FAILED, before any other check).
+- Client quotas (handlers/quota_common.py): the request's size counts against the
+  client's producer_byte_rate, its handling time against request_percentage; over
+  either, the answer carries the throttle time and the connection is muted that
+  long (acks=0 too, without an answer).
 """
 
 from __future__ import annotations
@@ -48,7 +52,9 @@ from typing import Any
 from odradek.broker.dataplane.topics import Partition
 from odradek.broker.handlers.authorization import acls_enabled
 from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.quota_common import byte_throttle, mute, request_time_throttle
 from odradek.broker.security.resources import Operation, ResourceType
+from odradek.broker.settings.client_quotas import PRODUCER_BYTE_RATE
 from odradek.coordinator.runtime import CoordinatorError
 from odradek.protocol.batch import (
     ATTR_TRANSACTIONAL,
@@ -376,6 +382,13 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
                 answer["error_code"] = ErrorCode.kafka_storage_error
     if acks == -1:
         await _wait_for_replicas(ends, request.timeout_ms)
+    throttle = 0
+    if ctx.services.quotas.enabled:
+        throttle = max(
+            byte_throttle(ctx, PRODUCER_BYTE_RATE, ctx.size, now_ms),
+            request_time_throttle(ctx, now_ms),
+        )
+        mute(ctx, throttle)
     if acks == 0:
         return None
-    return encode_produce_response(ctx.version, topics)
+    return encode_produce_response(ctx.version, topics, throttle)

@@ -14,10 +14,12 @@ from odradek.broker.coordinators.producer_ids import ClusterProducerIds, Produce
 from odradek.broker.coordinators.share import ShareCoordinator
 from odradek.broker.coordinators.transactions import TransactionCoordinator
 from odradek.broker.dataplane.fetch_sessions import FetchSessionCache
+from odradek.broker.dataplane.quotas import ClientQuotas
 from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
 from odradek.broker.security.authorizer import Authorizer
 from odradek.broker.security.credentials import CredentialStore
 from odradek.broker.security.sasl_listener import SaslListener
+from odradek.broker.settings.client_quotas import ClientQuotaStore
 from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.feature_store import FeatureStore
 from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings
@@ -45,6 +47,12 @@ class Services(Protocol):
     @property
     def features(self) -> FeatureStore:
         """The finalized feature levels (in a cluster, as this broker follows them)."""
+
+    @property
+    def client_quotas(self) -> ClientQuotaStore: ...
+    @property
+    def quotas(self) -> ClientQuotas:
+        """The client quotas' rates and throttling."""
 
     # the data plane
     @property

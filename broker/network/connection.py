@@ -15,7 +15,8 @@ by the broker).
 
 Requests are handled one at a time, like Kafka does per connection; reading
 pauses while too many frames wait, and the handler waits while the socket's
-send buffer is full.
+send buffer is full. A client over its quota is answered at once, then nothing
+more is read or handled from it for the throttle time.
 """
 
 from __future__ import annotations
@@ -367,6 +368,17 @@ class Connection(asyncio.BufferedProtocol):
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._arrived.wait(), seconds)
 
+    async def _mute(self) -> None:
+        """A client over its quota: its answer is out, and nothing more is read from
+        it until the throttle time ends (as Kafka mutes the channel)."""
+        seconds = self.session.throttle_ms / 1000
+        self.session.throttle_ms = 0
+        if not self._reading_paused and self.transport is not None:
+            self.transport.pause_reading()
+        await asyncio.sleep(seconds)
+        if not self._reading_paused and self.transport is not None and not self._closed:
+            self.transport.resume_reading()
+
     async def _serve(self) -> None:
         held: Chunks = []
         try:
@@ -392,6 +404,12 @@ class Connection(asyncio.BufferedProtocol):
                     await self._next_frame_within(PIPELINE_WAIT_S)
                 if response is not None:
                     held.extend(response)
+                if self.session.throttle_ms:
+                    if held:
+                        self._send(held)
+                        held = []
+                    await self._mute()
+                    continue
                 if not held or self._hold_for_next(held):
                     continue
                 self._send(held)

@@ -20,6 +20,9 @@ class Session:
     exchange: Any = None  # the SASL exchange in progress (sasl.py)
     # SaslHandshake v0: the tokens that follow are bare frames, not SaslAuthenticate
     raw_tokens: bool = False
+    # set by a request over its client quota: the connection reads nothing more from
+    # the client for this many milliseconds (then back to 0)
+    throttle_ms: int = 0
 
     @classmethod
     def for_listener(cls, security_protocol: str) -> Session:

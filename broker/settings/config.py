@@ -1,7 +1,7 @@
 """Broker configuration, named as in Kafka's server.properties.
 
 A setting the broker reads sets a field; a setting Kafka has but Odradek does not use
-(a thread count, a quota window: nothing Odradek does)
+(a thread count, a replication quota: nothing Odradek does)
 is accepted and reported once in the log; any other name, or a value that does not
 parse, is a ConfigError naming the setting.
 """
@@ -97,6 +97,8 @@ _NAMES = {
     "offsets.retention.minutes": "offsets_retention_minutes",
     "offsets.retention.check.interval.ms": "offsets_retention_check_interval_ms",
     "offset.metadata.max.bytes": "offset_metadata_max_bytes",
+    "quota.window.num": "quota_window_num",
+    "quota.window.size.seconds": "quota_window_size_seconds",
     "transaction.max.timeout.ms": "transaction_max_timeout_ms",
     "transactional.id.expiration.ms": "transactional_id_expiration_ms",
     "producer.id.expiration.ms": "producer_id_expiration_ms",
@@ -234,6 +236,9 @@ class BrokerConfig:
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = 4096
+    # client quotas: the rate is measured over this many samples of this many seconds
+    quota_window_num: int = 11
+    quota_window_size_seconds: int = 1
     transaction_max_timeout_ms: int = 900000
     transactional_id_expiration_ms: int = 604800000
     producer_id_expiration_ms: int = 86400000
@@ -327,6 +332,9 @@ class BrokerConfig:
                 f"{', '.join(MIGRATION_POLICIES)}"
             )
         self.group_consumer_migration_policy = policy
+        for name in ("quota.window.num", "quota.window.size.seconds"):
+            if getattr(self, _NAMES[name]) < 1:
+                raise ConfigError(f"{name}: must be at least 1")
         self._check_streams_settings()
 
     def _check_streams_settings(self) -> None:

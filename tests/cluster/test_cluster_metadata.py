@@ -27,6 +27,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 from helpers.acl_admin import AUTHORIZER
+from helpers.wire import WireClient
 
 from cluster.conftest import SESSION_MS, create_topic, read_all
 from odradek.testing import Cluster
@@ -162,6 +163,27 @@ def test_acls_and_scram_credentials_are_the_clusters(tmp_path: Path) -> None:
             )
         ).result(15)
         assert [(b.name, b.principal) for b in found] == [("orders", "User:alice")]
+        # client quotas too: set through one broker, in every broker's copy, read on another
+        quota = {
+            "entity": [{"entity_type": "user", "entity_name": "alice"}],
+            "ops": [{"key": "producer_byte_rate", "value": 4096.0, "remove": False}],
+        }
+        with WireClient(cluster.node(1).bootstrap) as wire:
+            answer = wire.call(49, 1, {"entries": [quota], "validate_only": False})
+        assert [entry.error_code for entry in answer.entries] == [0]
+        deadline = time.monotonic() + 10
+        while not all(
+            "alice" in _read(broker.data_dir / "client-quotas.json")
+            for broker in cluster.nodes.values()
+        ):
+            assert time.monotonic() < deadline, "the quota did not reach every broker"
+            time.sleep(0.1)
+        with WireClient(cluster.node(3).bootstrap) as wire:
+            filters = [{"entity_type": "user", "match_type": 0, "match": "alice"}]
+            answer = wire.call(48, 1, {"components": filters, "strict": True})
+        assert [(v.key, v.value) for v in answer.entries[0].values] == [
+            ("producer_byte_rate", 4096.0)
+        ]
         removal = AclBindingFilter(
             ResourceType.TOPIC,
             "orders",

@@ -23,6 +23,7 @@ from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_new_groups,
     scenarios_offsets,
     scenarios_produce,
+    scenarios_quotas,
     scenarios_security,
     scenarios_share,
     scenarios_share_admin,
