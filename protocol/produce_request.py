@@ -1,4 +1,4 @@
-"""Produce requests (v3-v11) read straight from bytes.
+"""Produce requests (v3-v12) read straight from bytes.
 
 Every batch a client writes arrives in one of these, so the body is read here
 field by field instead of through the generic, class-driven decoder in

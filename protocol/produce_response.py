@@ -1,4 +1,4 @@
-"""Produce responses (v3-v11) written straight to bytes.
+"""Produce responses (v3-v12) written straight to bytes.
 
 A Produce answer is sent for every batch of records a client writes, so it is
 encoded here field by field instead of through kio's message classes, at a
@@ -47,7 +47,7 @@ def encode_produce_response(
     """The body of a ProduceResponse: `topics` as the Produce handler builds them
     ({"name", "partition_responses": [{"index", "error_code", "base_offset",
     "log_append_time", "log_start_offset", "error_message"}]})."""
-    if not 3 <= version <= 11:
+    if not 3 <= version <= 12:
         raise ValueError(f"Produce v{version} is not supported")
     flexible = version >= FIRST_FLEXIBLE
     topics = list(topics)

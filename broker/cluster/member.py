@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("broker")
 
 DESCRIBE_QUORUM, BROKER_REGISTRATION, BROKER_HEARTBEAT, FETCH = 55, 62, 63, 1
-ALLOCATE_PRODUCER_IDS, WRITE_TXN_MARKERS = 67, 27
+ALLOCATE_PRODUCER_IDS, WRITE_TXN_MARKERS, ADD_PARTITIONS_TO_TXN = 67, 27, 24
 PEER_TIMEOUT_S = 30.0
 SETTLE_WAIT_S = 30.0
 RETRY_S = 0.2
@@ -329,6 +329,48 @@ class ClusterMember:
             for marker in answer.markers
             for topic in marker.topics
             for p in topic.partitions
+        }
+
+    async def add_to_transaction(
+        self,
+        coordinator: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: list[tuple[str, int]],
+    ) -> dict[tuple[str, int], int]:
+        """AddPartitionsToTxn v5 to the transaction's coordinator, as a partition leader
+        adds a transactional Produce's partition (transactions version 2): the error
+        code per partition (COORDINATOR_NOT_AVAILABLE for all when unreachable)."""
+        unreachable = dict.fromkeys(partitions, int(ErrorCode.coordinator_not_available))
+        client = self.peer(coordinator)
+        if client is None:
+            return unreachable
+        topics: dict[str, list[int]] = {}
+        for topic, index in partitions:
+            topics.setdefault(topic, []).append(index)
+        request = {
+            "transactions": [
+                {
+                    "transactional_id": transactional_id,
+                    "producer_id": producer_id,
+                    "producer_epoch": epoch,
+                    "verify_only": False,
+                    "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
+                }
+            ]
+        }
+        try:
+            answer = await client.call(ADD_PARTITIONS_TO_TXN, 5, request)
+        except NodeUnreachable:
+            return unreachable
+        if answer.error_code:
+            return dict.fromkeys(partitions, int(answer.error_code))
+        return {
+            (topic.name, p.partition_index): int(p.partition_error_code)
+            for txn in answer.results_by_transaction
+            for topic in txn.topic_results
+            for p in topic.results_by_partition
         }
 
     def endpoint_of(self, node_id: int) -> tuple[str, int] | None:

@@ -30,7 +30,8 @@ from odradek.protocol.errors import ErrorCode
 
 
 class MarkerSender(Protocol):
-    """A cluster member's way to other brokers: markers for the partitions they lead."""
+    """A cluster member's way to other brokers: markers for the partitions they lead,
+    and partitions to add to a transaction another broker coordinates."""
 
     async def send_markers(
         self,
@@ -40,6 +41,19 @@ class MarkerSender(Protocol):
         commit: bool,
         partitions: list[tuple[str, int]],
     ) -> dict[tuple[str, int], int]: ...
+
+    async def add_to_transaction(
+        self,
+        coordinator: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: list[tuple[str, int]],
+    ) -> dict[tuple[str, int], int]: ...
+
+
+class ProducerIds(Protocol):
+    def allocate(self) -> int: ...
 
 
 class Broker(Protocol):
@@ -53,6 +67,8 @@ class Broker(Protocol):
     def groups(self) -> CoordinatorRuntime: ...
     @property
     def member(self) -> MarkerSender | None: ...
+    @property
+    def producer_ids(self) -> ProducerIds: ...
 
     def write_marker(
         self, partition: Partition, producer_id: int, epoch: int, commit: bool
@@ -199,24 +215,31 @@ class TransactionCoordinator:
     # -- ending transactions ------------------------------------------------------------
 
     async def end_transaction(
-        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
-    ) -> int:
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool, bump: bool = False
+    ) -> tuple[int, int, int]:
+        """(error code, producer id, epoch) once the transaction is complete; with
+        `bump` (transactions version 2) the id and epoch the producer goes on with."""
         crash_point("before-prepare")
         answer = await self.run(
             transactional_id,
-            lambda s: s.prepare_end(transactional_id, producer_id, epoch, commit, _now()),
+            lambda s: s.prepare_end(transactional_id, producer_id, epoch, commit, _now(), bump),
         )
-        if not isinstance(answer, MarkerPlan):
-            return int(answer)
-        crash_point("after-prepare")
-        await self.finish(answer)
-        return 0
+        if isinstance(answer, MarkerPlan):
+            crash_point("after-prepare")
+            await self.finish(answer)
+        elif answer:
+            return int(answer), -1, -1
+        pid, new_epoch = await self.run(transactional_id, lambda s: s.producer_of(transactional_id))
+        return 0, pid, new_epoch
 
     async def finish(self, plan: MarkerPlan) -> None:
         """Write every marker, then the Complete* record."""
         await self.write_markers(plan.producer_id, plan.epoch, plan.commit, plan.partitions)
         crash_point("after-markers")
-        await self.run(plan.transactional_id, lambda s: s.complete_end(plan, _now()))
+        await self.run(
+            plan.transactional_id,
+            lambda s: s.complete_end(plan, _now(), self.new_producer_id),
+        )
 
     async def write_markers(
         self, producer_id: int, epoch: int, commit: bool, partitions: Any, forward: bool = True
@@ -320,6 +343,35 @@ class TransactionCoordinator:
             if left:
                 await asyncio.sleep(MARKER_RETRY_S)
         return results
+
+    async def add_implicitly(
+        self, transactional_id: str, producer_id: int, epoch: int, partitions: set[tuple[str, int]]
+    ) -> dict[tuple[str, int], int]:
+        """Transactions version 2: a Produce (v12+) or a TxnOffsetCommit (v5+) adds its
+        partitions to the producer's transaction itself, here or at the coordinator of
+        another broker. The error code per partition (0 once it is in)."""
+        if self.coordinates(transactional_id):
+            try:
+                code = await self.run(
+                    transactional_id,
+                    lambda s: s.add_partitions(
+                        transactional_id, producer_id, epoch, partitions, _now()
+                    ),
+                )
+            except CoordinatorError as exc:
+                code = exc.code
+            return dict.fromkeys(partitions, int(code))
+        member = self.broker.member
+        index = self.runtime.partition_for(transactional_id)
+        state = self.broker.topics.partition(self.runtime.topic, index)
+        if member is None or state is None or state.replication is None:
+            return dict.fromkeys(partitions, int(ErrorCode.coordinator_not_available))
+        return await member.add_to_transaction(
+            state.replication.leader_id, transactional_id, producer_id, epoch, sorted(partitions)
+        )
+
+    def new_producer_id(self) -> int:
+        return self.broker.producer_ids.allocate()
 
     # -- checks used by Produce and TxnOffsetCommit ----------------------------------------
 

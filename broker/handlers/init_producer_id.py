@@ -1,4 +1,5 @@
-"""InitProducerId (22), v0-v4.
+"""InitProducerId (22), v0-v5 (v5 only tells that the client knows
+TRANSACTION_ABORTABLE, as on Kafka 4.4).
 
 Without a transactional id: a new producer id with epoch 0 on every call
 (even when the producer passes its current one, as Kafka does), from blocks
@@ -33,7 +34,7 @@ from odradek.broker.security.resources import Operation, ResourceType
 from odradek.coordinator.txn.shard import CONCURRENT_TRANSACTIONS, MarkerPlan
 from odradek.protocol.errors import ErrorCode
 
-MIN_VERSION, MAX_VERSION = 0, 4
+MIN_VERSION, MAX_VERSION = 0, 5
 
 
 def _answer(code: int, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]:

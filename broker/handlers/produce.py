@@ -1,4 +1,4 @@
-"""Produce (0), v3-v11.
+"""Produce (0), v3-v12.
 
 - Record batches stay bytes: each batch's 61-byte header is read, its CRC32C
   checked, and the log patches base offset and leader epoch in place.
@@ -21,6 +21,11 @@
   coordinates its transactional id;
   while that coordinator loads or moves the answer is NOT_ENOUGH_REPLICAS, which
   producers retry, as Kafka answers when it cannot verify the transaction.
+- v12+ (transactions version 2, KIP-890): the producer sends no AddPartitionsToTxn;
+  its transactional batch adds the partition to its transaction, at the coordinator
+  here or at another broker's (AddPartitionsToTxn v5). An epoch the coordinator has
+  moved past (a late Produce of an ended transaction) is INVALID_PRODUCER_EPOCH and
+  opens nothing; while the previous transaction ends, NOT_ENOUGH_REPLICAS (retried).
 - acks must be 0, 1 or -1; acks=0 gets no response at all. With acks=-1 a
   partition with fewer in-sync replicas than its `min.insync.replicas` answers
   NOT_ENOUGH_REPLICAS (on one node of its own there is one replica). In a cluster
@@ -46,6 +51,7 @@
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 from typing import Any
 
@@ -73,7 +79,8 @@ from odradek.storage.batch_rewrite import decode_records
 from odradek.storage.config import INT64_MAX
 from odradek.storage.producer_state import DuplicateBatch, ProducerStateError
 
-MIN_VERSION, MAX_VERSION = 3, 11
+MIN_VERSION, MAX_VERSION = 3, 12
+FIRST_IMPLICIT_ADD_VERSION = 12  # transactions version 2
 TIMESTAMP_REJECTED = "One or more records have been rejected due to invalid timestamp"
 NOT_ADDED = "Partition was not added to the transaction"
 ZSTD, KNOWN_CODECS = 4, range(5)
@@ -322,6 +329,49 @@ def _has_transactional_batch(request: ProduceRequest) -> bool:
     )
 
 
+# what the transaction coordinator's refusals of an implicit add become in a Produce answer
+ADD_REFUSALS = {
+    ErrorCode.producer_fenced: ErrorCode.invalid_producer_epoch,
+    ErrorCode.concurrent_transactions: ErrorCode.not_enough_replicas,
+    ErrorCode.coordinator_load_in_progress: ErrorCode.not_enough_replicas,
+    ErrorCode.coordinator_not_available: ErrorCode.not_enough_replicas,
+    ErrorCode.not_coordinator: ErrorCode.not_enough_replicas,
+    ErrorCode.request_timed_out: ErrorCode.not_enough_replicas,
+}
+PRODUCER_AT = 43  # a batch header's producer id (int64), then its epoch (int16)
+
+
+async def _add_to_transaction(
+    ctx: RequestContext, request: ProduceRequest
+) -> dict[tuple[str, int], int]:
+    """Transactions version 2: the partitions whose first batch is transactional join
+    the producer's transaction before anything is appended; the refusals by partition."""
+    assert request.transactional_id is not None
+    wanted: dict[tuple[int, int], set[tuple[str, int]]] = {}
+    for topic_data in request.topic_data:
+        for index, records in topic_data.partition_data:
+            if (
+                records is None
+                or len(records) < HEADER_SIZE
+                or records[MAGIC_AT] != 2
+                or not records[ATTRIBUTES_AT] & ATTR_TRANSACTIONAL
+            ):
+                continue
+            partition = ctx.services.topics.partition(topic_data.name, index)
+            if partition is not None and partition.led_here:
+                producer = struct.unpack_from(">qh", records, PRODUCER_AT)
+                wanted.setdefault(producer, set()).add((topic_data.name, index))
+    refused: dict[tuple[str, int], int] = {}
+    for (producer_id, epoch), partitions in wanted.items():
+        codes = await ctx.services.transactions.add_implicitly(
+            request.transactional_id, producer_id, epoch, partitions
+        )
+        for tp, code in codes.items():
+            if code:
+                refused[tp] = ADD_REFUSALS.get(ErrorCode(code), code)
+    return refused
+
+
 def _refuse_all(request: ProduceRequest) -> list[dict[str, Any]]:
     code = ErrorCode.transactional_id_authorization_failed
     return [
@@ -346,6 +396,9 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
         if acks == 0:
             return None
         return encode_produce_response(ctx.version, _refuse_all(request))
+    not_added: dict[tuple[str, int], int] = {}
+    if ctx.version >= FIRST_IMPLICIT_ADD_VERSION and request.transactional_id is not None:
+        not_added = await _add_to_transaction(ctx, request)
     for topic_data in request.topic_data:
         results = []
         denied = checked and not ctx.allowed(Operation.WRITE, ResourceType.TOPIC, topic_data.name)
@@ -361,6 +414,8 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
                 results.append(_error(index, ErrorCode.not_leader_or_follower))
             elif acks not in (0, 1, -1):
                 results.append(_error(index, ErrorCode.invalid_required_acks))
+            elif (topic_data.name, index) in not_added:
+                results.append(_error(index, ErrorCode(not_added[(topic_data.name, index)])))
             else:
                 result = append_to_partition(
                     ctx, partition, records, acks, now_ms, request.transactional_id

@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (28), v0-v3.
+"""TxnOffsetCommit (28), v0-v5.
 
 Offsets committed inside a transaction: written to the group's partition in a
 transactional batch, invisible to OffsetFetch until the COMMIT marker, dropped
@@ -6,7 +6,9 @@ by ABORT. The producer must own the transaction and have added the group's
 offsets partition (AddOffsetsToTxn), else INVALID_TXN_STATE / INVALID_PRODUCER_EPOCH
 (Kafka's transaction verification, which answers a fenced producer so at every
 version served here). An empty group id is INVALID_GROUP_ID. v3 carries generation,
-member and instance id, checked as OffsetCommit does.
+member and instance id, checked as OffsetCommit does. v5+ (transactions version 2,
+KIP-890): the producer sends no AddOffsetsToTxn; the commit adds the group's offsets
+partition to its transaction itself (a refusal answers every partition).
 
 With ACLs: WRITE on the transactional id (else every partition answers
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (GROUP_AUTHORIZATION_FAILED)
@@ -29,7 +31,8 @@ from odradek.coordinator.txn.shard import (
 )
 from odradek.protocol.errors import ErrorCode
 
-MIN_VERSION, MAX_VERSION = 0, 3
+MIN_VERSION, MAX_VERSION = 0, 5
+FIRST_IMPLICIT_ADD_VERSION = 5  # transactions version 2
 
 
 def _transaction_code(ctx: RequestContext, request: Any) -> int:
@@ -56,6 +59,20 @@ def _transaction_code(ctx: RequestContext, request: Any) -> int:
     return 0
 
 
+async def _add_offsets_partition(ctx: RequestContext, request: Any) -> int:
+    offsets_partition = (
+        ctx.services.groups.topic,
+        ctx.services.groups.partition_for(request.group_id),
+    )
+    codes = await ctx.services.transactions.add_implicitly(
+        request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+        {offsets_partition},
+    )
+    return codes[offsets_partition]
+
+
 def _authorization_code(ctx: RequestContext, request: Any) -> int:
     if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return ErrorCode.transactional_id_authorization_failed
@@ -77,7 +94,13 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "group_instance_id": getattr(request, "group_instance_id", None),
         "producer": (request.producer_id, request.producer_epoch),
     }
-    refuse = _transaction_code(ctx, request) if request.group_id else ErrorCode.invalid_group_id
+    refuse: int
+    if not request.group_id:
+        refuse = ErrorCode.invalid_group_id
+    elif ctx.version >= FIRST_IMPLICIT_ADD_VERSION:
+        refuse = await _add_offsets_partition(ctx, request)
+    else:
+        refuse = _transaction_code(ctx, request)
     # Kafka checks the transaction as for a Produce, whose versions here know no
     # PRODUCER_FENCED: a fenced producer hears INVALID_PRODUCER_EPOCH
     topics = await commit_offsets(

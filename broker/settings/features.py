@@ -9,6 +9,9 @@ feature's default, Kafka 4.4's. Levels at 0 are not finalized (not listed).
 What a level changes in this broker:
 - group.version 0: ConsumerGroupHeartbeat answers UNSUPPORTED_VERSION;
 - share.version 0: ShareGroupHeartbeat does; streams.version 0: StreamsGroupHeartbeat does;
+- transaction.version 2: the Java client runs transactions version 2 (KIP-890: Produce
+  v12, TxnOffsetCommit v5 and EndTxn v5, which bumps the epoch at every end); the
+  broker serves both versions whatever the level, by request version, as Kafka does;
 - the others are recorded and reported only.
 
 `plan_updates` checks an UpdateFeatures request against the levels in force, in
@@ -48,7 +51,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature(METADATA_VERSION, 7, 33, 33),
     Feature(SHARE_VERSION, 0, 2, 2),
     Feature(STREAMS_VERSION, 0, 1, 1),
-    Feature(TRANSACTION_VERSION, 0, 1, 1),  # 2 (KIP-890 part 2) once served
+    Feature(TRANSACTION_VERSION, 0, 2, 2),
     Feature(ELR_VERSION, 0, 1, 1),
 )
 BY_NAME = {feature.name: feature for feature in FEATURES}

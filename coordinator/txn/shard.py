@@ -292,12 +292,22 @@ class TxnShard:
     # -- EndTxn ----------------------------------------------------------------------
 
     def prepare_end(
-        self, transactional_id: str, producer_id: int, epoch: int, commit: bool, now: int
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        now: int,
+        bump: bool = False,
     ) -> Result[Any]:
-        """Answers an error code, or a MarkerPlan to carry out."""
+        """Answers an error code, or a MarkerPlan to carry out. With `bump`
+        (transactions version 2, EndTxn v5+) every end moves the producer to a new
+        epoch, and the markers carry it."""
         meta = self.transactions.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
             return Result([], INVALID_PRODUCER_ID_MAPPING)
+        if bump:
+            return self._prepare_end_bumping(meta, epoch, commit, now)
         if epoch != meta.epoch:
             return Result([], PRODUCER_FENCED)
         state = meta.state
@@ -315,12 +325,67 @@ class TxnShard:
             return Result([], CONCURRENT_TRANSACTIONS)
         return Result([], INVALID_TXN_STATE)
 
-    def complete_end(self, plan: MarkerPlan, now: int) -> Result[int]:
+    def _prepare_end_bumping(
+        self, meta: TxnMetadata, epoch: int, commit: bool, now: int
+    ) -> Result[Any]:
+        """EndTxn of transactions version 2, as Kafka 4.4: an abort is also taken with
+        nothing in the transaction (a Produce the client sent may have failed), and a
+        retry with the epoch before the bump gets the same answer again."""
+        state = meta.state
+        preparing = PREPARE_COMMIT if commit else PREPARE_ABORT
+        if epoch == meta.epoch:
+            if state == ONGOING or (
+                not commit and state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
+            ):
+                partitions = meta.partitions if state == ONGOING else set()
+                start = meta.start_ms if state == ONGOING else now
+                # an exhausted epoch goes up once more, to fence the old producer id; the
+                # id changes when the transaction completes (complete_end)
+                bumped = epoch + 1
+                # a retry with the old epoch is told the outcome (a fence clears this)
+                self._last_epoch_hint[meta.transactional_id] = (meta.producer_id, epoch)
+                record = self._record(
+                    meta,
+                    epoch=bumped,
+                    state=preparing,
+                    partitions=partitions,
+                    now=now,
+                    start_ms=start,
+                )
+                plan = MarkerPlan(
+                    meta.transactional_id, meta.producer_id, bumped, commit, frozenset(partitions)
+                )
+                return Result([record], plan)
+            if state in (PREPARE_COMMIT, PREPARE_ABORT, PREPARE_EPOCH_FENCE):
+                return Result([], CONCURRENT_TRANSACTIONS)
+            return Result([], INVALID_TXN_STATE)
+        if epoch == meta.last_epoch and meta.last_producer_id == meta.producer_id:
+            # a retry of the end that bumped the epoch (not of one a fence bumped)
+            if state == (COMPLETE_COMMIT if commit else COMPLETE_ABORT):
+                return Result([], NONE)
+            if state in (preparing, PREPARE_EPOCH_FENCE):
+                return Result([], CONCURRENT_TRANSACTIONS)
+            return Result([], INVALID_TXN_STATE)
+        return Result([], PRODUCER_FENCED)
+
+    def complete_end(self, plan: MarkerPlan, now: int, new_producer_id: Any = None) -> Result[int]:
+        """The Complete* record. A producer whose epoch is exhausted (transactions
+        version 2 bumps it at every end) continues under a new producer id."""
         meta = self.transactions.get(plan.transactional_id)
         if meta is None or meta.state not in (PREPARE_COMMIT, PREPARE_ABORT):
             return Result([], NONE)
         state = COMPLETE_COMMIT if plan.commit else COMPLETE_ABORT
-        return Result([self._record(meta, state=state, partitions=set(), now=now)], NONE)
+        changes: dict[str, Any] = {}
+        if meta.epoch > MAX_EPOCH and new_producer_id is not None:
+            changes = {"producer_id": new_producer_id(), "epoch": 0}
+            self._last_epoch_hint[meta.transactional_id] = (meta.producer_id, -1)
+        record = self._record(meta, state=state, partitions=set(), now=now, **changes)
+        return Result([record], NONE)
+
+    def producer_of(self, transactional_id: str) -> Result[tuple[int, int]]:
+        """The id's producer id and epoch now, (-1, -1) if it has none."""
+        meta = self.transactions.get(transactional_id)
+        return Result([], (-1, -1) if meta is None else (meta.producer_id, meta.epoch))
 
     # -- timeouts and expiry --------------------------------------------------------------
 

@@ -41,10 +41,8 @@ def both(kafka44: ReferenceKafka, shared_broker: Broker) -> dict[str, str]:
 def test_describe_lists_the_same_features(both: dict[str, str]) -> None:
     kafka, odradek = described(both["kafka"]), described(both["odradek"])
     assert len(odradek) == 7, odradek
-    # transaction.version stays at 1 on Odradek until transactions version 2 is served
-    same = [line for line in kafka if not line.startswith("Feature: transaction.version")]
-    assert [line for line in odradek if not line.startswith("Feature: transaction.")] == same
-    assert levels(odradek)["transaction.version"] == "1"
+    assert odradek == kafka
+    assert levels(odradek)["transaction.version"] == "2"
 
 
 def test_refusals_print_what_kafka_prints(both: dict[str, str]) -> None:
