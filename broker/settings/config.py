@@ -152,6 +152,7 @@ _NAMES = {
     "share.coordinator.state.topic.prune.interval.ms": (
         "share_coordinator_state_topic_prune_interval_ms"
     ),
+    "max.request.partition.size.limit": "max_request_partition_size_limit",
     "max.connections": "max_connections",
     "max.connections.per.ip": "max_connections_per_ip",
     "max.connections.per.ip.overrides": "max_connections_per_ip_overrides",
@@ -290,6 +291,7 @@ class BrokerConfig:
     share_coordinator_state_topic_num_partitions: int = 50
     share_coordinator_snapshot_update_records_per_snapshot: int = 500
     share_coordinator_state_topic_prune_interval_ms: int = 300000
+    max_request_partition_size_limit: int = 2000  # DescribeTopicPartitions' page size cap
     max_connections: int = 2147483647
     max_connections_per_ip: int = 2147483647
     max_connections_per_ip_overrides: str = ""
