@@ -37,6 +37,7 @@ from odradek.broker.security.authorizer import AclAuthorizer, Authorizer, build_
 from odradek.broker.security.credentials import CredentialStore
 from odradek.broker.security.sasl_listener import SaslListener, sasl_listener
 from odradek.broker.security.session import Session
+from odradek.broker.settings.client_metrics import ClientMetricsStore
 from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings
 from odradek.broker.settings.listeners import Listener, ListenError
@@ -123,6 +124,7 @@ class Broker:
         )
         self.fetch_sessions = FetchSessionCache()
         self.group_configs = GroupConfigStore(config.data_dir, config)
+        self.client_metrics = ClientMetricsStore(config.data_dir)
         shard_config = group_config(config, self.group_configs.settings)
         self.groups = CoordinatorRuntime(
             OFFSETS_TOPIC,
@@ -156,6 +158,7 @@ class Broker:
         self.topics.load()
         self.scram_credentials.load()
         self.group_configs.load()
+        self.client_metrics.load()
         self.topics.remove_orphans()
         # A broker of a cluster binds its listeners (their ports go into its registration)
         # but serves clients only once the controller has admitted it, as Kafka does.

@@ -18,6 +18,7 @@ from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
 from odradek.broker.security.authorizer import Authorizer
 from odradek.broker.security.credentials import CredentialStore
 from odradek.broker.security.sasl_listener import SaslListener
+from odradek.broker.settings.client_metrics import ClientMetricsStore
 from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings
 from odradek.broker.settings.listeners import Listener
@@ -94,6 +95,9 @@ class Services(Protocol):
     def group_configs(self) -> GroupConfigStore: ...
 
     def group_settings(self, group_id: str) -> GroupSettings: ...
+
+    @property
+    def client_metrics(self) -> ClientMetricsStore: ...
 
     @property
     def transactions(self) -> TransactionCoordinator: ...

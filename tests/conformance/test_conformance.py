@@ -12,6 +12,7 @@ from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_acls,
     scenarios_admin,
     scenarios_classic_groups,
+    scenarios_client_metrics,
     scenarios_cluster,
     scenarios_configs,
     scenarios_consumer_groups,
