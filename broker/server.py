@@ -31,7 +31,8 @@ from odradek.broker.handlers.base import Api, RequestContext
 from odradek.broker.network.connection import Chunks
 from odradek.broker.network.connections import ConnectionTable, Limits
 from odradek.broker.network.listener_connections import ListenerConnections
-from odradek.broker.observability import metrics
+from odradek.broker.observability import client_telemetry, metrics
+from odradek.broker.observability.client_telemetry import ClientTelemetry
 from odradek.broker.security import tls
 from odradek.broker.security.authorizer import AclAuthorizer, Authorizer, build_authorizer
 from odradek.broker.security.credentials import CredentialStore
@@ -125,6 +126,8 @@ class Broker:
         self.fetch_sessions = FetchSessionCache()
         self.group_configs = GroupConfigStore(config.data_dir, config)
         self.client_metrics = ClientMetricsStore(config.data_dir)
+        self.telemetry = ClientTelemetry(self.client_metrics, config.telemetry_max_bytes)
+        client_telemetry.serve_on_metrics(self.telemetry)
         shard_config = group_config(config, self.group_configs.settings)
         self.groups = CoordinatorRuntime(
             OFFSETS_TOPIC,

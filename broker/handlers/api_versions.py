@@ -46,6 +46,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         and SOFTWARE.fullmatch(request.client_software_version)
     ):
         return {"error_code": ErrorCode.invalid_request, "api_keys": [], "throttle_time": 0}
+    if ctx.version >= 3:
+        ctx.session.client_software_name = request.client_software_name
+        ctx.session.client_software_version = request.client_software_version
     apis: list[Api] = list(ctx.services.apis_for(ctx.listener).values())
     protocols = ctx.services.config.group_coordinator_rebalance_protocols
     if "consumer" not in {p.strip() for p in protocols.split(",")}:

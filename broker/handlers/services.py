@@ -15,6 +15,7 @@ from odradek.broker.coordinators.share import ShareCoordinator
 from odradek.broker.coordinators.transactions import TransactionCoordinator
 from odradek.broker.dataplane.fetch_sessions import FetchSessionCache
 from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
+from odradek.broker.observability.client_telemetry import ClientTelemetry
 from odradek.broker.security.authorizer import Authorizer
 from odradek.broker.security.credentials import CredentialStore
 from odradek.broker.security.sasl_listener import SaslListener
@@ -98,6 +99,8 @@ class Services(Protocol):
 
     @property
     def client_metrics(self) -> ClientMetricsStore: ...
+    @property
+    def telemetry(self) -> ClientTelemetry: ...
 
     @property
     def transactions(self) -> TransactionCoordinator: ...

@@ -20,6 +20,9 @@ class Session:
     exchange: Any = None  # the SASL exchange in progress (sasl.py)
     # SaslHandshake v0: the tokens that follow are bare frames, not SaslAuthenticate
     raw_tokens: bool = False
+    # as ApiVersions v3+ told them (Kafka's "unknown" until then)
+    client_software_name: str = "unknown"
+    client_software_version: str = "unknown"
 
     @classmethod
     def for_listener(cls, security_protocol: str) -> Session:

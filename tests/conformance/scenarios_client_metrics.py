@@ -96,6 +96,8 @@ def _invalid(run: Run) -> None:
     describe(run, CLIENT_METRICS, "", None)
     settled(run, name, "metrics", "a")
     show(run, name)  # (Kafka keeps a list's items once)
+    # gone again: it would match every client of the telemetry scenarios
+    incremental(run, [(CLIENT_METRICS, name, [("metrics", DELETE, None)])])
 
 
 def listed(run: Run, version: int, types: list[int]) -> None:
@@ -134,6 +136,21 @@ def _list_valid(run: Run) -> None:
     listed(run, 0, [])
     for types in ([], [CLIENT_METRICS], [GROUP], [BROKER, BROKER_LOGGER], [TOPIC]):
         listed(run, 1, types)
+    # gone again: it would match every client of the telemetry scenarios
+    run.quiet(
+        44,
+        1,
+        {
+            "resources": [
+                {
+                    "resource_type": CLIENT_METRICS,
+                    "resource_name": sub,
+                    "configs": [{"name": "interval.ms", "config_operation": DELETE, "value": None}],
+                }
+            ],
+            "validate_only": False,
+        },
+    )
 
 
 @scenario("list-config-resources.invalid", "resource types Kafka does not list")

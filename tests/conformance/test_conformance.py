@@ -28,6 +28,7 @@ from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_share_admin,
     scenarios_streams_groups,
     scenarios_streams_v1,
+    scenarios_telemetry,
     scenarios_topic_partitions,
     scenarios_topics,
     scenarios_transactions,
