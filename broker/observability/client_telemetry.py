@@ -17,7 +17,8 @@ As Kafka 4.4's ClientMetricsManager:
   time (above; a terminating push is never too early), its subscription id
   (UNKNOWN_SUBSCRIPTION_ID), its compression type (UNSUPPORTED_COMPRESSION_TYPE) and
   its size against telemetry.max.bytes (TELEMETRY_TOO_LARGE).
-- Instances unheard of for max(60 s, 3 intervals) are forgotten, with their metrics.
+- Instances unheard of for max(60 s, 3 intervals) are forgotten, with their metrics;
+  beyond 16384 instances, the least recently heard of.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ CACHE_EXPIRY_MS = 60000
 ACCEPTED_COMPRESSION = (4, 3, 1, 2)  # zstd, lz4, gzip, snappy: Kafka's order
 KNOWN_COMPRESSION = range(5)
 MAX_SERIES = 20000  # pushed samples kept in all
+MAX_INSTANCES = 16384  # as Kafka's cache of client instances: the least recent go first
 
 
 class TelemetryRefusal(Exception):
@@ -98,13 +100,14 @@ class ClientTelemetry(Collector):
     def __init__(self, store: ClientMetricsStore, max_bytes: int) -> None:
         self.store = store
         self.max_bytes = max_bytes
-        self.instances: dict[uuid.UUID, Instance] = {}
+        self.instances: dict[uuid.UUID, Instance] = {}  # the least recently heard of first
+        self._swept_ms = 0
 
     def instance(
         self, instance_id: uuid.UUID, attributes: Mapping[str, str], now_ms: int
     ) -> Instance:
         self._forget_quiet(now_ms)
-        found = self.instances.get(instance_id)
+        found = self.instances.pop(instance_id, None)
         if found is None or found.version < self.store.version:
             known = dict(attributes) if found is None else found.attributes
             known["client_instance_id"] = str(instance_id)
@@ -113,8 +116,11 @@ class ClientTelemetry(Collector):
                 fresh.last_get_ms, fresh.last_push_ms = found.last_get_ms, found.last_push_ms
                 fresh.terminating = found.terminating
                 fresh.counters, fresh.gauges = found.counters, found.gauges
-            found = self.instances[instance_id] = fresh
+            found = fresh
+        self.instances[instance_id] = found
         found.last_seen_ms = now_ms
+        while len(self.instances) > MAX_INSTANCES:
+            del self.instances[next(iter(self.instances))]
         return found
 
     def _evaluate(self, instance_id: uuid.UUID, attributes: dict[str, str]) -> Instance:
@@ -137,6 +143,9 @@ class ClientTelemetry(Collector):
         )
 
     def _forget_quiet(self, now_ms: int) -> None:
+        if now_ms - self._swept_ms < 1000:
+            return
+        self._swept_ms = now_ms
         quiet = [
             key
             for key, instance in self.instances.items()
