@@ -9,7 +9,8 @@ As Kafka 4.4's ClientMetricsManager:
   subscriptions' ("*" alone when one has "*"), its interval the smallest of theirs
   (300000 ms when none matches); its subscription id a CRC32C of those (the metrics
   in Java HashSet order, then the interval) XOR the Java hash of its id. A change of
-  the subscriptions re-evaluates an instance on its next request.
+  the subscriptions re-evaluates an instance on its next request, which then starts
+  afresh: it may ask for its new subscription at once.
 - A GetTelemetrySubscriptions sooner than the interval after the instance's last
   request, or a push sooner than the interval after its last push (a push right after
   a GetTelemetrySubscriptions is always in time), is THROTTLING_QUOTA_EXCEEDED.
@@ -112,9 +113,7 @@ class ClientTelemetry(Collector):
             known = dict(attributes) if found is None else found.attributes
             known["client_instance_id"] = str(instance_id)
             fresh = self._evaluate(instance_id, known)
-            if found is not None:  # its timestamps and metrics stay
-                fresh.last_get_ms, fresh.last_push_ms = found.last_get_ms, found.last_push_ms
-                fresh.terminating = found.terminating
+            if found is not None:  # starts afresh (may ask at once), but for its metrics
                 fresh.counters, fresh.gauges = found.counters, found.gauges
             found = fresh
         self.instances[instance_id] = found

@@ -104,3 +104,28 @@ def _unsubscribed(run: Run) -> None:
     push(run, client, instance, answer.subscription_id)
     push(run, client, None, 0)
     push(run, client, uuid.UUID(int=0), 0)
+
+
+@scenario("telemetry.subscription-changed", "a client's subscription changed while it pushes")
+def _changed(run: Run) -> None:
+    name, client_id = run.name("sub"), run.name("app")
+    changes = [
+        ("metrics", SET, "org.apache.kafka.producer."),
+        ("interval.ms", SET, str(INTERVAL_MS)),
+        ("match", SET, f"client_id={client_id}"),
+    ]
+    incremental(run, [(CLIENT_METRICS, name, changes)])
+    settled(run, name, "interval.ms", str(INTERVAL_MS))
+    client = run.client()
+    client.client_id = client_id
+    get = {"client_instance_id": None}
+    answer = run.call(GET_TELEMETRY_SUBSCRIPTIONS, 0, get, client, view=subscribed)
+    instance, subscription = answer.client_instance_id, answer.subscription_id
+    incremental(run, [(CLIENT_METRICS, name, [("metrics", SET, "org.apache.kafka.consumer.")])])
+    settled(run, name, "metrics", "org.apache.kafka.consumer.")
+    push(run, client, instance, subscription)  # the old id
+    incremental(run, [(CLIENT_METRICS, name, [("interval.ms", SET, "400")])])
+    settled(run, name, "interval.ms", "400")
+    # re-evaluated: asks again at once
+    again = {"client_instance_id": instance}
+    run.call(GET_TELEMETRY_SUBSCRIPTIONS, 0, again, client, view=subscribed)
