@@ -77,6 +77,7 @@ class ReferenceKafka:
     port: int = field(default_factory=_free_port)
     controller_port: int = field(default_factory=_free_port)
     extra: dict[str, str] = field(default_factory=dict)
+    classpath: list[str] = field(default_factory=list)  # plugins, after Kafka's jars
     proc: subprocess.Popen[bytes] | None = None
     figures: StartFigures | None = None
     last_rss_kib: int = 0  # the resident memory when the session ended with it
@@ -132,7 +133,7 @@ class ReferenceKafka:
             HEAP,
             f"-Dlog4j2.configurationFile={log_settings}",
             "-cp",
-            str(LIB / "*"),
+            ":".join([str(LIB / "*"), *self.classpath]),
             *args,
         ]
 

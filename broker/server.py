@@ -33,12 +33,14 @@ from odradek.broker.handlers.quota_common import mute, request_time_throttle
 from odradek.broker.network.connection import Chunks
 from odradek.broker.network.connections import ConnectionTable, Limits
 from odradek.broker.network.listener_connections import ListenerConnections
-from odradek.broker.observability import metrics
+from odradek.broker.observability import client_telemetry, metrics
+from odradek.broker.observability.client_telemetry import ClientTelemetry
 from odradek.broker.security import tls
 from odradek.broker.security.authorizer import AclAuthorizer, Authorizer, build_authorizer
 from odradek.broker.security.credentials import CredentialStore
 from odradek.broker.security.sasl_listener import SaslListener, sasl_listener
 from odradek.broker.security.session import Session
+from odradek.broker.settings.client_metrics import ClientMetricsStore
 from odradek.broker.settings.client_quotas import ClientQuotaStore
 from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.feature_store import FeatureStore
@@ -131,6 +133,9 @@ class Broker:
         )
         self.fetch_sessions = FetchSessionCache()
         self.group_configs = GroupConfigStore(config.data_dir, config)
+        self.client_metrics = ClientMetricsStore(config.data_dir)
+        self.telemetry = ClientTelemetry(self.client_metrics, config.telemetry_max_bytes)
+        client_telemetry.serve_on_metrics(self.telemetry)
         shard_config = group_config(config, self.group_configs.settings)
         self.groups = CoordinatorRuntime(
             OFFSETS_TOPIC,
@@ -167,6 +172,7 @@ class Broker:
         self.client_quotas.load()
         self.client_quotas.watch(self.quotas.update)
         self.group_configs.load()
+        self.client_metrics.load()
         self.topics.remove_orphans()
         # A broker of a cluster binds its listeners (their ports go into its registration)
         # but serves clients only once the controller has admitted it, as Kafka does.

@@ -154,11 +154,18 @@ def kafka44(
     """Apache Kafka 4.4, one combined KRaft node shared by the whole session."""
     reference_kafka.require()
     controller = free_port()
+    # with a receiver of client telemetry, as Odradek always has one
+    plugin, plugin_settings = reference_kafka.telemetry_plugin()
     kafka = ReferenceKafka(
         tmp_path_factory.mktemp("kafka44"),
         controller_port=controller,
         # node 0, as Odradek's own: a broker's config resource is named by its id
-        extra={"node.id": "0", "controller.quorum.voters": f"0@127.0.0.1:{controller}"},
+        extra={
+            "node.id": "0",
+            "controller.quorum.voters": f"0@127.0.0.1:{controller}",
+            **plugin_settings,
+        },
+        classpath=[plugin],
     ).start()
     request.config.stash[_REFERENCE_KEY] = kafka
     yield kafka

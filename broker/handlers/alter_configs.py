@@ -1,4 +1,5 @@
-"""AlterConfigs (33), v0-v2: replace a topic's or a group's whole set of configs.
+"""AlterConfigs (33), v0-v2: replace a topic's, a group's or a client-metrics
+subscription's whole set of configs.
 
 - Names not given return to the broker default (that is AlterConfigs'
   semantics; IncrementalAlterConfigs changes single names).
@@ -8,6 +9,8 @@
 - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; unknown name or bad value:
   INVALID_CONFIG. validate_only changes nothing.
 - A group need not exist to have configs (broker/settings/group_configs.py).
+- A client-metrics subscription (broker/settings/client_metrics.py) is made by setting
+  its configs and removed with the last of them; its name must not be empty.
 - With ACLs a resource needs ALTER_CONFIGS: on the cluster for broker resources
   (CLUSTER_AUTHORIZATION_FAILED), on the topic (TOPIC_AUTHORIZATION_FAILED) or the
   group (GROUP_AUTHORIZATION_FAILED).
@@ -24,12 +27,12 @@ from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.config_requests import (
     BROKER,
     BROKER_LOGGER,
+    CLIENT_METRICS,
     GROUP,
-    TOPIC,
     resource_problem,
 )
 from odradek.broker.security.resources import Operation
-from odradek.broker.settings import topic_configs
+from odradek.broker.settings import client_metrics, topic_configs
 from odradek.broker.settings.group_configs import GroupConfigError
 from odradek.protocol.errors import ErrorCode
 
@@ -65,10 +68,8 @@ async def alter_resource(
         return result  # the logger's level, already as asked; a broker's deletes, no-ops
     if resource.resource_type == GROUP:
         return _alter_group(ctx, resource.resource_name, validate_only, change, result)
-    if resource.resource_type != TOPIC:
-        result["error_code"] = ErrorCode.invalid_request
-        result["error_message"] = "client metrics subscriptions are not served"
-        return result
+    if resource.resource_type == CLIENT_METRICS:
+        return _alter_client_metrics(ctx, resource.resource_name, validate_only, change, result)
     topic = ctx.services.topics.get(resource.resource_name)
     if topic is None:
         result["error_code"] = ErrorCode.unknown_topic_or_partition
@@ -112,6 +113,28 @@ def _alter_group(
         return result
     if not validate_only:
         store.replace(group_id, new)
+    return result
+
+
+def _alter_client_metrics(
+    ctx: RequestContext,
+    name: str,
+    validate_only: bool,
+    change: Callable[[Mapping[str, str]], dict[str, str]],
+    result: dict[str, Any],
+) -> dict[str, Any]:
+    store = ctx.services.client_metrics
+    try:
+        new = change(store.of(name))
+        client_metrics.validate(name, new)
+    except TopicError as exc:
+        result["error_code"], result["error_message"] = exc.code, exc.message
+        return result
+    except client_metrics.ClientMetricsError as exc:
+        result["error_code"], result["error_message"] = exc.code, exc.message
+        return result
+    if not validate_only:
+        store.replace(name, new)
     return result
 
 

@@ -66,6 +66,10 @@ async def handle(ctx: RequestContext, request: Request) -> Reply:
     config = ctx.services.config
     if ctx.version >= 5 and _elsewhere(cast(RequestV5, request), config.cluster_id, config.node_id):
         return {"error_code": ErrorCode.rebootstrap_required, "api_keys": [], "throttle_time": 0}
+    if ctx.version >= 3:
+        named = cast(RequestV3, request)
+        ctx.session.client_software_name = named.client_software_name
+        ctx.session.client_software_version = named.client_software_version
     apis: list[Api] = list(ctx.services.apis_for(ctx.listener).values())
     protocols = config.group_coordinator_rebalance_protocols
     if "consumer" not in {p.strip() for p in protocols.split(",")}:

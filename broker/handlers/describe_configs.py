@@ -15,6 +15,9 @@
   rest with the broker's value (DEFAULT_CONFIG); the group need not exist. Kafka's
   internal group configs (streams.num.warmup.replicas, ...) only when set; synonyms
   are the group's value and the broker setting's.
+- CLIENT_METRICS resources list metrics, interval.ms and match: set ones with source
+  CLIENT_METRICS_CONFIG, the rest with their defaults (DEFAULT_CONFIG); the subscription
+  need not exist; its name must not be empty (INVALID_REQUEST).
 - `configuration_keys` narrows the list; types (v3+) are filled; documentation is
   not carried (null).
 - With ACLs a resource needs DESCRIBE_CONFIGS: on the cluster for broker resources
@@ -31,7 +34,7 @@ from odradek.broker.handlers.authorization import config_resource_refusal
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.observability import logs
 from odradek.broker.security.resources import Operation
-from odradek.broker.settings import group_configs, topic_configs
+from odradek.broker.settings import client_metrics, group_configs, topic_configs
 from odradek.broker.settings.broker_configs import BROKER_CONFIGS
 from odradek.broker.settings.config import _NAMES as BROKER_NAMES
 from odradek.broker.settings.config import BrokerConfig
@@ -44,8 +47,8 @@ from odradek.protocol.errors import ErrorCode, default_message
 
 MIN_VERSION, MAX_VERSION = 1, 4
 
-TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
-GROUP_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 8, 6
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+GROUP_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG, CLIENT_METRICS_CONFIG = 8, 6, 7
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7}
 _DEFAULTS = BrokerConfig()
 TOPIC_ORDER = {name: index for index, name in enumerate(topic_configs.DESCRIBE_ORDER)}
@@ -159,6 +162,26 @@ def _group_configs(ctx: RequestContext, group_id: str, with_synonyms: bool) -> l
     return entries
 
 
+def _client_metrics_configs(ctx: RequestContext, name: str, with_synonyms: bool) -> list[dict]:
+    if not name:
+        raise TopicError(
+            ErrorCode.invalid_request, "Client metrics subscription name must not be empty"
+        )
+    own = ctx.services.client_metrics.of(name)
+    entries = []
+    for key, type_name in sorted(client_metrics.TYPES.items()):
+        value = own.get(key, client_metrics.DEFAULTS[key])
+        if type_name == "list":
+            value = client_metrics.list_value(value)
+        source = CLIENT_METRICS_CONFIG if key in own else DEFAULT_CONFIG
+        described = DescribedConfig(key, value, source, read_only=False)
+        synonyms: list[tuple[str, str | None, int]] = []
+        if with_synonyms and key in own:
+            synonyms.append((key, value, source))
+        entries.append(_entry(described, CONFIG_TYPES[type_name], synonyms))
+    return entries
+
+
 def _configs(ctx: RequestContext, resource: Any, with_synonyms: bool) -> list[dict[str, Any]]:
     kind, name = resource.resource_type, resource.resource_name
     if kind == TOPIC:
@@ -169,6 +192,8 @@ def _configs(ctx: RequestContext, resource: Any, with_synonyms: bool) -> list[di
         return _logger_configs(ctx, name)
     if kind == GROUP:
         return _group_configs(ctx, name, with_synonyms)
+    if kind == CLIENT_METRICS:
+        return _client_metrics_configs(ctx, name, with_synonyms)
     invalid = ErrorCode.invalid_request
     raise TopicError(invalid, default_message(invalid) or "")
 

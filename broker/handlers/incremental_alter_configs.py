@@ -1,4 +1,5 @@
-"""IncrementalAlterConfigs (44), v0-v1: change single topic or group configs.
+"""IncrementalAlterConfigs (44), v0-v1: change single topic, group or client-metrics
+configs.
 
 Operations: SET (0), DELETE (1, back to the default), APPEND (2) and
 SUBTRACT (3) for list configs such as cleanup.policy (INVALID_CONFIG for another, in
@@ -22,17 +23,19 @@ from odradek.broker.handlers.config_requests import (
     SET,
     SUBTRACT,
 )
-from odradek.broker.settings import group_configs, topic_configs
+from odradek.broker.settings import client_metrics, group_configs, topic_configs
 
 MIN_VERSION, MAX_VERSION = 0, 1
 
 INVALID_CONFIG, INVALID_REQUEST = 40, 42
 
 
-GROUP = 32
+GROUP, CLIENT_METRICS = 32, 16
 
 
 def _type_name(resource_type: int, name: str) -> str | None:
+    if resource_type == CLIENT_METRICS:
+        return client_metrics.TYPES.get(name)
     if resource_type == GROUP:
         group_definition = group_configs.DEFINITIONS.get(name)
         return None if group_definition is None else group_definition.type_name
@@ -52,6 +55,8 @@ def apply_operations(
     kind = "group" if resource_type == GROUP else "topic"
     for op in operations:
         type_name = _type_name(resource_type, op.name)
+        if type_name is None and resource_type == CLIENT_METRICS:
+            type_name = "unknown"  # a SET or DELETE of it is refused with the whole set
         if type_name is None:
             raise TopicError(INVALID_CONFIG, f"Unknown {kind} config name: {op.name}")
         if op.config_operation == SET:
@@ -59,9 +64,10 @@ def apply_operations(
         elif op.config_operation == DELETE:
             new.pop(op.name, None)
         elif op.config_operation in (APPEND, SUBTRACT):
-            # Kafka 4.4 looks a group config's type up among the topic and broker
-            # configs, so it refuses these on every group config, lists included
-            if type_name != "list" or resource_type == GROUP:
+            # Kafka 4.4 looks a group's or a subscription's config type up among the
+            # topic and broker configs, so it refuses these on all of theirs, lists
+            # included
+            if type_name != "list" or resource_type in (GROUP, CLIENT_METRICS):
                 operation = OPERATION_NAMES[op.config_operation]
                 raise TopicError(
                     INVALID_CONFIG,
@@ -86,7 +92,10 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
 
         def change(old: Mapping[str, str], resource: Any = resource) -> dict[str, str]:
             return apply_operations(
-                old, resource.configs, resource.resource_type, functools.partial(_default, ctx)
+                old,
+                resource.configs,
+                resource.resource_type,
+                functools.partial(_default, ctx, resource.resource_type),
             )
 
         validate_only = request.validate_only
@@ -96,7 +105,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     return {"throttle_time": 0, "responses": responses}
 
 
-def _default(ctx: RequestContext, name: str) -> str:
-    """A topic config's value when none is set (the broker's setting or Kafka's)."""
+def _default(ctx: RequestContext, resource_type: int, name: str) -> str:
+    """A config's value when none is set (the broker's setting or Kafka's)."""
+    if resource_type == CLIENT_METRICS:
+        return client_metrics.DEFAULTS.get(name, "")
     definition = topic_configs.DEFINITIONS.get(name)
     return "" if definition is None else definition.default(ctx.services.config)

@@ -137,7 +137,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                     topics.append(_missing(name, ErrorCode(exc.code)))
                     continue
             if topic is None:
-                topics.append(_missing(name, _unknown_name_code(name)))
+                topics.append(_missing(name, unknown_name_code(name)))
             else:
                 topics.append(describe_topic(ctx, topic, with_operations))
     cluster_operations = NOT_REQUESTED
@@ -160,7 +160,7 @@ def _describable(ctx: RequestContext, name: str) -> bool:
     return ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, name)
 
 
-def _unknown_name_code(name: str) -> ErrorCode:
+def unknown_name_code(name: str) -> ErrorCode:
     """A topic that does not exist: INVALID_TOPIC_EXCEPTION when no topic could have
     its name, as on Kafka."""
     try:

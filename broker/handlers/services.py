@@ -16,9 +16,11 @@ from odradek.broker.coordinators.transactions import TransactionCoordinator
 from odradek.broker.dataplane.fetch_sessions import FetchSessionCache
 from odradek.broker.dataplane.quotas import ClientQuotas
 from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
+from odradek.broker.observability.client_telemetry import ClientTelemetry
 from odradek.broker.security.authorizer import Authorizer
 from odradek.broker.security.credentials import CredentialStore
 from odradek.broker.security.sasl_listener import SaslListener
+from odradek.broker.settings.client_metrics import ClientMetricsStore
 from odradek.broker.settings.client_quotas import ClientQuotaStore
 from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.feature_store import FeatureStore
@@ -106,6 +108,11 @@ class Services(Protocol):
     def group_configs(self) -> GroupConfigStore: ...
 
     def group_settings(self, group_id: str) -> GroupSettings: ...
+
+    @property
+    def client_metrics(self) -> ClientMetricsStore: ...
+    @property
+    def telemetry(self) -> ClientTelemetry: ...
 
     @property
     def transactions(self) -> TransactionCoordinator: ...

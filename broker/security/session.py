@@ -23,6 +23,9 @@ class Session:
     # set by a request over its client quota: the connection reads nothing more from
     # the client for this many milliseconds (then back to 0)
     throttle_ms: int = 0
+    # as ApiVersions v3+ told them (Kafka's "unknown" until then)
+    client_software_name: str = "unknown"
+    client_software_version: str = "unknown"
 
     @classmethod
     def for_listener(cls, security_protocol: str) -> Session:

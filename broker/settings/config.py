@@ -154,6 +154,8 @@ _NAMES = {
     "share.coordinator.state.topic.prune.interval.ms": (
         "share_coordinator_state_topic_prune_interval_ms"
     ),
+    "max.request.partition.size.limit": "max_request_partition_size_limit",
+    "telemetry.max.bytes": "telemetry_max_bytes",
     "max.connections": "max_connections",
     "max.connections.per.ip": "max_connections_per_ip",
     "max.connections.per.ip.overrides": "max_connections_per_ip_overrides",
@@ -295,6 +297,8 @@ class BrokerConfig:
     share_coordinator_state_topic_num_partitions: int = 50
     share_coordinator_snapshot_update_records_per_snapshot: int = 500
     share_coordinator_state_topic_prune_interval_ms: int = 300000
+    max_request_partition_size_limit: int = 2000  # DescribeTopicPartitions' page size cap
+    telemetry_max_bytes: int = 1048576  # the largest metrics push a client may send
     max_connections: int = 2147483647
     max_connections_per_ip: int = 2147483647
     max_connections_per_ip_overrides: str = ""

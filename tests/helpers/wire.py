@@ -23,6 +23,7 @@ class WireClient:
         host, port = bootstrap.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.correlation = 0
+        self.client_id = "wire-test"  # the request headers' (requests name none otherwise)
 
     def close(self) -> None:
         self.sock.close()
@@ -37,9 +38,10 @@ class WireClient:
         self.sock.sendall(data)
 
     def request_bytes(
-        self, api_key: int, version: int, body: Mapping[str, Any], client_id: str = "wire-test"
+        self, api_key: int, version: int, body: Mapping[str, Any], client_id: str | None = None
     ) -> tuple[int, bytes]:
         self.correlation += 1
+        client_id = self.client_id if client_id is None else client_id
         flexible = messages.is_flexible(api_key, version)
         raw_id = client_id.encode()
         header = struct.pack(">hhih", api_key, version, self.correlation, len(raw_id)) + raw_id
