@@ -34,6 +34,7 @@ from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_topic_partitions,
     scenarios_topics,
     scenarios_transactions,
+    scenarios_transactions_v2,
     scenarios_txn_admin,
 )
 from conformance.harness import (
