@@ -276,14 +276,14 @@ def _delete_groups(run: Run) -> None:
         ready(run, 0, group)
     commit_partitions(run, empty, {topic: [(0, None)]})
     lone_member(run, busy)
-    for version in (0, 1, 2):
+    for version in (0, 1, 2, 3):
         for group in (busy, unknown):
             run.call(DELETE_GROUPS, version, {"groups_names": [group]})
-    run.call(DELETE_GROUPS, 2, {"groups_names": [empty]})
-    run.call(DELETE_GROUPS, 2, {"groups_names": [empty]})
+    run.call(DELETE_GROUPS, 3, {"groups_names": [empty]})
+    run.call(DELETE_GROUPS, 3, {"groups_names": [empty, ""]})
     fetch_groups(run, (empty, {topic: [0]}))
     describe(run, empty, version=6)
-    run.call(DELETE_GROUPS, 2, {"groups_names": [busy, busy]})
+    run.call(DELETE_GROUPS, 3, {"groups_names": [busy, busy]})
 
 
 def offset_delete(run: Run, group: str, topics: dict[str, list[int]]) -> Any:
