@@ -37,7 +37,7 @@ def test_api_versions_newer_than_known_gets_v0_error_with_its_range(shared_broke
         assert correlation == 7
         assert error_code == 35  # UNSUPPORTED_VERSION
         assert count == 1
-        assert struct.unpack_from(">hhh", frame, 10) == (API_VERSIONS, 0, 3)
+        assert struct.unpack_from(">hhh", frame, 10) == (API_VERSIONS, 0, 5)
 
 
 def test_two_gigabyte_size_prefix_closes_without_allocating(shared_broker) -> None:
