@@ -20,12 +20,12 @@
   (replica_id set) needs CLUSTER_ACTION on the cluster instead, as on Kafka.
 - In a cluster only a partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere),
   consumers up to the high watermark; a follower's fetch reads to the log end and
-  tells the leader how far the follower got (followers learn the high watermark with
-  their next records, as on Kafka).
+  tells the leader how far the follower got (followers before v18 learn the high
+  watermark with their next records, as on Kafka).
 - v17 adds the follower's log directory id (nothing here: one directory per node),
   v18 the high watermark the follower knows (KIP-1166): a follower's fetch behind the
-  leader's high watermark is answered at once instead of parked, so the follower
-  learns it. Consumers send neither.
+  leader's high watermark is answered at once, and a parked one when the leader's
+  moves, so the follower learns it. Consumers send neither.
 """
 
 from __future__ import annotations
@@ -291,8 +291,9 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> Reply:
             break
         if follower_knows and _follower_behind(results, follower_knows):
             break
+        # a follower that tells its high watermark (v18) also waits for the leader's to move
         waiters = [
-            partition.arrival(replica_id >= 0)
+            partition.arrival(replica_id >= 0 and not follower_knows)
             for key, _ in plan.partitions
             if (partition := _resolve(ctx, key)[0]) is not None
         ]
