@@ -280,7 +280,8 @@ def _delete_groups(run: Run) -> None:
         for group in (busy, unknown):
             run.call(DELETE_GROUPS, version, {"groups_names": [group]})
     run.call(DELETE_GROUPS, 3, {"groups_names": [empty]})
-    run.call(DELETE_GROUPS, 3, {"groups_names": [empty, ""]})
+    run.call(DELETE_GROUPS, 3, {"groups_names": [empty]})
+    run.call(DELETE_GROUPS, 3, {"groups_names": [""]})
     fetch_groups(run, (empty, {topic: [0]}))
     describe(run, empty, version=6)
     run.call(DELETE_GROUPS, 3, {"groups_names": [busy, busy]})
