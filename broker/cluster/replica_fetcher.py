@@ -1,7 +1,9 @@
 """Followers fetch from their leaders, as Kafka's replica fetchers do: one task per
-leader node, one Fetch (with this node's id as `replica_id`) for every partition it
-follows there, records appended exactly as the leader wrote them (offsets, leader
-epochs, producer ids), the producer state rebuilt from them as on the leader.
+leader node, one Fetch v18 (topics by id, this node's id in `replica_state`, and each
+partition's high watermark as this node knows it, so the leader answers as soon as it
+has a newer one) for every partition it follows there, records appended exactly as the
+leader wrote them (offsets, leader epochs, producer ids), the producer state rebuilt
+from them as on the leader.
 
 Before fetching a partition for the first time under a leader (or after the leader
 said the offset was out of range), the follower asks the leader where its own latest
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("replication")
 
 FETCH, OFFSET_FOR_LEADER_EPOCH = 1, 23
+FETCH_VERSION = 18  # topics by id, and the follower's high watermark (KIP-1166)
 RETRY_S = 0.1
 PARTITION_MAX_BYTES = 1024 * 1024
 MAX_BYTES = 16 * 1024 * 1024
@@ -197,9 +201,12 @@ class LeaderFetcher:
         followed = [f for f in self.partitions.values() if not f.truncate_first]
         if not followed:
             return
-        topics = _by_topic((item.partition, _fetch_position(item.partition)) for item in followed)
+        topics = _by_topic_id(
+            (item.partition, _fetch_position(item.partition)) for item in followed
+        )
+        names = {item.partition.topic.topic_id: item.partition.topic.name for item in followed}
         request = {
-            "replica_id": self.broker.config.node_id,
+            "replica_state": {"replica_id": self.broker.config.node_id, "replica_epoch": -1},
             "max_wait": self.broker.config.replica_fetch_wait_max_ms,
             "min_bytes": self.broker.config.replica_fetch_min_bytes,
             "max_bytes": MAX_BYTES,
@@ -208,11 +215,12 @@ class LeaderFetcher:
             "session_epoch": -1,
             "topics": topics,
         }
-        answer = await client.call(FETCH, 12, request)
+        answer = await client.call(FETCH, FETCH_VERSION, request)
         backoff = False
         for topic in answer.responses:
+            name = names.get(topic.topic_id)
             for result in topic.partitions:
-                taken = self.partitions.get((topic.topic, result.partition_index))
+                taken = self.partitions.get((name, result.partition_index)) if name else None
                 if taken is not None:
                     backoff |= not self._take(taken, result)
         if backoff:
@@ -264,6 +272,7 @@ def _fetch_position(partition: Partition) -> dict[str, Any]:
         "last_fetched_epoch": -1,
         "log_start_offset": partition.log.log_start_offset,
         "partition_max_bytes": PARTITION_MAX_BYTES,
+        "high_watermark": partition.high_watermark,  # the leader answers when it has a newer one
     }
 
 
@@ -273,6 +282,14 @@ def _by_topic(entries: Iterable[tuple[Partition, dict[str, Any]]]) -> list[dict[
     for partition, entry in entries:
         topics.setdefault(partition.topic.name, []).append(entry)
     return [{"topic": name, "partitions": parts} for name, parts in topics.items()]
+
+
+def _by_topic_id(entries: Iterable[tuple[Partition, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per-partition request entries grouped under their topics' ids."""
+    topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for partition, entry in entries:
+        topics.setdefault(partition.topic.topic_id, []).append(entry)
+    return [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in topics.items()]
 
 
 def _lower_high_watermark(partition: Partition, end: int) -> None:

@@ -123,8 +123,8 @@ class Partition:
         self.high_watermark_moved()
 
     def high_watermark_moved(self) -> None:
-        """Consumers' fetches look; followers' do not, as in Kafka: they learn the high
-        watermark with their next records."""
+        """Consumers' fetches look, and followers' that tell their own (Fetch v18);
+        other followers' do not, as in Kafka: they learn it with their next records."""
         _wake(self._arrival)
         self._arrival = None
 

@@ -1,4 +1,4 @@
-"""DeleteGroups (42), v0-v2.
+"""DeleteGroups (42), v0-v3 (v3 adds an error message to each group's answer).
 
 Only groups without members can go (NON_EMPTY_GROUP otherwise); unknown ones
 answer GROUP_ID_NOT_FOUND. The group and its offsets become tombstones, and so does
@@ -11,15 +11,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kio.schema.delete_groups.v0.request import DeleteGroupsRequest as V0
+from kio.schema.delete_groups.v1.request import DeleteGroupsRequest as V1
+from kio.schema.delete_groups.v2.request import DeleteGroupsRequest as V2
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.groups_common import on_group_shard
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.schemas.delete_groups.v3.request import DeleteGroupsRequest as V3
 
-MIN_VERSION, MAX_VERSION = 0, 2
+MIN_VERSION, MAX_VERSION = 0, 3
+
+DeleteGroupsRequest = V0 | V1 | V2 | V3
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> Reply:
     results = []
     for group_id in dict.fromkeys(request.groups_names):  # each once, as Kafka
         if not ctx.allowed(Operation.DELETE, ResourceType.GROUP, group_id):

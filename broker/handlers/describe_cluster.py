@@ -1,24 +1,29 @@
-"""DescribeCluster (60), v0-v1: the live brokers with their endpoints on the listener
-asked (one node of its own: itself, also the controller). The cluster's authorized
+"""DescribeCluster (60), v0-v2: the live brokers with their endpoints on the listener
+asked (one node of its own: itself, also the controller); v2 marks each broker fenced
+or not, and lists the fenced ones too when asked (include_fenced_brokers). The cluster's authorized
 operations when asked for (none without DESCRIBE on the cluster). Asked for the
 controllers' endpoints (v1), a broker answers MISMATCHED_ENDPOINT_TYPE, for another
 type UNSUPPORTED_ENDPOINT_TYPE, in Kafka's words."""
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.describe_cluster.v0.request import DescribeClusterRequest as V0
+from kio.schema.describe_cluster.v1.request import DescribeClusterRequest as V1
+from kio.schema.describe_cluster.v2.request import DescribeClusterRequest as V2
 
 from odradek.broker.handlers.authorization import NOT_REQUESTED, cluster_authorized_operations
 from odradek.broker.handlers.base import Reply, RequestContext
-from odradek.broker.handlers.metadata import live_brokers
+from odradek.broker.handlers.metadata import brokers
 from odradek.protocol.errors import ErrorCode
 
-MIN_VERSION, MAX_VERSION = 0, 1
+MIN_VERSION, MAX_VERSION = 0, 2
+
+DescribeClusterRequest = V0 | V1 | V2
 
 BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Reply:
     config = ctx.services.config
     endpoint_type = getattr(request, "endpoint_type", BROKERS_ENDPOINT)
     if endpoint_type != BROKERS_ENDPOINT:
@@ -55,8 +60,10 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "cluster_id": config.cluster_id,
         "controller_id": config.node_id,
         "brokers": [
-            {"broker_id": node_id, "host": host, "port": port, "rack": rack}
-            for node_id, (host, port, rack) in live_brokers(ctx).items()
+            {"broker_id": node_id, "host": host, "port": port, "rack": rack, "is_fenced": fenced}
+            for node_id, (host, port, rack, fenced) in brokers(
+                ctx, getattr(request, "include_fenced_brokers", False)
+            ).items()
         ],
         "cluster_authorized_operations": operations,
     }

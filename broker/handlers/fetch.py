@@ -1,4 +1,4 @@
-"""Fetch (1), v4-v16.
+"""Fetch (1), v4-v18.
 
 - Stored batches are returned as they sit in the segment file, starting with the
   batch that holds the fetch offset; clients skip earlier records.
@@ -20,8 +20,12 @@
   (replica_id set) needs CLUSTER_ACTION on the cluster instead, as on Kafka.
 - In a cluster only a partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere),
   consumers up to the high watermark; a follower's fetch reads to the log end and
-  tells the leader how far the follower got (followers learn the high watermark with
-  their next records, as on Kafka).
+  tells the leader how far the follower got (followers before v18 learn the high
+  watermark with their next records, as on Kafka).
+- v17 adds the follower's log directory id (nothing here: one directory per node),
+  v18 the high watermark the follower knows (KIP-1166): a follower's fetch behind the
+  leader's high watermark is answered at once, and a parked one when the leader's
+  moves, so the follower learns it. Consumers send neither.
 - Client quotas (handlers/quota_common.py), a consumer's fetch only: at most what
   its consumer_byte_rate allows in the quota's window is read (all but one of its
   samples); the records returned count against the rate, the handling time against
@@ -34,6 +38,22 @@ from __future__ import annotations
 import asyncio
 import time
 from typing import Any
+
+from kio.schema.fetch.v4.request import FetchRequest as V4
+from kio.schema.fetch.v5.request import FetchRequest as V5
+from kio.schema.fetch.v6.request import FetchRequest as V6
+from kio.schema.fetch.v7.request import FetchRequest as V7
+from kio.schema.fetch.v8.request import FetchRequest as V8
+from kio.schema.fetch.v9.request import FetchRequest as V9
+from kio.schema.fetch.v10.request import FetchRequest as V10
+from kio.schema.fetch.v11.request import FetchRequest as V11
+from kio.schema.fetch.v12.request import FetchRequest as V12
+from kio.schema.fetch.v13.request import FetchRequest as V13
+from kio.schema.fetch.v14.request import FetchRequest as V14
+from kio.schema.fetch.v15.request import FetchRequest as V15
+from kio.schema.fetch.v16.request import FetchRequest as V16
+from kio.schema.fetch.v17.request import FetchRequest as V17
+from kio.schema.fetch.v18.request import FetchRequest as V18
 
 from odradek.broker.dataplane.fetch_sessions import (
     CachedPartition,
@@ -56,8 +76,11 @@ from odradek.broker.settings.client_quotas import CONSUMER_BYTE_RATE
 from odradek.protocol.errors import ErrorCode
 from odradek.storage import OffsetOutOfRange
 
-MIN_VERSION, MAX_VERSION = 4, 16
+MIN_VERSION, MAX_VERSION = 4, 18
+
+FetchRequest = V4 | V5 | V6 | V7 | V8 | V9 | V10 | V11 | V12 | V13 | V14 | V15 | V16 | V17 | V18
 READ_COMMITTED = 1
+NOT_SENT = (1 << 63) - 1  # a follower's high watermark when it does not send one
 
 
 def _resolve(ctx: RequestContext, key: PartitionKey) -> tuple[Partition | None, ErrorCode]:
@@ -214,7 +237,17 @@ def _shape(
     ]
 
 
-def _replica_id(request: Any) -> int:
+def _follower_behind(
+    results: list[tuple[PartitionKey, CachedPartition, dict[str, Any]]],
+    follower_knows: dict[PartitionKey, int],
+) -> bool:
+    """Does a follower know an older high watermark than the leader's of a partition?"""
+    return any(
+        answer["high_watermark"] > follower_knows.get(key, NOT_SENT) for key, _, answer in results
+    )
+
+
+def _replica_id(request: FetchRequest) -> int:
     """Who fetches: a follower's node id, -1 for a consumer."""
     state = getattr(request, "replica_state", None)
     if state is not None:
@@ -222,22 +255,29 @@ def _replica_id(request: Any) -> int:
     return int(getattr(request, "replica_id", -1))
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: FetchRequest) -> Reply:
     by_id = ctx.version >= 13
+    replica_id = _replica_id(request)
+    # v18: the high watermark each partition's follower knows
+    follower_knows: dict[PartitionKey, int] | None = (
+        {} if replica_id >= 0 and ctx.version >= 18 else None
+    )
     requested: list[tuple[PartitionKey, int, int]] = []
     leader_epochs: dict[PartitionKey, int] = {}
     for topic in request.topics:
-        name = None if by_id else topic.topic
-        topic_id = topic.topic_id if by_id else None
+        name = None if by_id else getattr(topic, "topic")  # noqa: B009 (not in every version)
+        topic_id = getattr(topic, "topic_id") if by_id else None  # noqa: B009
         for p in topic.partitions:
             key = (name, topic_id, p.partition)
             requested.append((key, p.fetch_offset, p.partition_max_bytes))
             leader_epochs[key] = getattr(p, "current_leader_epoch", -1)
+            if follower_knows is not None:
+                follower_knows[key] = getattr(p, "high_watermark", NOT_SENT)
     forgotten: list[PartitionKey] = []
-    for topic in getattr(request, "forgotten_topics_data", ()):
-        name = None if by_id else topic.topic
-        topic_id = topic.topic_id if by_id else None
-        forgotten.extend((name, topic_id, index) for index in topic.partitions)
+    for gone in getattr(request, "forgotten_topics_data", ()):
+        name = None if by_id else gone.topic
+        topic_id = gone.topic_id if by_id else None
+        forgotten.extend((name, topic_id, index) for index in gone.partitions)
     session_id = getattr(request, "session_id", 0)
     epoch = getattr(request, "session_epoch", -1)
     try:
@@ -245,8 +285,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     except SessionError as exc:
         return {"throttle_time": 0, "error_code": exc.code, "session_id": 0, "responses": []}
 
-    max_bytes = request.max_bytes
-    min_bytes = request.min_bytes
+    max_bytes: int = request.max_bytes
+    min_bytes: int = request.min_bytes
     replica_id = _replica_id(request)
     quotas = ctx.services.quotas
     counted = quotas.enabled and replica_id < 0 and not ctx.listener.controller
@@ -271,8 +311,11 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         errors = any(answer["error_code"] for _, _, answer in results)
         if total >= min_bytes or remaining <= 0 or errors or not results:
             break
+        if follower_knows and _follower_behind(results, follower_knows):
+            break
+        # a follower that tells its high watermark (v18) also waits for the leader's to move
         waiters = [
-            partition.arrival(replica_id >= 0)
+            partition.arrival(replica_id >= 0 and not follower_knows)
             for key, _ in plan.partitions
             if (partition := _resolve(ctx, key)[0]) is not None
         ]

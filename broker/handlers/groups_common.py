@@ -4,7 +4,9 @@ what the handlers of the consumer and share protocols answer alike."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from odradek.broker.handlers.authorization import allowed_names, authorized_operations
@@ -13,6 +15,7 @@ from odradek.broker.security.resources import Operation, ResourceType
 from odradek.coordinator.runtime import CoordinatorError
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
+UNKNOWN_TOPIC_ID = 100
 TOPIC_AUTHORIZATION_FAILED = 29
 GROUP_AUTHORIZATION_FAILED = 30
 INVALID_GROUP_ID = 24
@@ -111,6 +114,36 @@ TopicPartition = tuple[str, int]
 OffsetToCommit = tuple[int, int, str | None]  # offset, leader epoch, metadata
 
 
+@dataclass(frozen=True, slots=True)
+class AskedTopic:
+    """A topic of an offset request, named by the request or (OffsetCommit and
+    OffsetFetch v10+) found by its id; an id this broker does not know has name ""."""
+
+    name: str
+    topic_id: uuid.UUID | None
+    partitions: Sequence[Any]
+    unknown_id: bool = False
+
+
+def asked_topics(
+    ctx: RequestContext, topics: Sequence[Any], partitions: str = "partitions"
+) -> list[AskedTopic]:
+    """The request's topics (their partitions in the field `partitions`) with names."""
+    asked = []
+    for topic in topics:
+        name = getattr(topic, "name", None)
+        if name is not None:
+            asked.append(AskedTopic(name, None, getattr(topic, partitions)))
+            continue
+        topic_id = topic.topic_id
+        found = ctx.services.topics.by_id(topic_id) if topic_id else None
+        if found is None:
+            asked.append(AskedTopic("", topic_id, getattr(topic, partitions), unknown_id=True))
+        else:
+            asked.append(AskedTopic(found.name, topic_id, getattr(topic, partitions)))
+    return asked
+
+
 async def commit_offsets(
     ctx: RequestContext,
     request: Any,
@@ -121,17 +154,19 @@ async def commit_offsets(
     """Shared by OffsetCommit and TxnOffsetCommit: commit the offsets of known
     partitions through the group's shard (`details` says who commits and how),
     or answer them all with `refuse` when it is set; answers per topic, with
-    TOPIC_AUTHORIZATION_FAILED for the partitions of topics the principal may not READ
-    and UNKNOWN_TOPIC_OR_PARTITION for those of unknown topics."""
+    UNKNOWN_TOPIC_ID for topics asked by an unknown id, TOPIC_AUTHORIZATION_FAILED for
+    the partitions of topics the principal may not READ and UNKNOWN_TOPIC_OR_PARTITION
+    for those of unknown topics."""
     offsets: dict[TopicPartition, OffsetToCommit] = {}
     early: dict[TopicPartition, int] = {}  # refused before the coordinator is asked
-    readable = allowed_names(
-        ctx, Operation.READ, ResourceType.TOPIC, (t.name for t in request.topics)
-    )
-    for topic in request.topics:
+    topics = asked_topics(ctx, request.topics)
+    readable = allowed_names(ctx, Operation.READ, ResourceType.TOPIC, (t.name for t in topics))
+    for topic in topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if topic.name not in readable:
+            if topic.unknown_id:
+                early[tp] = UNKNOWN_TOPIC_ID
+            elif topic.name not in readable:
                 early[tp] = TOPIC_AUTHORIZATION_FAILED
             elif ctx.services.topics.partition(*tp) is None:
                 early[tp] = UNKNOWN_TOPIC_OR_PARTITION
@@ -145,33 +180,39 @@ async def commit_offsets(
             ctx, request.group_id, lambda s: s.commit_offsets(request_details)
         )
         codes = {tp: code for tp in offsets} if code else answer
-    return in_kafka_order(request.topics, early, lambda tp: map_code(codes.get(tp, 0)))
+    return in_kafka_order(topics, early, lambda tp: map_code(codes.get(tp, 0)))
 
 
 def in_kafka_order(
-    topics: Any, early: dict[TopicPartition, int], late: Callable[[TopicPartition], int]
+    topics: Sequence[Any], early: dict[TopicPartition, int], late: Callable[[TopicPartition], int]
 ) -> list[dict[str, Any]]:
     """Per-partition answers in Kafka's order: first those refused before the
     coordinator is asked (`early`: unauthorized, unknown), grouped by topic in the
-    request's order; then the coordinator's, added to their topic or after the rest."""
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+    request's order; then the coordinator's, added to their topic or after the rest.
+    A topic asked by id is answered by its id."""
+    by_topic: dict[tuple[str, uuid.UUID | None], list[dict[str, Any]]] = {}
     for refused in (True, False):
         for topic in topics:
+            topic_id = getattr(topic, "topic_id", None)
             for p in topic.partitions:
                 tp = (topic.name, p.partition_index)
                 if (tp in early) == refused:
                     code = early[tp] if refused else late(tp)
-                    by_topic.setdefault(topic.name, []).append(
+                    by_topic.setdefault((topic.name, topic_id), []).append(
                         {"partition_index": p.partition_index, "error_code": code}
                     )
-    return [{"name": name, "partitions": partitions} for name, partitions in by_topic.items()]
+    return [
+        {"name": name, "topic_id": topic_id, "partitions": partitions}
+        for (name, topic_id), partitions in by_topic.items()
+    ]
 
 
 def refuse_all(request: Any, code: int) -> list[dict[str, Any]]:
     """Every partition of an offset commit answered with one error."""
     return [
         {
-            "name": topic.name,
+            "name": getattr(topic, "name", ""),
+            "topic_id": getattr(topic, "topic_id", None),
             "partitions": [
                 {"partition_index": p.partition_index, "error_code": code} for p in topic.partitions
             ],

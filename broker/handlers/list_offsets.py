@@ -1,10 +1,13 @@
-"""ListOffsets (2), v1-v8.
+"""ListOffsets (2), v1-v11.
 
 Timestamps with special meaning:
     -2  earliest: the log start offset
     -1  latest: the high watermark, or the last stable offset under read_committed
     -3  max timestamp (v7+): the record with the largest timestamp
     -4  earliest local (v8+): the log start offset (all data is local here)
+    -5  latest tiered (v9+): offset -1, as Kafka without tiered storage
+    -6  earliest pending upload (v11+): offset -1, as Kafka without tiered storage
+v10 adds a timeout for lookups in remote storage: nothing here waits on one.
 Any other timestamp finds the first record whose timestamp is >= it, through
 the time index; none (or one past the high watermark, or the last stable offset
 under read_committed) answers offset -1 and timestamp -1. Other negative
@@ -19,16 +22,38 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kio.schema.list_offsets.v1.request import ListOffsetsRequest as V1
+from kio.schema.list_offsets.v2.request import ListOffsetsRequest as V2
+from kio.schema.list_offsets.v3.request import ListOffsetsRequest as V3
+from kio.schema.list_offsets.v4.request import ListOffsetsRequest as V4
+from kio.schema.list_offsets.v5.request import ListOffsetsRequest as V5
+from kio.schema.list_offsets.v6.request import ListOffsetsRequest as V6
+from kio.schema.list_offsets.v7.request import ListOffsetsRequest as V7
+from kio.schema.list_offsets.v8.request import ListOffsetsRequest as V8
+from kio.schema.list_offsets.v9.request import ListOffsetsRequest as V9
+from kio.schema.list_offsets.v10.request import ListOffsetsRequest as V10
+from kio.schema.list_offsets.v11.request import ListOffsetsRequest as V11
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode
 
-MIN_VERSION, MAX_VERSION = 1, 8
+MIN_VERSION, MAX_VERSION = 1, 11
+
+ListOffsetsRequest = V1 | V2 | V3 | V4 | V5 | V6 | V7 | V8 | V9 | V10 | V11
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -2, -1, -3, -4
+LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -5, -6
 READ_COMMITTED = 1
 # the first version that knows each special timestamp (Kafka's ReplicaManager)
-SINCE_VERSION = {EARLIEST: 1, LATEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, -5: 9, -6: 11}
+SINCE_VERSION = {
+    EARLIEST: 1,
+    LATEST: 1,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL: 8,
+    LATEST_TIERED: 9,
+    EARLIEST_PENDING_UPLOAD: 11,
+}
 
 
 def _answer(
@@ -48,7 +73,7 @@ def _unsupported(timestamp: int, version: int) -> bool:
     return timestamp < 0 and version < SINCE_VERSION.get(timestamp, 1 << 15)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> Reply:
     isolation = getattr(request, "isolation_level", 0)
     asked = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
     topics = []
@@ -97,6 +122,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 )
             elif p.timestamp == LATEST:
                 answers.append(_answer(p.partition_index, ok, -1, fetchable, leader_epoch))
+            elif p.timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+                answers.append(_answer(p.partition_index, ok))  # nothing is tiered
             else:
                 if p.timestamp == MAX_TIMESTAMP:
                     found = log.max_timestamp()

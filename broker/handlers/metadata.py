@@ -1,4 +1,4 @@
-"""Metadata (3), v0-v12.
+"""Metadata (3), v0-v13.
 
 - topics = null (v1+) lists every topic; an empty list lists none.
 - Unknown topics are created when `auto.create.topics.enable` is on and the
@@ -14,11 +14,28 @@
   Auto creation needs CREATE on the cluster or on the topic
   (TOPIC_AUTHORIZATION_FAILED otherwise).
 - v8+: topic (and, v8-v10, cluster) authorized operations when asked for.
+- v13 adds a top-level error code, always 0 here as on Kafka 4.4 (whose one use,
+  REBOOTSTRAP_REQUIRED, a broker of its own never needs).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from kio.schema.metadata.v0.request import MetadataRequest as V0
+from kio.schema.metadata.v1.request import MetadataRequest as V1
+from kio.schema.metadata.v2.request import MetadataRequest as V2
+from kio.schema.metadata.v3.request import MetadataRequest as V3
+from kio.schema.metadata.v4.request import MetadataRequest as V4
+from kio.schema.metadata.v5.request import MetadataRequest as V5
+from kio.schema.metadata.v6.request import MetadataRequest as V6
+from kio.schema.metadata.v7.request import MetadataRequest as V7
+from kio.schema.metadata.v8.request import MetadataRequest as V8
+from kio.schema.metadata.v9.request import MetadataRequest as V9
+from kio.schema.metadata.v10.request import MetadataRequest as V10
+from kio.schema.metadata.v11.request import MetadataRequest as V11
+from kio.schema.metadata.v12.request import MetadataRequest as V12
+from kio.schema.metadata.v13.request import MetadataRequest as V13
 
 from odradek.broker.dataplane.topics import Partition, Topic, TopicError, check_topic_name
 from odradek.broker.handlers.authorization import (
@@ -31,7 +48,9 @@ from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode
 
-MIN_VERSION, MAX_VERSION = 0, 12
+MIN_VERSION, MAX_VERSION = 0, 13
+
+MetadataRequest = V0 | V1 | V2 | V3 | V4 | V5 | V6 | V7 | V8 | V9 | V10 | V11 | V12 | V13
 
 
 def describe_partition(ctx: RequestContext, partition: Partition) -> dict[str, Any]:
@@ -60,19 +79,27 @@ def describe_partition(ctx: RequestContext, partition: Partition) -> dict[str, A
 
 def live_brokers(ctx: RequestContext) -> dict[int, tuple[str, int, str | None]]:
     """node id -> (host, port, rack) of the unfenced brokers, on the request's listener."""
+    return {node_id: found[:3] for node_id, found in brokers(ctx, False).items()}
+
+
+def brokers(
+    ctx: RequestContext, include_fenced: bool
+) -> dict[int, tuple[str, int, str | None, bool]]:
+    """node id -> (host, port, rack, fenced) of the registered brokers on the request's
+    listener: the unfenced ones, and the fenced ones too if asked."""
     member = ctx.services.member
     if member is None:
         listener = ctx.listener
-        return {
-            ctx.services.config.node_id: (listener.advertised_host, listener.advertised_port, None)
-        }
+        address = (listener.advertised_host, listener.advertised_port, None, False)
+        return {ctx.services.config.node_id: address}
     found = {}
     for node_id, registration in sorted(member.view.brokers.items()):
-        if registration.value.fenced:
+        fenced = registration.value.fenced
+        if fenced and not include_fenced:
             continue
         for endpoint in registration.value.endpoints:
             if endpoint.listener == ctx.listener.name:
-                found[node_id] = (endpoint.host, endpoint.port, registration.value.rack)
+                found[node_id] = (endpoint.host, endpoint.port, registration.value.rack, fenced)
     return found
 
 
@@ -94,7 +121,7 @@ def _missing(name: str | None, code: ErrorCode, topic_id: Any = None) -> dict[st
     return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": []}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: MetadataRequest) -> Reply:
     services = ctx.services
     config = services.config
     allow_create = config.auto_create_topics and getattr(request, "allow_auto_topic_creation", True)
@@ -153,6 +180,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "controller_id": config.node_id,
         "topics": topics,
         "cluster_authorized_operations": cluster_operations,
+        "error_code": ErrorCode.none,
     }
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from odradek.broker.cluster.node_client import NodeClient
 from tests.helpers.broker import Broker, free_port
+from tests.helpers.wire import WireClient
 
 SESSION_MS = 1500
 METADATA = "__cluster_metadata"
@@ -128,6 +129,26 @@ def test_three_nodes_join_and_follow_the_metadata_log(cluster: Cluster) -> None:
         assert f'"node_id": {node_id}, "broker_epoch"' in controller_log
 
 
+def described_brokers(
+    broker: Broker, include_fenced: bool, until: dict[int, bool] | None = None
+) -> dict[int, bool]:
+    """node id -> fenced, of the brokers DescribeCluster v2 lists (once `until` is among
+    them, if given: a broker's view follows the controller's)."""
+    body = {
+        "include_cluster_authorized_operations": False,
+        "endpoint_type": 1,
+        "include_fenced_brokers": include_fenced,
+    }
+    deadline = time.monotonic() + 10
+    with WireClient(broker.bootstrap) as client:
+        while True:
+            answer = client.call(60, 2, body)
+            found = {b.broker_id: b.is_fenced for b in answer.brokers}
+            if until is None or until.items() <= found.items() or time.monotonic() > deadline:
+                return found
+            time.sleep(0.1)
+
+
 def test_a_silent_broker_is_fenced_and_rejoins_when_it_returns(cluster: Cluster) -> None:
     for node_id in (1, 2, 3):
         cluster.start(node_id)
@@ -135,6 +156,10 @@ def test_a_silent_broker_is_fenced_and_rejoins_when_it_returns(cluster: Cluster)
     cluster.nodes[3].kill()
     wait_for_log(cluster.nodes[1], "no heartbeat within broker.session.timeout.ms")
     assert time.monotonic() - killed_at < SESSION_MS / 1000 + 3
+    # DescribeCluster v2 lists a fenced broker only when asked, marked fenced
+    fenced_too = described_brokers(cluster.nodes[2], include_fenced=True, until={3: True})
+    assert fenced_too == {1: False, 2: False, 3: True}
+    assert described_brokers(cluster.nodes[2], include_fenced=False) == {1: False, 2: False}
     cluster.nodes[3].start()  # same node id and data, a new incarnation
     wait_for_log(cluster.nodes[3], "joined the cluster", count=2)
     wait_for_log(cluster.nodes[1], '"node_id": 3, "event": "broker unfenced"', count=2)

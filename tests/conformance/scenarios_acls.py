@@ -249,6 +249,10 @@ def login(run: Run, user: str = "alice", password: str = "alice-secret") -> Wire
     return client
 
 
+def own_topics(run: Run, answer: Any) -> list[str]:
+    return sorted(t.name for t in answer.topics if t.name.startswith(run.prefix))
+
+
 @scenario("acls.refused-admin", "admin requests of a principal without ACLs", secure=True)
 def _acls_refused(run: Run) -> None:
     alice = login(run)
@@ -281,7 +285,9 @@ def _acls_refused(run: Run) -> None:
         "validate_only": False,
     }
     run.call(CREATE_TOPICS, 7, create, alice)
-    run.call(METADATA, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": True}, alice)
+    run.call(METADATA, 13, {"topics": [{"name": name}], "allow_auto_topic_creation": True}, alice)
+    every = {"topics": None, "allow_auto_topic_creation": False}
+    run.call(METADATA, 13, every, alice, view=lambda a: (a.error_code, own_topics(run, a)))
     resources = [
         {"resource_type": 2, "resource_name": name, "configuration_keys": None},
         {"resource_type": 4, "resource_name": "", "configuration_keys": ["log.retention.ms"]},

@@ -59,7 +59,7 @@ def assigned(name: str, *replicas: list[int]) -> dict[str, Any]:
 
 def metadata(run: Run, *names: str, **fields: Any) -> Any:
     body = {"topics": [{"name": n} for n in names], "allow_auto_topic_creation": False}
-    return run.call(METADATA, 12, body | fields)
+    return run.call(METADATA, 13, body | fields)
 
 
 def until_known(run: Run, name: str, partitions: int = 1) -> Any:
@@ -99,15 +99,15 @@ def _metadata_ids(run: Run) -> None:
     quietly_create(run, run.name("i"), 2)
     known = until_known(run, run.name("i"), 2).topics[0].topic_id
     body = {"topics": [{"name": None, "topic_id": known}], "allow_auto_topic_creation": False}
-    run.call(METADATA, 12, body)
+    run.call(METADATA, 13, body)
     unknown = {"name": None, "topic_id": uuid.uuid4()}
-    run.call(METADATA, 12, {"topics": [unknown], "allow_auto_topic_creation": False})
+    run.call(METADATA, 13, {"topics": [unknown], "allow_auto_topic_creation": False})
     run.quiet(DELETE_TOPICS, 6, {"topics": [{"name": run.name("i")}], "timeout": 10000})
     run.until(
         lambda: run.quiet(METADATA, 12, body),
         lambda answer: answer.topics[0].error_code != 0,
     )
-    run.call(METADATA, 12, body)
+    run.call(METADATA, 13, body)
 
 
 @scenario("metadata.authorized-operations", "a topic's and the cluster's operations, no ACLs")

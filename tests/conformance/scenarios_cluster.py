@@ -15,18 +15,28 @@ DESCRIBE_LOG_DIRS, ELECT_LEADERS, LIST_REASSIGNMENTS, DESCRIBE_CLUSTER = 35, 43,
 PREFERRED, UNCLEAN = 0, 1
 
 
-def describe_cluster(run: Run, endpoint_type: int = 1, operations: bool = False) -> Any:
-    body = {"include_cluster_authorized_operations": operations, "endpoint_type": endpoint_type}
-    return run.call(DESCRIBE_CLUSTER, 1, body)
+def describe_cluster(
+    run: Run, endpoint_type: int = 1, operations: bool = False, version: int = 1, **kw: Any
+) -> Any:
+    body = {
+        "include_cluster_authorized_operations": operations,
+        "endpoint_type": endpoint_type,
+        **kw,
+    }
+    return run.call(DESCRIBE_CLUSTER, version, body)
 
 
-@scenario("describe-cluster.endpoint-types", "brokers (v0, v1), controllers, unknown types")
+@scenario("describe-cluster.endpoint-types", "brokers (v0-v2), fenced ones, controllers, unknown")
 def _describe_cluster(run: Run) -> None:
     answer = run.call(DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False})
     run.record("brokers", len(answer.brokers))
     answer = describe_cluster(run, operations=True)
     run.record("operations", answer.cluster_authorized_operations)
+    for fenced_too in (False, True):
+        answer = describe_cluster(run, version=2, include_fenced_brokers=fenced_too)
+        run.record("fenced", [b.is_fenced for b in answer.brokers])
     describe_cluster(run, 2)
+    describe_cluster(run, 2, version=2, include_fenced_brokers=True)
     describe_cluster(run, 0)
     describe_cluster(run, 9)
 
@@ -41,6 +51,7 @@ def log_dirs_view(run: Run) -> Any:
             "results": [
                 {
                     "error_code": result.error_code,
+                    "is_cordoned": getattr(result, "is_cordoned", None),
                     "topics": sorted(
                         (
                             t.name,
@@ -57,13 +68,15 @@ def log_dirs_view(run: Run) -> Any:
     return view
 
 
-def describe_log_dirs(run: Run, topics: list[tuple[str, list[int]]] | None, **kw: Any) -> Any:
+def describe_log_dirs(
+    run: Run, topics: list[tuple[str, list[int]]] | None, version: int = 5, **kw: Any
+) -> Any:
     body = {
         "topics": None
         if topics is None
         else [{"topic": name, "partitions": partitions} for name, partitions in topics]
     }
-    return run.call(DESCRIBE_LOG_DIRS, 4, body, view=log_dirs_view(run), **kw)
+    return run.call(DESCRIBE_LOG_DIRS, version, body, view=log_dirs_view(run), **kw)
 
 
 @scenario("describe-log-dirs.sizes", "every partition, some, unknown ones")
@@ -72,6 +85,7 @@ def _describe_log_dirs(run: Run) -> None:
     quietly_create(run, name, 2)
     produce(run, name, batch(3, size=100), partition=0)
     describe_log_dirs(run, None)
+    describe_log_dirs(run, None, version=4)
     describe_log_dirs(run, [(name, [0, 1])])
     describe_log_dirs(run, [(name, [1, 5]), (run.name("none"), [0])])
     describe_log_dirs(run, [])

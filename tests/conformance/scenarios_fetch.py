@@ -156,7 +156,7 @@ def stable(run: Run, topic: str, offset: int) -> None:
     assert answer.topics[0].partitions[0].offset == offset, answer
 
 
-@scenario("fetch.versions", "the same fetch in versions 4, 7, 11, 12 and 13 (by topic id)")
+@scenario("fetch.versions", "the same fetch in versions 4, 7, 11, 12, and 13-18 (by topic id)")
 def _versions(run: Run) -> None:
     name = run.name("t")
     quietly_create(run, name)
@@ -166,9 +166,11 @@ def _versions(run: Run) -> None:
         fetch(run, version, topics={name: [wanted(0, 3)]})
     fetch(run, 13, topics={name: [wanted(0, 0)]}, topic_ids={name: topic_id(run, name)})
     fetch(run, 16, topics={name: [wanted(0, 5)]}, topic_ids={name: topic_id(run, name)})
+    for version in (17, 18):
+        fetch(run, version, topics={name: [wanted(0, 2)]}, topic_ids={name: topic_id(run, name)})
 
 
-@scenario("fetch.out-of-range", "below the log start and past the end, in v4 and v16")
+@scenario("fetch.out-of-range", "below the log start and past the end, in v4, v16 and v18")
 def _out_of_range(run: Run) -> None:
     name = run.name("t")
     quietly_create(run, name, 2)
@@ -179,6 +181,7 @@ def _out_of_range(run: Run) -> None:
     for offset in (0, 2, 3, 4, 5, 100, -1):
         fetch(run, 4, topics={name: [wanted(0, offset)]})
         fetch(run, 16, topics={name: [wanted(0, offset), wanted(1, 0)]}, topic_ids=ids)
+    fetch(run, 18, topics={name: [wanted(0, 100), wanted(1, 0)]}, topic_ids=ids)
 
 
 @scenario("fetch.isolation-committed-aborted", "committed and aborted transactions, both levels")
@@ -261,6 +264,8 @@ def _topic_ids(run: Run) -> None:
     fetch(run, 13, topics={name: [wanted(0, 0)]}, topic_ids=stranger)
     fetch(run, 16, topics={name: [wanted(0, 0)]}, topic_ids={name: uuid.UUID(int=0)})
     fetch(run, 16, topics={name: [wanted(0, 0), wanted(3, 0)]}, topic_ids=ids)
+    fetch(run, 18, topics={name: [wanted(0, 0)]}, topic_ids=stranger)
+    fetch(run, 18, topics={name: [wanted(0, 0), wanted(3, 0)]}, topic_ids=ids)
 
 
 @scenario("fetch.max-bytes", "small max_bytes and partition_max_bytes: whole first batches")

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import uuid
 from typing import Any
 
 from conformance.harness import Run, scenario
+from conformance.scenarios_admin import until_known
 from conformance.scenarios_classic_groups import (
     commit_body,
     consumer_member,
@@ -274,14 +276,15 @@ def _delete_groups(run: Run) -> None:
         ready(run, 0, group)
     commit_partitions(run, empty, {topic: [(0, None)]})
     lone_member(run, busy)
-    for version in (0, 1, 2):
+    for version in (0, 1, 2, 3):
         for group in (busy, unknown):
             run.call(DELETE_GROUPS, version, {"groups_names": [group]})
-    run.call(DELETE_GROUPS, 2, {"groups_names": [empty]})
-    run.call(DELETE_GROUPS, 2, {"groups_names": [empty]})
+    run.call(DELETE_GROUPS, 3, {"groups_names": [empty]})
+    run.call(DELETE_GROUPS, 3, {"groups_names": [empty]})
+    run.call(DELETE_GROUPS, 3, {"groups_names": [""]})
     fetch_groups(run, (empty, {topic: [0]}))
     describe(run, empty, version=6)
-    run.call(DELETE_GROUPS, 2, {"groups_names": [busy, busy]})
+    run.call(DELETE_GROUPS, 3, {"groups_names": [busy, busy]})
 
 
 def offset_delete(run: Run, group: str, topics: dict[str, list[int]]) -> Any:
@@ -386,3 +389,51 @@ def _find_share(run: Run) -> None:
     ):
         find_share(run, 6, key, topic_id, str(raw_id))
     find_share(run, 5, good, topic_id, str(raw_id))
+
+
+@scenario("offsets.by-topic-id", "OffsetCommit and OffsetFetch v10: topics by id, unknown ids")
+def _offsets_by_topic_id(run: Run) -> None:
+    group, topic = run.name("g"), run.name("t")
+    quietly_create(run, topic, 2)
+    ready(run, 0, group)
+    known = until_known(run, topic, 2).topics[0].topic_id
+    unknown = uuid.uuid4()
+
+    def partitions(*indexes: int) -> list[dict[str, Any]]:
+        return [
+            {
+                "partition_index": index,
+                "committed_offset": 7,
+                "committed_leader_epoch": -1,
+                "committed_metadata": "m",
+            }
+            for index in indexes
+        ]
+
+    commit = {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [
+            {"topic_id": known, "partitions": partitions(0, 5)},
+            {"topic_id": unknown, "partitions": partitions(0)},
+            {"topic_id": uuid.UUID(int=0), "partitions": partitions(1)},
+        ],
+    }
+    run.call(OFFSET_COMMIT, 10, commit)
+    commit["topics"] = [{"topic_id": known, "partitions": partitions(1)}]
+    run.call(OFFSET_COMMIT, 10, commit)
+    asked = [
+        {"topic_id": unknown, "partition_indexes": [0]},
+        {"topic_id": known, "partition_indexes": [0, 1, 3]},
+    ]
+    body = {"groups": [{"group_id": group, "topics": asked}], "require_stable": False}
+    answer = run.call(OFFSET_FETCH, 10, body)
+    run.record("ids answered", [t.topic_id == known for t in answer.groups[0].topics])
+    every = {"groups": [{"group_id": group, "topics": None}], "require_stable": False}
+    answer = run.call(OFFSET_FETCH, 10, every)
+    run.record("ids of every topic", [t.topic_id == known for t in answer.groups[0].topics])
+    run.call(
+        OFFSET_FETCH, 10, {**body, "groups": [{"group_id": run.name("none"), "topics": asked}]}
+    )

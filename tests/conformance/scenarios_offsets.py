@@ -15,6 +15,7 @@ from odradek.protocol.batch import build_batch
 
 LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, DELETE_RECORDS = 2, 23, 21
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
+LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -5, -6
 
 
 def asked(partition: int, timestamp: int, epoch: int = -1) -> dict[str, Any]:
@@ -24,12 +25,13 @@ def asked(partition: int, timestamp: int, epoch: int = -1) -> dict[str, Any]:
 def list_offsets(
     run: Run,
     topics: dict[str, list[dict[str, Any]]],
-    version: int = 8,
+    version: int = 11,
     isolation: int = 0,
 ) -> Any:
     body = {
         "replica_id": -1,
         "isolation_level": isolation,
+        "timeout": 30000,
         "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],
     }
     return run.call(LIST_OFFSETS, version, body)
@@ -42,15 +44,20 @@ def timed(run: Run, name: str) -> None:
     write(run, name, build_batch([(None, b"c")], timestamp=3_000))
 
 
-@scenario("list-offsets.special-timestamps", "earliest, latest, max and earliest-local, by version")
+@scenario(
+    "list-offsets.special-timestamps",
+    "earliest, latest, max, earliest-local, latest-tiered, earliest-pending-upload, by version",
+)
 def _specials(run: Run) -> None:
     name = run.name("t")
     # (retention kept away from the records stamped in 1970)
     quietly_create(run, name, 2, retention_ms="-1")
     timed(run, name)
-    for version in (1, 4, 7, 8):
+    for version in (1, 4, 7, 8, 9, 10, 11):
         specials = [LATEST, EARLIEST] + ([MAX_TIMESTAMP] if version >= 7 else [])
         specials += [EARLIEST_LOCAL] if version >= 8 else []
+        specials += [LATEST_TIERED] if version >= 9 else []
+        specials += [EARLIEST_PENDING_UPLOAD] if version >= 11 else []
         for timestamp in specials:  # (one partition a request: Kafka answers in hash order)
             list_offsets(run, {name: [asked(0, timestamp)]}, version)
             list_offsets(run, {name: [asked(1, timestamp)]}, version)
@@ -89,10 +96,12 @@ def _errors(run: Run) -> None:
     write(run, name, batch(2))
     list_offsets(run, {run.name("none"): [asked(0, LATEST)]})
     list_offsets(run, {name: [asked(4, LATEST)]})
-    for timestamp in (-5, -6, -7, -100):
+    for timestamp in (-7, -100):
         list_offsets(run, {name: [asked(0, timestamp)]})
     list_offsets(run, {name: [asked(0, MAX_TIMESTAMP)]}, version=6)
     list_offsets(run, {name: [asked(0, EARLIEST_LOCAL)]}, version=7)
+    list_offsets(run, {name: [asked(0, LATEST_TIERED)]}, version=8)
+    list_offsets(run, {name: [asked(0, EARLIEST_PENDING_UPLOAD)]}, version=10)
     list_offsets(run, {run.name("none"): [asked(0, -100)]})
     list_offsets(run, {name: [asked(0, LATEST), asked(0, EARLIEST)]})  # the same partition twice
     list_offsets(run, {name: [asked(0, LATEST), asked(0, EARLIEST)]}, version=1)

@@ -206,10 +206,20 @@ def api_versions_view(answer: Any) -> dict[str, Any]:
 SOFTWARE = {"client_software_name": "conformance", "client_software_version": "1.0"}
 
 
-@scenario("api-versions.valid", "ApiVersions v0 and v3")
+def this_node(run: Run) -> tuple[str, int]:
+    """The cluster id and node id of the broker the run talks to."""
+    answer = run.quiet(METADATA, 12, {"topics": [], "allow_auto_topic_creation": False})
+    return answer.cluster_id, answer.brokers[0].node_id
+
+
+@scenario("api-versions.valid", "ApiVersions v0, v3, v4 and v5 (naming this cluster and node)")
 def _api_versions(run: Run) -> None:
     run.call(API_VERSIONS, 0, {}, view=api_versions_view)
-    run.call(API_VERSIONS, 3, SOFTWARE, view=api_versions_view)
+    for version in (3, 4, 5):
+        run.call(API_VERSIONS, version, SOFTWARE, view=api_versions_view)
+    cluster_id, node_id = this_node(run)
+    expected = {**SOFTWARE, "cluster_id": cluster_id, "node_id": node_id}
+    run.call(API_VERSIONS, 5, expected, view=api_versions_view)
 
 
 @scenario("api-versions.invalid", "a version past the broker's, a bad client software name")
@@ -224,6 +234,16 @@ def _api_versions_invalid(run: Run) -> None:
     for name, version in (("bad name!", "1"), ("ok", ""), ("-x", "1.0"), ("x", "1.0-")):
         software = {"client_software_name": name, "client_software_version": version}
         run.call(API_VERSIONS, 3, software)
+    cluster_id, node_id = this_node(run)
+    for expected in (
+        {"cluster_id": cluster_id, "node_id": -1},
+        {"cluster_id": None, "node_id": node_id},
+        {"cluster_id": "another-cluster", "node_id": node_id},
+        {"cluster_id": cluster_id, "node_id": node_id + 1},
+        {"cluster_id": "", "node_id": node_id},
+    ):
+        run.call(API_VERSIONS, 5, {**SOFTWARE, **expected}, view=api_versions_view)
+    run.call(API_VERSIONS, 5, {"client_software_name": "-x", "client_software_version": "1"})
 
 
 # -- SASL on a SASL_PLAINTEXT listener --------------------------------------------------

@@ -291,7 +291,7 @@ def _add_offsets(run: Run) -> None:
     txn, group = run.name("t"), run.name("g")
     ready(run, 0, group)
     pid, epoch = begin(run, txn)
-    for version in (0, 1, 2, 3):
+    for version in (0, 1, 2, 3, 4):
         add_offsets(run, txn, pid, epoch, group, version=version)
     run.record("started by it", state_of(run, txn))
     add_offsets(run, txn, pid, epoch, run.name("other"))

@@ -290,3 +290,42 @@ def test_min_insync_replicas_above_one_rejects_acks_all(shared_broker, unique_to
         assert reply.responses[0].partition_responses[0].error_code == 19  # NOT_ENOUGH_REPLICAS
         reply = produce(client, unique_topic, build_batch([(None, b"x")]), acks=1)
         assert reply.responses[0].partition_responses[0].error_code == 0
+
+
+def test_follower_fetch_behind_the_high_watermark_is_answered_at_once(
+    shared_broker, unique_topic
+) -> None:
+    """Fetch v18 (KIP-1166): a follower that knows an older high watermark than the
+    leader's is answered at once, not parked for max_wait; one that knows the current
+    one, or sends none, is parked."""
+    with WireClient(shared_broker.bootstrap) as client:
+        create(client, unique_topic)
+        produce(client, unique_topic, build_batch([(None, b"v")] * 3))
+        topic_id = (
+            client.call(
+                METADATA,
+                12,
+                {"topics": [{"name": unique_topic}], "allow_auto_topic_creation": False},
+            )
+            .topics[0]
+            .topic_id
+        )
+
+        def waited(**known: int) -> float:
+            partition = {"partition": 0, "fetch_offset": 3, "partition_max_bytes": 1 << 20}
+            body = {
+                "replica_state": {"replica_id": 7, "replica_epoch": -1},
+                "max_wait": 1000,
+                "min_bytes": 1,
+                "topics": [{"topic_id": topic_id, "partitions": [partition | known]}],
+                "forgotten_topics_data": [],
+            }
+            started = time.monotonic()
+            reply = client.call(FETCH, 18, body)
+            assert reply.responses[0].partitions[0].high_watermark == 3
+            return time.monotonic() - started
+
+        assert waited(high_watermark=1) < 0.5
+        assert waited(high_watermark=-1) < 0.5
+        assert waited(high_watermark=3) >= 0.9
+        assert waited() >= 0.9
