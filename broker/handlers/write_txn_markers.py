@@ -1,4 +1,5 @@
-"""WriteTxnMarkers (27), v1.
+"""WriteTxnMarkers (27), v1-v2 (v2 names the transaction version of each marker,
+which changes nothing here, as on Kafka 4.4).
 
 Sent by a transaction coordinator to partition leaders: on one node of its own
 the coordinator writes its markers in-process and the API serves tools and tests;
@@ -21,7 +22,7 @@ from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation
 from odradek.protocol.errors import ErrorCode
 
-MIN_VERSION, MAX_VERSION = 1, 1
+MIN_VERSION, MAX_VERSION = 1, 2
 
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:

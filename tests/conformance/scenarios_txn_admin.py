@@ -139,6 +139,7 @@ def markers(
     commit: bool,
     topics: dict[str, list[int]],
     coordinator_epoch: int = 0,
+    version: int = 1,
 ) -> Any:
     body = {
         "markers": [
@@ -148,10 +149,11 @@ def markers(
                 "transaction_result": commit,
                 "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
                 "coordinator_epoch": coordinator_epoch,
+                "transaction_version": 2,
             }
         ]
     }
-    return run.call(WRITE_TXN_MARKERS, 1, body)
+    return run.call(WRITE_TXN_MARKERS, version, body)
 
 
 @scenario("write-txn-markers.from-a-client", "WriteTxnMarkers sent by a client, good and bad")
@@ -163,11 +165,12 @@ def _write_markers(run: Run) -> None:
     add_partitions(run, txn, pid, epoch, {topic: [0]})
     produce(run, txn, topic, pid, epoch)
     markers(run, pid, epoch, False, {topic: [1]})
-    markers(run, pid, epoch, True, {topic: [5]})  # (one topic a marker: Kafka answers
+    markers(run, pid, epoch, True, {topic: [5]}, version=2)  # (one topic a marker: Kafka answers
     markers(run, pid, epoch, True, {run.name("none"): [0]})  # several in a hash map's order)
     markers(run, pid, epoch - 1, False, {topic: [0]})
-    markers(run, pid + 1000, 0, True, {topic: [0]})
+    markers(run, pid + 1000, 0, True, {topic: [0]}, version=2)
     run.call(WRITE_TXN_MARKERS, 1, {"markers": []})
+    run.call(WRITE_TXN_MARKERS, 2, {"markers": []})
     end(run, txn, pid, epoch, False)
     settled(run, txn)
     # after the coordinator's marker: one of an older coordinator epoch, of the same
