@@ -1,4 +1,5 @@
-"""TxnOffsetCommit (28), v0-v5.
+"""TxnOffsetCommit (28), v0-v6 (v6 names topics by id: an unknown id is
+UNKNOWN_TOPIC_ID).
 
 Offsets committed inside a transaction: written to the group's partition in a
 transactional batch, invisible to OffsetFetch until the COMMIT marker, dropped
@@ -31,7 +32,7 @@ from odradek.coordinator.txn.shard import (
 )
 from odradek.protocol.errors import ErrorCode
 
-MIN_VERSION, MAX_VERSION = 0, 5
+MIN_VERSION, MAX_VERSION = 0, 6
 FIRST_IMPLICIT_ADD_VERSION = 5  # transactions version 2
 
 

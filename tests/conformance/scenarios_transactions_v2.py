@@ -6,9 +6,11 @@ epoch, and the retries and refusals of EndTxn v5."""
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from conformance.harness import Run, scenario
+from conformance.scenarios_fetch import topic_id
 from conformance.scenarios_groups import ready
 from conformance.scenarios_topics import quietly_create
 from conformance.scenarios_transactions import (
@@ -62,7 +64,9 @@ def end(run: Run, txn: str, pid: int, epoch: int, committed: bool) -> Any:
     return answer
 
 
-def txn_commit(run: Run, txn: str, pid: int, epoch: int, group: str, topic: str) -> Any:
+def txn_commit(run: Run, txn: str, pid: int, epoch: int, group: str, topic: str | uuid.UUID) -> Any:
+    """TxnOffsetCommit v5 naming the topic, v6 (by id) given its id."""
+    named = {"topic_id": topic} if isinstance(topic, uuid.UUID) else {"name": topic}
     body = {
         "transactional_id": txn,
         "group_id": group,
@@ -73,7 +77,7 @@ def txn_commit(run: Run, txn: str, pid: int, epoch: int, group: str, topic: str)
         "group_instance_id": None,
         "topics": [
             {
-                "name": topic,
+                **named,
                 "partitions": [
                     {
                         "partition_index": 0,
@@ -85,7 +89,7 @@ def txn_commit(run: Run, txn: str, pid: int, epoch: int, group: str, topic: str)
             }
         ],
     }
-    return run.call(TXN_OFFSET_COMMIT, 5, body)
+    return run.call(TXN_OFFSET_COMMIT, 6 if isinstance(topic, uuid.UUID) else 5, body)
 
 
 @scenario("transactions-v2.commit", "records and offsets in a transaction of version 2")
@@ -99,6 +103,8 @@ def _commit_v2(run: Run) -> None:
     epoch += 1
     produce(run, txn, topic, pid, epoch, 0)
     txn_commit(run, txn, pid, epoch, group, topic)
+    txn_commit(run, txn, pid, epoch, group, topic_id(run, topic))
+    txn_commit(run, txn, pid, epoch, group, uuid.uuid4())  # an id no topic has
     describe(run, txn)
     fetch_offsets(run, group, topic, stable=False)
     end(run, txn, pid, epoch, committed=True)

@@ -292,6 +292,9 @@ public final class KafkaTool {
                 case "share-scenario":
                     status = ShareScenarios.run(o);
                     break;
+                case "schema-bytes":
+                    status = SchemaBytes.run();
+                    break;
                 default:
                     if (o.flag("help")) {
                         OUT.println(USAGE);
