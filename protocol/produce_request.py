@@ -1,4 +1,4 @@
-"""Produce requests (v3-v12) read straight from bytes.
+"""Produce requests (v3-v13) read straight from bytes (v13 names topics by id).
 
 Every batch a client writes arrives in one of these, so the body is read here
 field by field instead of through the generic, class-driven decoder in
@@ -15,11 +15,14 @@ patch and append them without a copy.
 from __future__ import annotations
 
 import struct
+import uuid
 from typing import Any, NamedTuple
 
 from odradek.protocol.decoder import DecodeError, read_uvarint
 
 FIRST_FLEXIBLE = 9
+FIRST_BY_ID = 13
+ZERO_ID = bytes(16)
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
@@ -33,8 +36,9 @@ class PartitionData(NamedTuple):
 
 
 class TopicData(NamedTuple):
-    name: str
+    name: str  # "" from v13, which names the topic by its id
     partition_data: tuple[PartitionData, ...]
+    topic_id: uuid.UUID | None = None  # v13+
 
 
 class ProduceRequest(NamedTuple):
@@ -127,7 +131,19 @@ def _topic(cursor: _Cursor) -> TopicData:
     assert name is not None
     partitions = tuple([_partition(cursor) for _ in range(cursor.array_count())])
     cursor.skip_tagged_fields()
-    return _new(TopicData, (name, partitions))
+    return _new(TopicData, (name, partitions, None))
+
+
+def _topic_by_id(cursor: _Cursor) -> TopicData:
+    pos = cursor.pos
+    if pos + 16 > cursor.end:
+        raise DecodeError("a topic id runs past the end of the request")
+    raw = bytes(cursor.buf[pos : pos + 16])
+    topic_id = None if raw == ZERO_ID else uuid.UUID(bytes=raw)  # as kio reads it
+    cursor.pos = pos + 16
+    partitions = tuple([_partition(cursor) for _ in range(cursor.array_count())])
+    cursor.skip_tagged_fields()
+    return _new(TopicData, ("", partitions, topic_id))
 
 
 def decode_produce_request(
@@ -137,6 +153,7 @@ def decode_produce_request(
     cursor = _Cursor(memoryview(buf), offset, version >= FIRST_FLEXIBLE)
     transactional_id = cursor.string(nullable=True)
     acks, timeout_ms = cursor.fixed(_ACKS_TIMEOUT)
-    topics = tuple([_topic(cursor) for _ in range(cursor.array_count())])
+    read_topic = _topic_by_id if version >= FIRST_BY_ID else _topic
+    topics = tuple([read_topic(cursor) for _ in range(cursor.array_count())])
     cursor.skip_tagged_fields()
     return ProduceRequest(transactional_id, acks, timeout_ms, topics)

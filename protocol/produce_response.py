@@ -1,4 +1,4 @@
-"""Produce responses (v3-v12) written straight to bytes.
+"""Produce responses (v3-v13) written straight to bytes (v13 names topics by id).
 
 A Produce answer is sent for every batch of records a client writes, so it is
 encoded here field by field instead of through kio's message classes, at a
@@ -11,6 +11,7 @@ Odradek never reports a new leader, so the tagged fields of v10+ are left out.
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -22,6 +23,8 @@ _PARTITION_V3 = struct.Struct(">ihqq")  # index, error_code, base_offset, log_ap
 _INT64 = struct.Struct(">q")
 
 FIRST_FLEXIBLE = 9
+FIRST_BY_ID = 13
+ZERO_UUID = uuid.UUID(int=0)
 
 
 def _string(value: str, flexible: bool) -> bytes:
@@ -45,15 +48,18 @@ def encode_produce_response(
     version: int, topics: Iterable[Mapping[str, Any]], throttle_time_ms: int = 0
 ) -> bytes:
     """The body of a ProduceResponse: `topics` as the Produce handler builds them
-    ({"name", "partition_responses": [{"index", "error_code", "base_offset",
+    ({"name" (or from v13 "topic_id"), "partition_responses": [{"index", "error_code", "base_offset",
     "log_append_time", "log_start_offset", "error_message"}]})."""
-    if not 3 <= version <= 12:
+    if not 3 <= version <= 13:
         raise ValueError(f"Produce v{version} is not supported")
     flexible = version >= FIRST_FLEXIBLE
     topics = list(topics)
     out = [_array_length(len(topics), flexible)]
     for topic in topics:
-        out.append(_string(topic["name"], flexible))
+        if version >= FIRST_BY_ID:
+            out.append((topic.get("topic_id") or ZERO_UUID).bytes)
+        else:
+            out.append(_string(topic["name"], flexible))
         partitions = topic["partition_responses"]
         out.append(_array_length(len(partitions), flexible))
         for partition in partitions:

@@ -1,4 +1,4 @@
-"""Produce (0), v3-v12.
+"""Produce (0), v3-v13 (v13 names topics by id: an unknown id is UNKNOWN_TOPIC_ID).
 
 - Record batches stay bytes: each batch's 61-byte header is read, its CRC32C
   checked, and the log patches base offset and leader epoch in place.
@@ -79,8 +79,9 @@ from odradek.storage.batch_rewrite import decode_records
 from odradek.storage.config import INT64_MAX
 from odradek.storage.producer_state import DuplicateBatch, ProducerStateError
 
-MIN_VERSION, MAX_VERSION = 3, 12
+MIN_VERSION, MAX_VERSION = 3, 13
 FIRST_IMPLICIT_ADD_VERSION = 12  # transactions version 2
+FIRST_BY_ID_VERSION = 13
 TIMESTAMP_REJECTED = "One or more records have been rejected due to invalid timestamp"
 NOT_ADDED = "Partition was not added to the transaction"
 ZSTD, KNOWN_CODECS = 4, range(5)
@@ -377,13 +378,25 @@ def _refuse_all(request: ProduceRequest) -> list[dict[str, Any]]:
     return [
         {
             "name": topic_data.name,
+            "topic_id": topic_data.topic_id,
             "partition_responses": [_error(index, code) for index, _ in topic_data.partition_data],
         }
         for topic_data in request.topic_data
     ]
 
 
+def _named(ctx: RequestContext, request: ProduceRequest) -> ProduceRequest:
+    """v13+ names topics by id: the same request with each known topic's name."""
+    topics = []
+    for topic_data in request.topic_data:
+        found = ctx.services.topics.by_id(topic_data.topic_id) if topic_data.topic_id else None
+        topics.append(topic_data._replace(name="" if found is None else found.name))
+    return request._replace(topic_data=tuple(topics))
+
+
 async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
+    if ctx.version >= FIRST_BY_ID_VERSION:
+        request = _named(ctx, request)
     acks = request.acks
     now_ms = int(time.time() * 1000)
     topics = []
@@ -400,6 +413,10 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
     if ctx.version >= FIRST_IMPLICIT_ADD_VERSION and request.transactional_id is not None:
         not_added = await _add_to_transaction(ctx, request)
     for topic_data in request.topic_data:
+        if ctx.version >= FIRST_BY_ID_VERSION and not topic_data.name:  # an id no topic has
+            unknown = [_error(i, ErrorCode.unknown_topic_id) for i, _ in topic_data.partition_data]
+            topics.append({"topic_id": topic_data.topic_id, "partition_responses": unknown})
+            continue
         results = []
         denied = checked and not ctx.allowed(Operation.WRITE, ResourceType.TOPIC, topic_data.name)
         for index, records in topic_data.partition_data:
@@ -425,7 +442,13 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
                     answers.append(result)
                     ends.append((partition, partition.log.log_end_offset, result))
                 results.append(result)
-        topics.append({"name": topic_data.name, "partition_responses": results})
+        topics.append(
+            {
+                "name": topic_data.name,
+                "topic_id": topic_data.topic_id,
+                "partition_responses": results,
+            }
+        )
     try:
         await ctx.services.flush_if_due(written, now_ms)
     except OSError as exc:

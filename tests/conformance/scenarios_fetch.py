@@ -11,7 +11,7 @@ from conformance.harness import Run, scenario
 from conformance.scenarios_data import batch
 from conformance.scenarios_groups import NOT_READY, first_init, ready
 from conformance.scenarios_produce import produce_body
-from conformance.scenarios_topics import quietly_create
+from conformance.scenarios_topics import quietly_create, topic_id
 from odradek.protocol.batch import build_batch
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, DELETE_RECORDS = 0, 1, 2, 3, 21
@@ -70,13 +70,6 @@ def fetch_body(
 def fetch(run: Run, version: int = 12, **fields: Any) -> Any:
     topics = fields.pop("topics")
     return run.call(FETCH, version, fetch_body(topics, **fields))
-
-
-def topic_id(run: Run, name: str) -> uuid.UUID:
-    answer = run.quiet(
-        METADATA, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": False}
-    )
-    return answer.topics[0].topic_id  # type: ignore[no-any-return]
 
 
 def write(run: Run, name: str, records: bytes, partition: int = 0, txn: str | None = None) -> int:

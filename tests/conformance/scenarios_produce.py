@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import struct
 import time
+import uuid
 import zlib
 from typing import Any
 
@@ -15,7 +16,7 @@ import crc32c
 from conformance.harness import Run, scenario
 from conformance.scenarios_data import batch
 from conformance.scenarios_groups import first_init, ready
-from conformance.scenarios_topics import list_offsets, quietly_create
+from conformance.scenarios_topics import list_offsets, quietly_create, topic_id
 from odradek.protocol.batch import CRC_START, HEADER_SIZE, build_batch, read_header
 from odradek.storage.batch_rewrite import Record, compress, rebuild_batch
 
@@ -258,4 +259,26 @@ def _bad_requests(run: Run) -> None:
     struct.pack_into(">i", lying, 8, 10_000)  # a batch length past the bytes sent
     one(run, name, bytes(lying))
     one(run, name, batch(1)[:40])  # a torn header
+    list_offsets(run, name, -1)
+
+
+@scenario("produce.by-topic-id", "Produce v13: a topic named by its id, an unknown id, no id")
+def _by_topic_id(run: Run) -> None:
+    name = run.name("t")
+    quietly_create(run, name)
+
+    def by_id(topic_id: uuid.UUID | None, records: bytes) -> dict[str, Any]:
+        body = produce_body(name, records)
+        body["topic_data"] = [{**body["topic_data"][0], "topic_id": topic_id}]
+        return body
+
+    known = topic_id(run, name)
+    # (Kafka's partition may take a moment to lead after the topic is created)
+    answer = run.until(
+        lambda: run.quiet(PRODUCE, 13, by_id(known, batch(2))),
+        lambda answer: answer.responses[0].partition_responses[0].error_code != 6,
+    )
+    run.answered(PRODUCE, 13, answer)
+    run.call(PRODUCE, 13, by_id(uuid.uuid4(), batch(1)))
+    run.call(PRODUCE, 13, by_id(None, batch(1)))
     list_offsets(run, name, -1)

@@ -4,6 +4,7 @@ ListOffsets."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from conformance.harness import Run, scenario
@@ -285,3 +286,9 @@ def _delete_records(run: Run) -> None:
     delete(run.name("dr"), -1)
     delete(run.name("dr"), 0)
     delete(run.name("none"), 0)
+
+
+def topic_id(run: Run, name: str) -> uuid.UUID:
+    """The topic's id, as Metadata tells it (set-up, not compared)."""
+    answer = run.quiet(3, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": False})
+    return answer.topics[0].topic_id  # type: ignore[no-any-return]

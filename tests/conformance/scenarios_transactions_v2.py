@@ -10,9 +10,8 @@ import uuid
 from typing import Any
 
 from conformance.harness import Run, scenario
-from conformance.scenarios_fetch import topic_id
 from conformance.scenarios_groups import ready
-from conformance.scenarios_topics import quietly_create
+from conformance.scenarios_topics import quietly_create, topic_id
 from conformance.scenarios_transactions import (
     TRANSACTIONAL,
     begin,

@@ -235,7 +235,7 @@ _topic_answers = st.lists(
 )
 
 
-@given(version=st.integers(3, 11), topics=_topic_answers, throttle=st.integers(0, 10_000))
+@given(version=st.integers(3, 13), topics=_topic_answers, throttle=st.integers(0, 10_000))
 @settings(max_examples=300)
 def test_produce_response_bytes_match_kio(version: int, topics: list, throttle: int) -> None:
     kio_bytes = messages.encode(
@@ -280,8 +280,9 @@ def _produce_by_generic_decoder(version: int, raw: bytes) -> ProduceRequest:
         entity.timeout // datetime.timedelta(milliseconds=1),
         tuple(
             TopicData(
-                topic.name,
+                getattr(topic, "name", ""),
                 tuple(PartitionData(p.index, p.records) for p in topic.partition_data),
+                getattr(topic, "topic_id", None),
             )
             for topic in entity.topic_data
         ),
@@ -296,7 +297,7 @@ def _outcome(read: Callable[[bytes], ProduceRequest], raw: bytes) -> ProduceRequ
 
 
 @given(
-    version=st.integers(3, 11),
+    version=st.integers(3, 13),
     body=_produce_requests,
     cut=st.integers(0, 400),
     flip=st.tuples(st.integers(0, 400), st.integers(1, 255)),
@@ -350,7 +351,7 @@ def test_produce_request_reader_edge_cases(version: int, body: bytes, refused: b
     assert (by_hand == "DecodeError") is refused
 
 
-@given(version=st.integers(3, 11), body=st.binary(max_size=120))
+@given(version=st.integers(3, 13), body=st.binary(max_size=120))
 @settings(max_examples=300)
 def test_produce_request_reader_agrees_on_random_bytes(version: int, body: bytes) -> None:
     by_hand = _outcome(lambda raw: decode_produce_request(version, raw, 0), body)
