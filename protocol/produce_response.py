@@ -48,8 +48,8 @@ def encode_produce_response(
     version: int, topics: Iterable[Mapping[str, Any]], throttle_time_ms: int = 0
 ) -> bytes:
     """The body of a ProduceResponse: `topics` as the Produce handler builds them
-    ({"name" (or from v13 "topic_id"), "partition_responses": [{"index", "error_code", "base_offset",
-    "log_append_time", "log_start_offset", "error_message"}]})."""
+    ({"name" (from v13 "topic_id"), "partition_responses": [{"index", "error_code",
+    "base_offset", "log_append_time", "log_start_offset", "error_message"}]})."""
     if not 3 <= version <= 13:
         raise ValueError(f"Produce v{version} is not supported")
     flexible = version >= FIRST_FLEXIBLE
