@@ -387,7 +387,7 @@ def _refuse_all(request: ProduceRequest) -> list[dict[str, Any]]:
 
 def _named(ctx: RequestContext, request: ProduceRequest) -> ProduceRequest:
     """v13+ names topics by id: the same request with each known topic's name."""
-    topics = []
+    topics: list[dict[str, Any]] = []
     for topic_data in request.topic_data:
         found = ctx.services.topics.by_id(topic_data.topic_id) if topic_data.topic_id else None
         topics.append(topic_data._replace(name="" if found is None else found.name))
@@ -399,7 +399,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
         request = _named(ctx, request)
     acks = request.acks
     now_ms = int(time.time() * 1000)
-    topics = []
+    topics: list[dict[str, Any]] = []
     written: list[Partition] = []
     answers: list[dict[str, Any]] = []  # of the partitions written to
     ends: list[tuple[Partition, int, dict[str, Any]]] = []  # what acks=all waits for
