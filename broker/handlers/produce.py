@@ -72,7 +72,7 @@ from odradek.protocol.batch import (
     iter_batches,
 )
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.produce_request import ProduceRequest
+from odradek.protocol.produce_request import ProduceRequest, TopicData
 from odradek.protocol.produce_response import encode_produce_response
 from odradek.storage import faults
 from odradek.storage.batch_rewrite import decode_records
@@ -387,7 +387,7 @@ def _refuse_all(request: ProduceRequest) -> list[dict[str, Any]]:
 
 def _named(ctx: RequestContext, request: ProduceRequest) -> ProduceRequest:
     """v13+ names topics by id: the same request with each known topic's name."""
-    topics: list[dict[str, Any]] = []
+    topics: list[TopicData] = []
     for topic_data in request.topic_data:
         found = ctx.services.topics.by_id(topic_data.topic_id) if topic_data.topic_id else None
         topics.append(topic_data._replace(name="" if found is None else found.name))
