@@ -1,6 +1,7 @@
 """The broker's background work, one task each: retention, time-based rolls,
 flushes and producer id expiry (keep_house); compaction of compacted topics, the
-internal ones among them (clean_logs); idle connections (sweep_connections)."""
+internal ones among them (clean_logs); idle connections (sweep_connections); expired
+delegation tokens (remove_expired_tokens)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from odradek.broker.dataplane.flusher import Flusher
 from odradek.broker.dataplane.topics import TopicRegistry
 from odradek.broker.network import memory
 from odradek.broker.network.connections import ConnectionTable
+from odradek.broker.security.delegation_tokens import TokenStoreLike
 from odradek.broker.settings.config import BrokerConfig
 
 log = structlog.get_logger("broker")
@@ -109,3 +111,20 @@ async def keep_house(broker: Broker) -> None:
             broker.share.prune()
         if due:
             await broker.flusher.flush(due)
+
+
+async def remove_expired_tokens(tokens: TokenStoreLike, interval_ms: int) -> None:
+    """Delegation tokens past their expiry or max timestamp, removed every
+    delegation.token.expiry.check.interval.ms (by the controller in a cluster)."""
+    while True:
+        await asyncio.sleep(interval_ms / 1000)
+        now_ms = int(time.time() * 1000)
+        expired = [t.token_id for t in tokens.tokens().values() if t.expired(now_ms)]
+        if not expired:
+            continue
+        try:
+            await tokens.change([], expired)
+        except Exception:
+            log.exception("expired delegation tokens not removed")
+        else:
+            log.info("expired delegation tokens removed", token_ids=expired)

@@ -17,7 +17,7 @@ import structlog
 from odradek.broker import housekeeping
 from odradek.broker.cluster import admin as cluster_admin
 from odradek.broker.cluster.controller import METADATA_TOPIC, Controller
-from odradek.broker.cluster.controller_documents import ACLS, FEATURES, QUOTAS, SCRAM
+from odradek.broker.cluster.controller_documents import ACLS, FEATURES, QUOTAS, SCRAM, TOKENS
 from odradek.broker.cluster.member import ClusterMember
 from odradek.broker.coordinators.producer_ids import ClusterProducerIds, ProducerIdAllocator
 from odradek.broker.coordinators.share import SHARE_STATE_TOPIC, ShareCoordinator
@@ -38,6 +38,7 @@ from odradek.broker.observability.client_telemetry import ClientTelemetry
 from odradek.broker.security import tls
 from odradek.broker.security.authorizer import AclAuthorizer, Authorizer, build_authorizer
 from odradek.broker.security.credentials import CredentialStore
+from odradek.broker.security.delegation_tokens import TokenStore, TokenStoreLike
 from odradek.broker.security.sasl_listener import SaslListener, sasl_listener
 from odradek.broker.security.session import Session
 from odradek.broker.settings.client_metrics import ClientMetricsStore
@@ -121,6 +122,7 @@ class Broker:
             self.replicas = ReplicaManager(self, cluster.node_id)
         self.authorizer: Authorizer = build_authorizer(config)  # ACLs when configured
         self.scram_credentials = CredentialStore(config.data_dir)
+        self.delegation_tokens = TokenStore(config.data_dir, config.delegation_token_secret_key)
         self.features = FeatureStore(config.data_dir)
         self.client_quotas = ClientQuotaStore(config.data_dir)
         self.quotas = ClientQuotas(config.quota_window_num, config.quota_window_size_seconds)
@@ -168,6 +170,7 @@ class Broker:
         started = time.monotonic()
         self.topics.load()
         self.scram_credentials.load()
+        self.delegation_tokens.load()
         self.features.load()
         self.client_quotas.load()
         self.client_quotas.watch(self.quotas.update)
@@ -192,6 +195,14 @@ class Broker:
         self._tasks.append(asyncio.create_task(housekeeping.keep_house(self)))
         self._tasks.append(asyncio.create_task(housekeeping.clean_logs(self)))
         self._tasks.append(asyncio.create_task(housekeeping.sweep_connections(self)))
+        tokens: TokenStoreLike | None = self.delegation_tokens if self.member is None else None
+        if self.controller is not None:
+            tokens = self.controller.tokens
+        if tokens is not None and tokens.enabled:
+            interval = self.config.delegation_token_expiry_check_interval_ms
+            self._tasks.append(
+                asyncio.create_task(housekeeping.remove_expired_tokens(tokens, interval))
+            )
         if self.topics.get(OFFSETS_TOPIC) is not None:
             self._tasks.append(asyncio.create_task(self.groups.ensure_started()))
         if self.topics.get(TRANSACTION_TOPIC) is not None:
@@ -356,6 +367,8 @@ class Broker:
             self.authorizer.store.adopt(document)
         elif name == SCRAM:
             self.scram_credentials.adopt(document)
+        elif name == TOKENS:
+            self.delegation_tokens.adopt(document)
         elif name == QUOTAS:
             self.client_quotas.adopt(document)
         elif name == FEATURES:

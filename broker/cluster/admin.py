@@ -132,12 +132,13 @@ async def _settled(broker: Node, result: Any) -> None:
 
 
 async def through_controller(
-    member: ClusterMember, api_key: int, version: int, request: Any
+    member: ClusterMember, api_key: int, version: int, request: Any, principal: str | None = None
 ) -> Any:
-    """A request the controller answers for the cluster (ACLs, SCRAM credentials),
-    passed on as the client sent it (its authorization checked here), answered once
-    this broker's view has the change. Raises NodeUnreachable."""
-    answer = await member.ask_controller(api_key, version, as_dict(request))
+    """A request the controller answers for the cluster (ACLs, SCRAM credentials,
+    delegation tokens), passed on as the client sent it (its authorization checked
+    here; `principal`: the one it is made for), answered once this broker's view has
+    the change. Raises NodeUnreachable."""
+    answer = await member.ask_controller(api_key, version, as_dict(request), principal)
     await member.settle()
     return as_dict(answer)
 

@@ -19,6 +19,7 @@ from odradek.broker.cluster.controller_documents import (
     ControllerCredentials,
     ControllerFeatures,
     ControllerQuotas,
+    ControllerTokens,
 )
 from odradek.broker.settings.cluster_config import ClusterConfig
 from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
@@ -62,6 +63,7 @@ class Controller:
         self.credentials = ControllerCredentials(self)
         self.features = ControllerFeatures(self)
         self.quotas = ControllerQuotas(self)
+        self.tokens = ControllerTokens(self, broker.config.delegation_token_secret_key)
 
     async def start(self) -> None:
         await self.runtime.ensure_started()

@@ -1,11 +1,11 @@
-"""ACLs, SCRAM credentials, client quotas and finalized feature levels as the controller
-keeps them for a cluster: whole documents in the metadata log
-(coordinator/cluster/shard.py: put_document), changed by operations that read the
+"""ACLs, SCRAM credentials, client quotas, finalized feature levels and delegation
+tokens as the controller keeps them for a cluster: whole documents in the metadata
+log (coordinator/cluster/shard.py: put_document), changed by operations that read the
 current document and write the new one in one step, so that changes arriving from
 several brokers never overwrite each other. Every broker's own stores follow them
 (adopt). They offer the methods the handlers use on a broker's stores, so that
-CreateAcls, DeleteAcls, AlterUserScramCredentials, AlterClientQuotas and
-UpdateFeatures run the same code on the controller listener."""
+CreateAcls, DeleteAcls, AlterUserScramCredentials, AlterClientQuotas, UpdateFeatures
+and the delegation token requests run the same code on the controller listener."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from odradek.broker.security import acls, credentials
+from odradek.broker.security import acls, credentials, delegation_tokens
 from odradek.broker.security.scram import ScramCredential
 from odradek.broker.settings import client_quotas
 from odradek.broker.settings.features import FinalizedFeatures
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from odradek.broker.cluster.controller import Controller
 
 ACLS, SCRAM, QUOTAS, FEATURES = "acls", "scram", "client-quotas", "features"
+TOKENS = "delegation-tokens"
 
 
 class ControllerAcls:
@@ -74,6 +75,45 @@ class ControllerFeatures:
 
     async def change(self, levels: Mapping[str, int]) -> None:
         await self._controller.run(partial(_finalize, levels=dict(levels)))
+
+
+class ControllerTokens:
+    """The cluster's delegation tokens, as the token handlers use a broker's TokenStore."""
+
+    path = Path("__cluster_metadata")
+
+    def __init__(self, controller: Controller, secret_key: str | None) -> None:
+        self._controller = controller
+        self.secret_key = secret_key
+
+    @property
+    def enabled(self) -> bool:
+        return self.secret_key is not None
+
+    def tokens(self) -> delegation_tokens.Tokens:
+        return delegation_tokens.decode_document(self._controller.shard.documents.get(TOKENS))
+
+    def by_hmac(self, hmac: bytes) -> delegation_tokens.Token | None:
+        key = self.secret_key
+        found = (
+            t
+            for t in self.tokens().values()
+            if key is not None and delegation_tokens.token_hmac(key, t.token_id) == hmac
+        )
+        return next(found, None)
+
+    async def change(
+        self, upserts: Iterable[delegation_tokens.Token], deletes: Iterable[str]
+    ) -> None:
+        await self._controller.run(
+            partial(_change_tokens, upserts=list(upserts), deletes=list(deletes))
+        )
+
+
+def _change_tokens(shard: Any, upserts: list[delegation_tokens.Token], deletes: list[str]) -> Any:
+    tokens = delegation_tokens.decode_document(shard.documents.get(TOKENS))
+    changed = delegation_tokens.changed(tokens, upserts, deletes)
+    return shard.put_document(TOKENS, delegation_tokens.encode_document(changed), None)
 
 
 def _finalize(shard: Any, levels: dict[str, int]) -> Any:

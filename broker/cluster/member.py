@@ -262,10 +262,15 @@ class ClusterMember:
                 continue
         raise NodeUnreachable("no controller reachable")
 
-    async def ask_controller(self, api_key: int, version: int, request: dict[str, Any]) -> Any:
-        """One request to the controller (raises NodeUnreachable)."""
+    async def ask_controller(
+        self, api_key: int, version: int, request: dict[str, Any], client_id: str | None = None
+    ) -> Any:
+        """One request to the controller (raises NodeUnreachable); `client_id`, when
+        given, names the principal it is made for."""
         client = await self._any_client(self._admin_clients)
-        return await client.call(api_key, version, request)
+        if client_id is None:
+            return await client.call(api_key, version, request)
+        return await client.call(api_key, version, request, client_id)
 
     async def settle(self) -> None:
         """Wait until this broker's view has everything the controller wrote so far."""

@@ -126,10 +126,16 @@ class NodeClient:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
-    async def call(self, api_key: int, version: int, request: Mapping[str, Any]) -> Any:
+    async def call(
+        self,
+        api_key: int,
+        version: int,
+        request: Mapping[str, Any],
+        client_id: str = CLIENT_ID,
+    ) -> Any:
         async with self._turn:
             try:
-                call = self._call(api_key, version, request)
+                call = self._call(api_key, version, request, client_id)
                 return await asyncio.wait_for(call, self.timeout_s)
             except (OSError, TimeoutError, decoder.DecodeError) as exc:
                 self.close()
@@ -138,14 +144,16 @@ class NodeClient:
                 self.close()  # its answer may still come: the connection is spent
                 raise
 
-    async def _call(self, api_key: int, version: int, request: Mapping[str, Any]) -> Any:
+    async def _call(
+        self, api_key: int, version: int, request: Mapping[str, Any], client_id: str
+    ) -> Any:
         if self._answers is None:
             loop = asyncio.get_running_loop()
             address = await addresses.peers.resolve(self.host)
             _, self._answers = await loop.create_connection(_Answers, address, self.port)
         self._correlation += 1
         flexible = messages.is_flexible(api_key, version)
-        client = CLIENT_ID.encode()
+        client = client_id.encode()
         head = _HEAD.pack(api_key, version, self._correlation, len(client)) + client
         if flexible:
             head += b"\x00"

@@ -53,6 +53,7 @@ def _step(session: Session, exchange: Exchange, token: bytes) -> bytes:
     if exchange.complete:
         session.authenticated = True
         session.principal = exchange.principal or session.principal
+        session.token_authenticated = exchange.token_authenticated
         session.exchange = None
         session.raw_tokens = False
         log.debug(

@@ -47,6 +47,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         session.exchange = Refused(request.mechanism)
         return {"error_code": ErrorCode.unsupported_sasl_mechanism, "mechanisms": enabled}
     session.mechanism = request.mechanism
-    session.exchange = sasl.new_exchange(request.mechanism, ctx.services.scram_credentials)
+    session.exchange = sasl.new_exchange(
+        request.mechanism, ctx.services.scram_credentials, ctx.services.delegation_tokens
+    )
     session.raw_tokens = ctx.version == 0
     return {"error_code": ErrorCode.none, "mechanisms": enabled}

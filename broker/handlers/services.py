@@ -19,6 +19,7 @@ from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
 from odradek.broker.observability.client_telemetry import ClientTelemetry
 from odradek.broker.security.authorizer import Authorizer
 from odradek.broker.security.credentials import CredentialStore
+from odradek.broker.security.delegation_tokens import TokenStore
 from odradek.broker.security.sasl_listener import SaslListener
 from odradek.broker.settings.client_metrics import ClientMetricsStore
 from odradek.broker.settings.client_quotas import ClientQuotaStore
@@ -46,6 +47,8 @@ class Services(Protocol):
     def authorizer(self) -> Authorizer: ...
     @property
     def scram_credentials(self) -> CredentialStore: ...
+    @property
+    def delegation_tokens(self) -> TokenStore: ...
     @property
     def features(self) -> FeatureStore:
         """The finalized feature levels (in a cluster, as this broker follows them)."""

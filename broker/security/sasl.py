@@ -7,7 +7,10 @@ tokens one at a time (``step``) and answers the server's.
 - SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677): client-first, server-first
   (nonce, salt, iterations), client-final (proof checked against the stored key),
   server-final (server signature). Unknown users, wrong proofs, a nonce other than
-  the one issued, channel binding and delegation tokens are refused.
+  the one issued and channel binding are refused. With the extension
+  tokenauth=true the username is a delegation token's id and the credential is
+  the token's (delegation_tokens.py): the principal is the token's owner and the
+  exchange is `token_authenticated`.
 
 A refusal raises AuthenticationFailed with the message the client is sent; the
 exchange is then ``failed`` and the connection is closed after the answer. On
@@ -45,6 +48,7 @@ class Exchange:
         self.complete = False
         self.failed = False
         self.principal: str | None = None
+        self.token_authenticated = False
 
     def step(self, token: bytes) -> bytes:
         """The answer to the client's next token; raises AuthenticationFailed."""
@@ -147,12 +151,15 @@ class ScramExchange(Exchange):
         mechanism: ScramMechanism,
         credential_of: Callable[[str], ScramCredential | None],
         server_nonce: Callable[[], str] = _server_nonce,
+        token_login: Callable[[str], tuple[str, ScramCredential] | None] | None = None,
     ) -> None:
         super().__init__()
         self.mechanism = mechanism.name
         self._scram = mechanism
         self._credential_of = credential_of
         self._server_nonce = server_nonce
+        self._token_login = token_login  # token id -> (owner, credential)
+        self._owner = ""
         # Kafka tells the client no more than this when credentials are wrong, so that
         # the answer does not say whether the user exists
         self._refusal = (
@@ -184,11 +191,17 @@ class ScramExchange(Exchange):
         extensions = dict(
             item.split("=", 1) for item in match.group("ext").split(",") if "=" in item
         )
-        if extensions.get("tokenauth", "").lower() == "true":
-            raise AuthenticationFailed(self._refusal)  # no delegation tokens here
         user = _sasl_name(match.group("name"))
         authzid = match.group("authzid")
-        credential = self._credential_of(user)
+        credential: ScramCredential | None
+        if extensions.get("tokenauth", "").lower() == "true":
+            login = self._token_login(user) if self._token_login is not None else None
+            if login is None:
+                raise AuthenticationFailed(self._refusal)
+            self._owner, credential = login
+            self.token_authenticated = True
+        else:
+            credential = self._credential_of(user)
         if credential is None or credential.iterations < MIN_ITERATIONS:
             raise AuthenticationFailed(self._refusal)
         if authzid is not None and _sasl_name(authzid) != user:
@@ -224,4 +237,6 @@ class ScramExchange(Exchange):
         server_signature = self._scram.hmac(self._credential.server_key, auth_message)
         self._credential = None
         self._succeed(self._user)
+        if self.token_authenticated:
+            self.principal = f"User:{self._owner.partition(':')[2]}"
         return b"v=" + base64.b64encode(server_signature)

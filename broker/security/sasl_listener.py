@@ -15,10 +15,12 @@ also in the per-listener form `listener.name.<listener>.<setting>`):
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from odradek.broker.security.credentials import CredentialStore
+from odradek.broker.security.delegation_tokens import TokenStore
 from odradek.broker.security.jaas import JaasError, jaas_config_for, parse_jaas_config, plain_users
 from odradek.broker.security.sasl import PLAIN, Exchange, PlainExchange, ScramExchange
 from odradek.broker.security.scram import MECHANISMS
@@ -43,11 +45,17 @@ class SaslListener:
     max_receive_size: int
     failure_close_delay_ms: int = DEFAULT_FAILURE_CLOSE_DELAY_MS
 
-    def new_exchange(self, mechanism: str, credentials: CredentialStore) -> Exchange:
+    def new_exchange(
+        self, mechanism: str, credentials: CredentialStore, tokens: TokenStore
+    ) -> Exchange:
         """The exchange for an enabled mechanism."""
         if mechanism == PLAIN:
             return PlainExchange(self.plain_users)
-        return ScramExchange(MECHANISMS[mechanism], lambda user: credentials.get(user, mechanism))
+        return ScramExchange(
+            MECHANISMS[mechanism],
+            lambda user: credentials.get(user, mechanism),
+            token_login=lambda token_id: tokens.login(token_id, mechanism, int(time.time() * 1000)),
+        )
 
 
 def sasl_listener(config: BrokerConfig, listener: str) -> SaslListener:

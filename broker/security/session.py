@@ -16,6 +16,7 @@ class Session:
     # False on SASL listeners until SaslAuthenticate succeeds: until then only
     # ApiVersions and the SASL requests are answered
     authenticated: bool = True
+    token_authenticated: bool = False  # logged in with a delegation token
     mechanism: str | None = None  # chosen with SaslHandshake
     exchange: Any = None  # the SASL exchange in progress (sasl.py)
     # SaslHandshake v0: the tokens that follow are bare frames, not SaslAuthenticate

@@ -156,6 +156,10 @@ _NAMES = {
     ),
     "max.request.partition.size.limit": "max_request_partition_size_limit",
     "telemetry.max.bytes": "telemetry_max_bytes",
+    "delegation.token.secret.key": "delegation_token_secret_key",
+    "delegation.token.max.lifetime.ms": "delegation_token_max_lifetime_ms",
+    "delegation.token.expiry.time.ms": "delegation_token_expiry_time_ms",
+    "delegation.token.expiry.check.interval.ms": "delegation_token_expiry_check_interval_ms",
     "max.connections": "max_connections",
     "max.connections.per.ip": "max_connections_per_ip",
     "max.connections.per.ip.overrides": "max_connections_per_ip_overrides",
@@ -299,6 +303,10 @@ class BrokerConfig:
     share_coordinator_state_topic_prune_interval_ms: int = 300000
     max_request_partition_size_limit: int = 2000  # DescribeTopicPartitions' page size cap
     telemetry_max_bytes: int = 1048576  # the largest metrics push a client may send
+    delegation_token_secret_key: str | None = None  # delegation tokens only when set
+    delegation_token_max_lifetime_ms: int = 604800000
+    delegation_token_expiry_time_ms: int = 86400000
+    delegation_token_expiry_check_interval_ms: int = 3600000
     max_connections: int = 2147483647
     max_connections_per_ip: int = 2147483647
     max_connections_per_ip_overrides: str = ""

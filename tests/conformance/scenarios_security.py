@@ -292,14 +292,20 @@ def _sasl_authenticate_first(run: Run) -> None:
 
 
 def scram_login(
-    run: Run, client: WireClient, user: str, password: str, mechanism: int, record: bool
+    run: Run,
+    client: WireClient,
+    user: str,
+    password: str,
+    mechanism: int,
+    record: bool,
+    extensions: str = "",
 ) -> Any:
     """A SCRAM exchange; the final answer. The server's first message is never a step
     (its nonce is random): what it says is recorded, and the final answer kept, when
-    `record`."""
+    `record`. `extensions` follow the nonce in the client's first message."""
     name = HASHES[mechanism]
     handshake(run, client, MECHANISM_NAMES[mechanism], quiet=not record)
-    bare = f"n={user},r=conformancenonce"
+    bare = f"n={user},r=conformancenonce{extensions}"
     first = authenticate(run, client, f"n,,{bare}".encode(), quiet=True)
     if first.error_code != 0:
         return first

@@ -2,7 +2,8 @@
 listener (`@scenario(..., secure=True)`): Apache Kafka 4.4 and Odradek with the same
 settings. Each has a PLAINTEXT listener, where User:ANONYMOUS is a super user (the
 scenarios' set-up and ACL administration go there), and a SASL_PLAINTEXT one with
-PLAIN (users admin and alice) and SCRAM-SHA-256/512 (users the scenarios make)."""
+PLAIN (users admin and alice) and SCRAM-SHA-256/512 (users the scenarios make, and
+delegation tokens)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ SECURITY = {
     "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "super.users": "User:ANONYMOUS;User:admin",
+    # delegation tokens are served only with a secret key
+    "delegation.token.secret.key": "conformance-token-key",
 }
 
 

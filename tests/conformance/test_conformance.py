@@ -17,6 +17,7 @@ from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_configs,
     scenarios_consumer_groups,
     scenarios_data,
+    scenarios_delegation_tokens,
     scenarios_features,
     scenarios_fetch,
     scenarios_group_admin,

@@ -15,6 +15,7 @@ TOOLS = {
     "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
     "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
+    "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
 }
 TIMEOUT = 60.0
 

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kio.serial import entity_reader
+from kio.serial.errors import OutOfBoundValue
 
-from odradek.protocol import messages
+from odradek.protocol import decoder, messages
 from odradek.protocol.header import skip_tagged_fields
 
 
@@ -96,7 +97,12 @@ class WireClient:
         if messages.is_flexible(api_key, version) and api_key != 18:
             position = skip_tagged_fields(frame, position)
         cls = messages.response_class(api_key, version)
-        value, _ = entity_reader(cls)(frame, position)
+        try:
+            value, _ = entity_reader(cls)(frame, position)
+        except OutOfBoundValue:
+            # Kafka's -1 "no time" where kio wants a time (the delegation token
+            # answers): the broker's own decoder reads it as None
+            value = decoder.decode(cls, frame, position)
         return value
 
     def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
