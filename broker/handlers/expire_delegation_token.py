@@ -16,36 +16,21 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import Any
 
 from kio.schema.expire_delegation_token.v2.request import ExpireDelegationTokenRequest
 
-from odradek.broker.cluster.admin import through_controller
-from odradek.broker.cluster.node_client import NodeUnreachable
 from odradek.broker.handlers import token_common
 from odradek.broker.handlers.base import Reply, RequestContext
-from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 2
 
 MS = datetime.timedelta(milliseconds=1)
 
 
-def _answer(code: ErrorCode, expiry_ms: int) -> dict[str, Any]:
-    return {"error_code": code, "expiry_timestamp": expiry_ms, "throttle_time": 0}
-
-
 async def handle(ctx: RequestContext, request: ExpireDelegationTokenRequest) -> Reply:
-    if not token_common.on_controller(ctx):
-        if not token_common.allows_token_requests(ctx):
-            return _answer(ErrorCode.delegation_token_request_not_allowed, -1)
-        member = ctx.services.member
-        if member is not None:
-            principal = ctx.session.principal
-            try:
-                return await through_controller(member, 40, ctx.version, request, principal)
-            except NodeUnreachable:
-                return _answer(ErrorCode.request_timed_out, -1)
+    answer = await token_common.refused_or_passed_on(ctx, 40, request)
+    if answer is not None:
+        return answer
     code, expiry = await token_common.expire(
         token_common.store(ctx),
         token_common.requester(ctx),
@@ -53,4 +38,4 @@ async def handle(ctx: RequestContext, request: ExpireDelegationTokenRequest) -> 
         request.expiry_time_period // MS,
         int(time.time() * 1000),
     )
-    return _answer(code, expiry)
+    return token_common.expiry_answer(code, expiry)

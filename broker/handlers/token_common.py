@@ -6,8 +6,11 @@ client id, as Kafka's brokers wrap them with the principal)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from odradek.broker.handlers.base import RequestContext
+from odradek.broker.cluster.admin import through_controller
+from odradek.broker.cluster.node_client import NodeUnreachable
+from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.delegation_tokens import TokenStoreLike
 from odradek.broker.security.session import ANONYMOUS
 from odradek.protocol.errors import ErrorCode
@@ -36,6 +39,30 @@ def store(ctx: RequestContext) -> TokenStoreLike:
     if on_controller(ctx) and controller is not None:
         return controller.tokens
     return ctx.services.delegation_tokens
+
+
+def expiry_answer(code: ErrorCode, expiry_ms: int) -> dict[str, Any]:
+    """The answer of RenewDelegationToken and ExpireDelegationToken."""
+    return {"error_code": code, "expiry_timestamp": expiry_ms, "throttle_time": 0}
+
+
+async def refused_or_passed_on(ctx: RequestContext, api_key: int, request: Any) -> Reply | None:
+    """Renew and Expire on a broker: refused over a channel that may not ask for
+    tokens, or, in a cluster, passed on to the controller (with the requester's
+    principal) and its answer given; None where this node decides."""
+    if on_controller(ctx):
+        return None
+    if not allows_token_requests(ctx):
+        return expiry_answer(ErrorCode.delegation_token_request_not_allowed, -1)
+    member = ctx.services.member
+    if member is None:
+        return None
+    try:
+        return await through_controller(
+            member, api_key, ctx.version, request, ctx.session.principal
+        )
+    except NodeUnreachable:
+        return expiry_answer(ErrorCode.request_timed_out, -1)
 
 
 def saturated_sum(now_ms: int, period_ms: int) -> int:
