@@ -4,6 +4,8 @@ Run from the repository root:
 
     .venv/bin/python -m bench.transactions [--quick]
 
+Java client rows (transactions version 2): bench/transactions_java.py.
+
 The three peers run in child processes (bench/peers.py hosts them; Kafka as the test
 rig starts it, bench/reference_kafka.py); every client is confluent-kafka (librdkafka)
 in this process, one transactional producer at a time.
@@ -22,10 +24,7 @@ in this process, one transactional producer at a time.
   untimed pass (the mock keeps about 5 MiB per partition, so the fill stays below).
 
 The broker's CPU (process CPU from /proc; Kafka's whole JVM) is divided by the
-transactions, and by the MB read in the consume cases.
-
-Ratios are oriented so that >1 means Odradek is better: Odradek/other for rates and
-throughput, other/Odradek for latency and CPU.
+transactions, and by the MB read in the consume cases. Ratios: >1 means Odradek is better.
 """
 
 from __future__ import annotations
@@ -64,6 +63,7 @@ from bench.report import (
     topic_name,
     value_row,
 )
+from bench.transactions_java import JAVA_NOTE, run_java_txn_cases
 
 RECORDS_PER_TXN = 10
 TXN_VALUE_SIZE = 100
@@ -573,6 +573,7 @@ def main(argv: list[str] | None = None) -> int:
     steps: list[tuple[str, Step]] = [
         ("warm-up", warm_up),
         ("transactions", run_txn_cases),
+        ("transactions, Java client (v2)", run_java_txn_cases),
         ("consume", run_consume_cases),
     ]
     findings = run_steps(run, start, steps)
@@ -585,6 +586,7 @@ def main(argv: list[str] | None = None) -> int:
         f"untimed transactions on every peer; {WARMUP_TXNS} untimed warm-up "
         f"transactions, then {settings.txn_seconds:g} s; consume: {settings.consume_seconds:g} s "
         "of passes after one untimed pass.",
+        JAVA_NOTE,
         "consume rows: the single consumer (client CPU column) is the bottleneck, not the "
         "broker, so they show that read_committed costs no throughput here rather than "
         "which broker serves fetches faster.",

@@ -54,8 +54,18 @@ def add_partitions(
     return answer
 
 
-def produce(run: Run, txn: str, topic: str, pid: int, epoch: int, sequence: int = 0) -> None:
-    """Two transactional records to partition 0 (set-up, not compared)."""
+def produce(
+    run: Run,
+    txn: str,
+    topic: str,
+    pid: int,
+    epoch: int,
+    sequence: int = 0,
+    version: int = 9,
+    keep: bool = False,
+) -> Any:
+    """Two transactional records to partition 0: set-up that must succeed, or with
+    `keep` a step of the result, whatever it answers."""
     records = build_batch(
         [(None, b"a"), (None, b"b")],
         timestamp=int(time.time() * 1000),
@@ -72,10 +82,14 @@ def produce(run: Run, txn: str, topic: str, pid: int, epoch: int, sequence: int 
     }
     # (Kafka's partition may take a moment to lead after the topic is created)
     answer = run.until(
-        lambda: run.quiet(PRODUCE, 9, body),
+        lambda: run.quiet(PRODUCE, version, body),
         lambda answer: answer.responses[0].partition_responses[0].error_code != 6,
     )
-    assert answer.responses[0].partition_responses[0].error_code == 0, answer
+    if keep:
+        run.answered(PRODUCE, version, answer)
+    else:
+        assert answer.responses[0].partition_responses[0].error_code == 0, answer
+    return answer
 
 
 def add_offsets(run: Run, txn: str, pid: int, epoch: int, group: str, version: int = 3) -> Any:

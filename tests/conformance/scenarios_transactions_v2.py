@@ -5,47 +5,25 @@ epoch, and the retries and refusals of EndTxn v5."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
+from conformance import scenarios_transactions as v1
 from conformance.harness import Run, scenario
 from conformance.scenarios_groups import ready
 from conformance.scenarios_topics import quietly_create, topic_id
 from conformance.scenarios_transactions import (
-    TRANSACTIONAL,
     begin,
     describe_transactions,
     fetch_offsets,
     settled,
 )
-from odradek.protocol.batch import build_batch
 
 PRODUCE, END_TXN, TXN_OFFSET_COMMIT, INIT_PRODUCER_ID = 0, 26, 28, 22
 
 
 def produce(run: Run, txn: str, topic: str, pid: int, epoch: int, sequence: int) -> Any:
-    records = build_batch(
-        [(None, b"v2")],
-        timestamp=int(time.time() * 1000),
-        attributes=TRANSACTIONAL,
-        producer_id=pid,
-        producer_epoch=epoch,
-        base_sequence=sequence,
-    )
-    body = {
-        "transactional_id": txn,
-        "acks": -1,
-        "timeout": 10000,
-        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
-    }
-    # (Kafka's partition may take a moment to lead after the topic is created)
-    answer = run.until(
-        lambda: run.quiet(PRODUCE, 12, body),
-        lambda answer: answer.responses[0].partition_responses[0].error_code != 6,
-    )
-    run.answered(PRODUCE, 12, answer)
-    return answer
+    return v1.produce(run, txn, topic, pid, epoch, sequence, version=12, keep=True)
 
 
 def describe(run: Run, txn: str) -> None:
