@@ -1,8 +1,11 @@
 """The coordinator runtime: shards over the partitions of an internal topic.
 
 Each partition of `__consumer_offsets` (or `__transaction_state`) has one shard:
-a state machine that only its own serial executor touches (a queue drained by
-one task), so no locks guard it. The write contract:
+a state machine touched only by the operations submitted to it, each run at once and
+to its end on the event loop's one thread, so no locks guard it. Operations may
+follow one another before the first one's records are written: their records are
+appended in one write, and each answer waits for the write of its records and of
+everything before them. The write contract:
 
     operation(shard) -> Result(records, response)
     runtime: append records to the partition -> shard.replay(each) -> answer
@@ -39,6 +42,7 @@ from odradek.protocol.batch import (
     iter_batches,
     iter_records,
 )
+from odradek.protocol.errors import ErrorCode
 from odradek.storage import faults
 
 if TYPE_CHECKING:
@@ -96,9 +100,9 @@ class CoordinatorError(Exception):
         self.code = code
 
 
-NOT_COORDINATOR = 16
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = int(ErrorCode.not_coordinator)
+COORDINATOR_LOAD_IN_PROGRESS = int(ErrorCode.coordinator_load_in_progress)
+COORDINATOR_NOT_AVAILABLE = int(ErrorCode.coordinator_not_available)
 
 
 class Shard(Protocol):

@@ -165,19 +165,9 @@ class ProducerStateTable:
         ]
         return min(first_open, default=high_watermark)
 
-    def open_transaction(self, producer_id: int) -> int:
-        entry = self.producers.get(producer_id)
-        return entry.transaction_first_offset if entry is not None else -1
-
     def aborted_between(self, start: int, end: int) -> list[AbortedTransaction]:
         """Aborted transactions with data in [start, end)."""
         return [a for a in self.aborted if a.last_offset >= start and a.first_offset < end]
-
-    def bump_epoch(self, producer_id: int, epoch: int) -> None:
-        """A marker written by the coordinator may carry a newer epoch."""
-        entry = self.producers.get(producer_id)
-        if entry is None or epoch > entry.epoch:
-            self.producers[producer_id] = ProducerEntry(epoch=epoch)
 
     def expire(self, now_ms: int, expiration_ms: int) -> int:
         stale = [

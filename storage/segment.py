@@ -270,10 +270,6 @@ class Segment:
 
     # -- indexes ---------------------------------------------------------------------
 
-    @property
-    def index_loaded(self) -> bool:
-        return self._index is not None
-
     def index(self, interval: int) -> SegmentIndex:
         """The indexes, loaded from the files on first use, rebuilt if they look wrong."""
         if self._index is None:

@@ -98,6 +98,3 @@ class ShareSessionCache:
         for session in ended:
             del self.sessions[(session.group_id, session.member_id)]
         return ended
-
-    def of_group(self, group_id: str) -> list[ShareSession]:
-        return [s for s in self.sessions.values() if s.group_id == group_id]

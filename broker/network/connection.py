@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import struct
 import time
 from collections import deque
 from typing import Any, Protocol
@@ -424,7 +423,3 @@ class Connection(asyncio.BufferedProtocol):
         finally:
             self.close()
             self._worker = None  # the task and this protocol refer to each other
-
-
-def size_prefix(length: int) -> bytes:
-    return struct.pack(">i", length)

@@ -107,17 +107,6 @@ class ConsumerGroup:
                         return True
         return False
 
-    def partition_owners(self) -> dict[tuple[uuid.UUID, int], int]:
-        """(topic id, partition) -> the epoch of the member that holds it, assigned or
-        still revoking."""
-        owners: dict[tuple[uuid.UUID, int], int] = {}
-        for member in self.members.values():
-            for held in (member.assigned, member.pending_revocation):
-                for topic_id, parts in held.items():
-                    for partition in parts:
-                        owners[(topic_id, partition)] = member.member_epoch
-        return owners
-
 
 def owns_any(owned: Mapping[uuid.UUID, frozenset[int]] | None, wanted: TopicPartitions) -> bool:
     """Does the member's reported ownership include any of ``wanted``? Unknown (None)

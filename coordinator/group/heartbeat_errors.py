@@ -12,11 +12,6 @@ class HeartbeatError(Exception):
         self.code = code
 
 
-def not_a_member(member_id: str, group_id: str) -> str:
-    """UNKNOWN_MEMBER_ID's message, in Kafka's words."""
-    return f"Member {member_id} is not a member of group {group_id}."
-
-
 def fenced_message(kind: str, epoch: int, known: int) -> str:
     """FENCED_MEMBER_EPOCH's message, in Kafka's words (`kind`: consumer or share)."""
     relation = "greater" if epoch > known else "smaller"

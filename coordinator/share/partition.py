@@ -117,9 +117,6 @@ class SharePartition:
     def in_flight(self) -> int:
         return self.end - self.start
 
-    def has_available(self) -> bool:
-        return any(run.state == AVAILABLE for run in self.runs)
-
     def state_batches(self) -> tuple[StateBatch, ...]:
         return tuple(
             StateBatch(
