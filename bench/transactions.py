@@ -1,14 +1,10 @@
 """Transactions benchmark: Odradek beside Apache Kafka 4.4 and librdkafka's mock cluster.
 
-Run from the repository root:
-
-    .venv/bin/python -m bench.transactions [--quick]
-
-Java client rows (transactions version 2): bench/transactions_java.py.
-
+Run from the repository root: `.venv/bin/python -m bench.transactions [--quick]`.
 The three peers run in child processes (bench/peers.py hosts them; Kafka as the test
 rig starts it, bench/reference_kafka.py); every client is confluent-kafka (librdkafka)
-in this process, one transactional producer at a time.
+in this process, one transactional producer at a time, but for the Java client rows
+(transactions version 2, bench/transactions_java.py).
 
 - transactions/s, 1 partition: begin, 10 records of 100 B, commit_transaction(),
   in a loop for a fixed time after a few untimed warm-up transactions.
@@ -33,6 +29,7 @@ import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -63,7 +60,7 @@ from bench.report import (
     topic_name,
     value_row,
 )
-from bench.transactions_java import JAVA_NOTE, run_java_txn_cases
+from bench.transactions_java import JAVA_NOTE, Loop, run_java_txn_cases
 
 RECORDS_PER_TXN = 10
 TXN_VALUE_SIZE = 100
@@ -561,6 +558,9 @@ def run_consume_cases(run: Run, peers: list[Peer]) -> None:
 # --------------------------------------------------------------------------- main
 
 
+JAVA_LOOP = Loop(RECORDS_PER_TXN, TXN_VALUE_SIZE, WARMUP_TXNS, TxnResult, add_txn_rows)
+
+
 def start(run: Run, peers: list[Peer]) -> None:
     start_peers(run, peers)
     start_kafka(run, peers)
@@ -573,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
     steps: list[tuple[str, Step]] = [
         ("warm-up", warm_up),
         ("transactions", run_txn_cases),
-        ("transactions, Java client (v2)", run_java_txn_cases),
+        ("transactions, Java client (v2)", partial(run_java_txn_cases, loop=JAVA_LOOP)),
         ("consume", run_consume_cases),
     ]
     findings = run_steps(run, start, steps)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import dataclass
 from typing import Any
 
 from bench import streams_app
@@ -61,17 +62,19 @@ def run_java_transactions(
     return figures
 
 
-def run_java_txn_cases(run: Run, peers: list[Peer]) -> None:
-    """The librdkafka cases' two loops, on the Java client: rows of their own."""
-    # (bench.transactions runs this step: imported here, not at the top, for that reason)
-    from bench.transactions import (
-        RECORDS_PER_TXN,
-        TXN_VALUE_SIZE,
-        WARMUP_TXNS,
-        TxnResult,
-        add_txn_rows,
-    )
+@dataclass(frozen=True)
+class Loop:
+    """What bench/transactions.py's loops are made of, and how it reports them."""
 
+    records: int
+    value_size: int
+    warmup: int
+    result_type: Any  # its TxnResult
+    add_rows: Any  # its add_txn_rows(run, label, results, failures)
+
+
+def run_java_txn_cases(run: Run, peers: list[Peer], loop: Loop) -> None:
+    """The librdkafka cases' two loops, on the Java client: rows of their own."""
     s = run.settings
     cases = [
         (1, False, "Java client, transactions v2: txn/s, 1 partition"),
@@ -94,14 +97,14 @@ def run_java_txn_cases(run: Run, peers: list[Peer]) -> None:
                         topic,
                         partitions,
                         s.txn_seconds,
-                        WARMUP_TXNS,
-                        RECORDS_PER_TXN,
-                        TXN_VALUE_SIZE,
+                        loop.warmup,
+                        loop.records,
+                        loop.value_size,
                         source,
                     )
-                result = TxnResult(
+                result = loop.result_type(
                     transactions=figures["transactions"],
-                    records=figures["transactions"] * RECORDS_PER_TXN,
+                    records=figures["transactions"] * loop.records,
                     seconds=figures["seconds"],
                     init_ms=figures["init_ms"],
                     commit_p50_ms=figures["commit_p50_ms"],
@@ -135,4 +138,4 @@ def run_java_txn_cases(run: Run, peers: list[Peer]) -> None:
                 ),
                 flush=True,
             )
-        add_txn_rows(run, label, results, failures)
+        loop.add_rows(run, label, results, failures)
