@@ -348,6 +348,11 @@ async def _add_to_transaction(
     """Transactions version 2: the partitions whose first batch is transactional join
     the producer's transaction before anything is appended; the refusals by partition."""
     assert request.transactional_id is not None
+    checked = acls_enabled(ctx)
+
+    def writable(topic: str) -> bool:  # a refused topic joins no transaction
+        return not checked or ctx.allowed(Operation.WRITE, ResourceType.TOPIC, topic)
+
     wanted: dict[tuple[int, int], set[tuple[str, int]]] = {}
     for topic_data in request.topic_data:
         for index, records in topic_data.partition_data:
@@ -359,7 +364,7 @@ async def _add_to_transaction(
             ):
                 continue
             partition = ctx.services.topics.partition(topic_data.name, index)
-            if partition is not None and partition.led_here:
+            if partition is not None and partition.led_here and writable(topic_data.name):
                 producer = struct.unpack_from(">qh", records, PRODUCER_AT)
                 wanted.setdefault(producer, set()).add((topic_data.name, index))
     refused: dict[tuple[str, int], int] = {}

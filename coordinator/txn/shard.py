@@ -70,6 +70,9 @@ class MarkerPlan:
     epoch: int
     commit: bool
     partitions: frozenset[TopicPartition]
+    # an EndTxn of transactions version 2 bumped the epoch: past the last one, the
+    # producer goes on under a new producer id once the transaction completes
+    bumped: bool = False
 
 
 @dataclass
@@ -341,19 +344,24 @@ class TxnShard:
                 start = meta.start_ms if state == ONGOING else now
                 # an exhausted epoch goes up once more, to fence the old producer id; the
                 # id changes when the transaction completes (complete_end)
-                bumped = epoch + 1
+                new_epoch = epoch + 1
                 # a retry with the old epoch is told the outcome (a fence clears this)
                 self._last_epoch_hint[meta.transactional_id] = (meta.producer_id, epoch)
                 record = self._record(
                     meta,
-                    epoch=bumped,
+                    epoch=new_epoch,
                     state=preparing,
                     partitions=partitions,
                     now=now,
                     start_ms=start,
                 )
                 plan = MarkerPlan(
-                    meta.transactional_id, meta.producer_id, bumped, commit, frozenset(partitions)
+                    meta.transactional_id,
+                    meta.producer_id,
+                    new_epoch,
+                    commit,
+                    frozenset(partitions),
+                    bumped=True,
                 )
                 return Result([record], plan)
             if state in (PREPARE_COMMIT, PREPARE_ABORT, PREPARE_EPOCH_FENCE):
@@ -376,7 +384,7 @@ class TxnShard:
             return Result([], NONE)
         state = COMPLETE_COMMIT if plan.commit else COMPLETE_ABORT
         changes: dict[str, Any] = {}
-        if meta.epoch > MAX_EPOCH and new_producer_id is not None:
+        if plan.bumped and meta.epoch > MAX_EPOCH and new_producer_id is not None:
             changes = {"producer_id": new_producer_id(), "epoch": 0}
             self._last_epoch_hint[meta.transactional_id] = (meta.producer_id, -1)
         record = self._record(meta, state=state, partitions=set(), now=now, **changes)

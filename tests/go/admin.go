@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // admin goes through topic, config, group and offset administration with kadm.
@@ -98,9 +101,18 @@ func admin(ctx context.Context) (result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("alter configs: %w", err)
 	}
-	trimmed, err := adm.DeleteRecords(ctx, cut)
-	if err == nil {
-		err = trimmed.Error()
+	// Kafka applies a topic's new cleanup.policy a moment after it answers the change:
+	// until then DeleteRecords is still refused as for a compacted topic
+	var trimmed kadm.DeleteRecordsResponses
+	for attempt := 0; ; attempt++ {
+		trimmed, err = adm.DeleteRecords(ctx, cut)
+		if err == nil {
+			err = trimmed.Error()
+		}
+		if err == nil || !errors.Is(err, kerr.PolicyViolation) || attempt == 50 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("delete records: %w", err)

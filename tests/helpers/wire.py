@@ -20,11 +20,12 @@ from odradek.protocol.header import skip_tagged_fields
 
 
 class WireClient:
+    client_id = "wire-test"  # the request headers' (requests name none otherwise)
+
     def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
         host, port = bootstrap.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.correlation = 0
-        self.client_id = "wire-test"  # the request headers' (requests name none otherwise)
 
     def close(self) -> None:
         self.sock.close()

@@ -90,6 +90,7 @@ def test_a_late_produce_after_an_abort_opens_nothing(either_broker: str, name_fa
         # the next transaction, on the new epoch, commits alone
         assert w.produce(topic, 0, batch(b"next", pid, bumped, 0), tid, version=12)[0] == 0
         assert end(w, tid, pid, bumped, commit=True) == (0, pid, bumped + 1)
+        assert settled(w, tid).transaction_state == "CompleteCommit"
         assert committed_values(w, topic) == [b"next"]
 
 
