@@ -212,9 +212,8 @@ class Broker:
         metrics.partitions.set_function(self._partition_count)
         metrics.log_size.set_function(self._log_size)
         metrics.read_state_with(self._state_metrics())
-        # What start-up made (modules, message classes, the recovered logs' state) lives
-        # as long as the process: out of the collector's sight, a full collection (after
-        # many closed connections, see ConnectionTable.sweep) walks only what came after.
+        # What start-up made lives as long as the process: frozen, a full collection
+        # (see ConnectionTable.sweep) walks only what came after.
         gc.freeze()
         log.info(
             "started",
@@ -317,8 +316,7 @@ class Broker:
         replication_factor: int = -1,
         assignments: Sequence[Sequence[int]] | None = None,
     ) -> Topic:
-        """A new topic; in a cluster the controller places it, or puts each partition
-        on the `assignments` replicas (raises TopicError)."""
+        """A new topic (TopicError if not); in a cluster the controller places it."""
         if self.member is not None:
             return await cluster_admin.create_topic(
                 self, name, partitions, configs, replication_factor, assignments
@@ -361,18 +359,17 @@ class Broker:
                     runtime.submit(lambda shard: shard.delete_topic_offsets({name}))
 
     def adopt_document(self, name: str, document: bytes) -> None:
-        """The cluster's ACLs, SCRAM credentials, client quotas or feature levels changed:
-        this broker follows."""
-        if name == ACLS and isinstance(self.authorizer, AclAuthorizer):
-            self.authorizer.store.adopt(document)
-        elif name == SCRAM:
-            self.scram_credentials.adopt(document)
-        elif name == TOKENS:
-            self.delegation_tokens.adopt(document)
-        elif name == QUOTAS:
-            self.client_quotas.adopt(document)
-        elif name == FEATURES:
-            self.features.adopt(document)
+        """A document of the cluster's metadata changed: this broker's copy follows."""
+        stores: dict[str, Any] = {
+            SCRAM: self.scram_credentials,
+            TOKENS: self.delegation_tokens,
+            QUOTAS: self.client_quotas,
+            FEATURES: self.features,
+        }
+        if isinstance(self.authorizer, AclAuthorizer):
+            stores[ACLS] = self.authorizer.store
+        if name in stores:
+            stores[name].adopt(document)
         log.info("cluster metadata document changed", document=name)
 
     def coordinator_moved(self, partition: Partition, leads: bool) -> None:
