@@ -60,6 +60,7 @@ from bench.report import (
     topic_name,
     value_row,
 )
+from bench.transaction_cases import Case, run_cases
 from bench.transactions_java import JAVA_NOTE, Loop, run_java_txn_cases
 
 RECORDS_PER_TXN = 10
@@ -255,8 +256,7 @@ def warm_up(run: Run, peers: list[Peer]) -> None:
 
 
 def run_txn_cases(run: Run, peers: list[Peer]) -> None:
-    s = run.settings
-    cases = [
+    cases: list[Case] = [
         (1, False, f"transactions/s: 1 partition, {RECORDS_PER_TXN} x {TXN_VALUE_SIZE} B per txn"),
         (
             8,
@@ -265,49 +265,9 @@ def run_txn_cases(run: Run, peers: list[Peer]) -> None:
             "+ send_offsets_to_transaction (8 partitions) per txn",
         ),
     ]
-    for index, (partitions, with_offsets, label) in enumerate(cases):
-        results: dict[str, TxnResult] = {}
-        failures: dict[str, str] = {}
-        for peer in peers_in_order(peers, index):
-            topic = topic_name(f"txn{partitions}")
-            source = topic_name("txn-in") if with_offsets else None
-            try:
-                peer.create_topic(topic, partitions)
-                if source is not None:
-                    peer.create_topic(source, 8)
-                with CpuMeter(peer.pid) as cpu:
-                    result = run_transactions(
-                        peer.bootstrap, topic, partitions, s.txn_seconds, source
-                    )
-                cpu.record(result)
-                if result.failed_transactions or result.delivery_errors:
-                    run.problems.append(
-                        f"{peer.name} {label}: {result.failed_transactions} failed transactions, "
-                        f"{result.delivery_errors} delivery errors; first: {result.first_error}"
-                    )
-                if result.transactions:
-                    results[peer.name] = result
-                else:
-                    failures[peer.name] = result.first_error or "no transaction completed"
-                peer.delete_topic(topic)
-                if source is not None:
-                    peer.delete_topic(source)
-                check_peer(run, peer, label)
-            except (KafkaException, RuntimeError) as exc:
-                failures[peer.name] = str(exc)
-                run.problems.append(f"{peer.name} {label}: {exc}")
-            done = results.get(peer.name)
-            print(
-                f"    {peer.name}: "
-                + (
-                    f"{done.per_second:.0f} txn/s, commit p50 {done.commit_p50_ms:.1f} ms"
-                    if done is not None
-                    else f"failed ({failures.get(peer.name)})"
-                ),
-                flush=True,
-            )
-
-        add_txn_rows(run, label, results, failures)
+    run_cases(
+        run, peers, cases, run_transactions, "txn", add_txn_rows, (KafkaException, RuntimeError)
+    )
 
 
 def add_txn_rows(

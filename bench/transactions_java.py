@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench import streams_app
-from bench.peers import CpuMeter, Peer
-from bench.report import Run, check_peer, peers_in_order, topic_name
+from bench.peers import Peer
+from bench.report import Run
+from bench.transaction_cases import Case, run_cases
 
 VERSION_2_PEERS = ("odradek", "kafka")
 JAVA_NOTE = (
@@ -75,67 +76,37 @@ class Loop:
 
 def run_java_txn_cases(run: Run, peers: list[Peer], loop: Loop) -> None:
     """The librdkafka cases' two loops, on the Java client: rows of their own."""
-    s = run.settings
-    cases = [
+    cases: list[Case] = [
         (1, False, "Java client, transactions v2: txn/s, 1 partition"),
         (8, True, "Java client, transactions v2: txn/s, 8 partitions + sendOffsetsToTransaction"),
     ]
+
+    def transact(
+        bootstrap: str, topic: str, partitions: int, seconds: float, source: str | None
+    ) -> Any:
+        figures = run_java_transactions(
+            bootstrap,
+            topic,
+            partitions,
+            seconds,
+            loop.warmup,
+            loop.records,
+            loop.value_size,
+            source,
+        )
+        return loop.result_type(
+            transactions=figures["transactions"],
+            records=figures["transactions"] * loop.records,
+            seconds=figures["seconds"],
+            init_ms=figures["init_ms"],
+            commit_p50_ms=figures["commit_p50_ms"],
+            commit_p99_ms=figures["commit_p99_ms"],
+            commit_max_ms=figures["commit_max_ms"],
+            txn_p50_ms=figures["txn_p50_ms"],
+            failed_transactions=figures["failed_transactions"],
+            first_error=figures["first_error"],
+        )
+
     chosen = [p for p in peers if p.name in VERSION_2_PEERS]
-    for index, (partitions, with_offsets, label) in enumerate(cases):
-        results: dict[str, Any] = {}
-        failures: dict[str, str] = {}
-        for peer in peers_in_order(chosen, index):
-            topic = topic_name(f"jtxn{partitions}")
-            source = topic_name("jtxn-in") if with_offsets else None
-            try:
-                peer.create_topic(topic, partitions)
-                if source is not None:
-                    peer.create_topic(source, 8)
-                with CpuMeter(peer.pid) as cpu:
-                    figures = run_java_transactions(
-                        peer.bootstrap,
-                        topic,
-                        partitions,
-                        s.txn_seconds,
-                        loop.warmup,
-                        loop.records,
-                        loop.value_size,
-                        source,
-                    )
-                result = loop.result_type(
-                    transactions=figures["transactions"],
-                    records=figures["transactions"] * loop.records,
-                    seconds=figures["seconds"],
-                    init_ms=figures["init_ms"],
-                    commit_p50_ms=figures["commit_p50_ms"],
-                    commit_p99_ms=figures["commit_p99_ms"],
-                    commit_max_ms=figures["commit_max_ms"],
-                    txn_p50_ms=figures["txn_p50_ms"],
-                    failed_transactions=figures["failed_transactions"],
-                    first_error=figures["first_error"],
-                )
-                cpu.record(result)
-                if result.failed_transactions:
-                    run.problems.append(f"{peer.name} {label}: {result.first_error}")
-                if result.transactions:
-                    results[peer.name] = result
-                else:
-                    failures[peer.name] = result.first_error or "no transaction completed"
-                peer.delete_topic(topic)
-                if source is not None:
-                    peer.delete_topic(source)
-                check_peer(run, peer, label)
-            except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
-                failures[peer.name] = str(exc)
-                run.problems.append(f"{peer.name} {label}: {exc}")
-            done = results.get(peer.name)
-            print(
-                f"    {peer.name}: "
-                + (
-                    f"{done.per_second:.0f} txn/s, commit p50 {done.commit_p50_ms:.1f} ms"
-                    if done is not None
-                    else f"failed ({failures.get(peer.name)})"
-                ),
-                flush=True,
-            )
-        loop.add_rows(run, label, results, failures)
+    errors = (RuntimeError, subprocess.TimeoutExpired, ValueError)
+    run_cases(run, chosen, cases, transact, "jtxn", loop.add_rows, errors)
