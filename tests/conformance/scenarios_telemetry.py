@@ -62,11 +62,13 @@ def push(
     return run.call(PUSH_TELEMETRY, 0, body, client)
 
 
-@scenario("telemetry.subscribed", "a matching client: subscribed, pushing, too early, refused")
-def _subscribed(run: Run) -> None:
+def subscribed_client(run: Run, metrics: str) -> tuple[str, WireClient, Any, int]:
+    """A client-metrics subscription of `metrics` matching a new client's id, and that
+    client's first GetTelemetrySubscriptions (kept as a step): the subscription's name,
+    the client, its instance id and its subscription id."""
     name, client_id = run.name("sub"), run.name("app")
     changes = [
-        ("metrics", SET, "org.apache.kafka.producer.,org.apache.kafka.consumer.fetch"),
+        ("metrics", SET, metrics),
         ("interval.ms", SET, str(INTERVAL_MS)),
         ("match", SET, f"client_id={client_id}"),
     ]
@@ -76,7 +78,13 @@ def _subscribed(run: Run) -> None:
     client.client_id = client_id
     get = {"client_instance_id": None}
     answer = run.call(GET_TELEMETRY_SUBSCRIPTIONS, 0, get, client, view=subscribed)
-    instance, subscription = answer.client_instance_id, answer.subscription_id
+    return name, client, answer.client_instance_id, answer.subscription_id
+
+
+@scenario("telemetry.subscribed", "a matching client: subscribed, pushing, too early, refused")
+def _subscribed(run: Run) -> None:
+    metrics = "org.apache.kafka.producer.,org.apache.kafka.consumer.fetch"
+    _, client, instance, subscription = subscribed_client(run, metrics)
     again = {"client_instance_id": instance}
     run.call(GET_TELEMETRY_SUBSCRIPTIONS, 0, again, client, view=subscribed)  # too early
     push(run, client, instance, subscription)
@@ -108,19 +116,7 @@ def _unsubscribed(run: Run) -> None:
 
 @scenario("telemetry.subscription-changed", "a client's subscription changed while it pushes")
 def _changed(run: Run) -> None:
-    name, client_id = run.name("sub"), run.name("app")
-    changes = [
-        ("metrics", SET, "org.apache.kafka.producer."),
-        ("interval.ms", SET, str(INTERVAL_MS)),
-        ("match", SET, f"client_id={client_id}"),
-    ]
-    incremental(run, [(CLIENT_METRICS, name, changes)])
-    settled(run, name, "interval.ms", str(INTERVAL_MS))
-    client = run.client()
-    client.client_id = client_id
-    get = {"client_instance_id": None}
-    answer = run.call(GET_TELEMETRY_SUBSCRIPTIONS, 0, get, client, view=subscribed)
-    instance, subscription = answer.client_instance_id, answer.subscription_id
+    name, client, instance, subscription = subscribed_client(run, "org.apache.kafka.producer.")
     incremental(run, [(CLIENT_METRICS, name, [("metrics", SET, "org.apache.kafka.consumer.")])])
     settled(run, name, "metrics", "org.apache.kafka.consumer.")
     push(run, client, instance, subscription)  # the old id
