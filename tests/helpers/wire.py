@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -89,6 +90,20 @@ class WireClient:
         }
         reply = self.call(19, 7, body)
         assert reply.topics[0].error_code == 0, reply
+        self.wait_for_leaders(name, partitions)
+
+    def wait_for_leaders(self, topic: str, partitions: int, timeout: float = 15.0) -> None:
+        """Until Metadata names a leader for every partition: Kafka answers CreateTopics
+        before its brokers lead the new partitions, so a client waits for this."""
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self.call(3, 12, {"topics": [{"name": topic}]})
+            found = reply.topics[0].partitions if reply.topics else ()
+            led = [p for p in found if p.error_code == 0 and p.leader_id >= 0]
+            if len(led) >= partitions:
+                return
+            assert time.monotonic() < deadline, f"no leader for {topic} in {timeout} s"
+            time.sleep(0.05)
 
     def read_response(self, api_key: int, version: int, correlation: int) -> Any:
         frame = self.read_frame()
