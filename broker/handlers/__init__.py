@@ -205,6 +205,7 @@ def _table(modules: dict[int, ModuleType]) -> dict[int, Api]:
             min_version=module.MIN_VERSION,
             max_version=module.MAX_VERSION,
             handle=module.handle,
+            listed_min_version=getattr(module, "LISTED_MIN_VERSION", module.MIN_VERSION),
         )
         for key, module in sorted(modules.items())
     }

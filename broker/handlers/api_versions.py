@@ -40,7 +40,7 @@ Request = RequestV0 | RequestV1 | RequestV2 | RequestV3 | RequestV4 | RequestV5
 
 def api_keys(apis: Iterable[Api]) -> list[dict[str, int]]:
     return [
-        {"api_key": api.key, "min_version": api.min_version, "max_version": api.max_version}
+        {"api_key": api.key, "min_version": api.listed_min_version, "max_version": api.max_version}
         for api in apis
     ]
 

@@ -47,3 +47,5 @@ class Api:
     min_version: int
     max_version: int
     handle: Handler
+    # the lowest version ApiVersions lists, when it is below the lowest one served
+    listed_min_version: int

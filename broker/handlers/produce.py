@@ -80,6 +80,9 @@ from odradek.storage.config import INT64_MAX
 from odradek.storage.producer_state import DuplicateBatch, ProducerStateError
 
 MIN_VERSION, MAX_VERSION = 3, 13
+# Kafka 4 lists v0-v2 too, and closes the connection on them as this broker does: some
+# librdkafka versions refuse to compress unless v0 is listed
+LISTED_MIN_VERSION = 0
 FIRST_IMPLICIT_ADD_VERSION = 12  # transactions version 2
 FIRST_BY_ID_VERSION = 13
 TIMESTAMP_REJECTED = "One or more records have been rejected due to invalid timestamp"

@@ -86,6 +86,11 @@ def test_the_listed_differences_name_scenarios() -> None:
     assert not unknown, f"the README lists differences of no scenario: {sorted(unknown)}"
 
 
+# what Kafka 4.4 serves and Odradek does not: log-directory moves, reassignments and the
+# membership of a KRaft quorum
+QUORUM_APIS = {34, 45, 55, 64, 80, 81, 94}
+
+
 def test_api_versions_side_by_side(
     kafka44: ReferenceKafka, shared_broker: Broker, request: pytest.FixtureRequest
 ) -> None:
@@ -105,7 +110,10 @@ def test_api_versions_side_by_side(
         if kafka != odradek:
             lines.append(f"  api {key:>3}: Kafka 4.4 {kafka or '-'}, Odradek {odradek or '-'}")
     request.config.stash[API_VERSIONS_KEY] = lines
-    assert ranges["kafka"] and ranges["odradek"]
+    both = set(ranges["kafka"]) & set(ranges["odradek"])
+    assert {k: ranges["kafka"][k] for k in both} == {k: ranges["odradek"][k] for k in both}
+    assert set(ranges["odradek"]) <= set(ranges["kafka"])
+    assert set(ranges["kafka"]) - set(ranges["odradek"]) == QUORUM_APIS
 
 
 # APIs a client cannot make Kafka 4.4 refuse: only their valid answer is required
