@@ -125,7 +125,7 @@ class Broker:
         self.delegation_tokens = TokenStore(config.data_dir, config.delegation_token_secret_key)
         self.features = FeatureStore(config.data_dir)
         self.client_quotas = ClientQuotaStore(config.data_dir)
-        self.quotas = ClientQuotas(config.quota_window_num, config.quota_window_size_seconds)
+        self.quotas = ClientQuotas.of(config)
         self.flusher = Flusher()
         self.appended_bytes = 0  # the housekeeping task watches it to tell when Produce stops
         self.producer_ids: ProducerIdAllocator | ClusterProducerIds = (
@@ -585,7 +585,7 @@ class Broker:
         if "throttle_time" not in reply:
             return reply
         throttle = request_time_throttle(ctx, self.now_ms())
-        if not throttle:
+        if throttle <= reply["throttle_time"]:  # (a mutation quota's may be longer)
             return reply
         mute(ctx, throttle)
         return {**reply, "throttle_time": throttle}

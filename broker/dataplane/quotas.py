@@ -12,6 +12,13 @@ request that takes the rate over the quota is answered (at once) with the time t
 client must wait for the rate to come back to the quota, and the broker reads nothing
 more from that connection until then.
 
+`controller_mutation_rate` (partitions created or deleted per second) is a token
+bucket, as Kafka's: it holds up to `controller.quota.window.num` windows' worth of
+partitions and starts full. CreateTopics v6+, DeleteTopics v5+ and CreatePartitions v3+
+are strict: while the bucket is below zero a topic is refused THROTTLING_QUOTA_EXCEEDED,
+though one that finds it at zero or above may take it below. Older versions are
+permissive: everything is done and the answer says how long the client must wait.
+
 With no quota set, `enabled` is False and the produce and fetch paths test only that.
 """
 
@@ -21,17 +28,79 @@ from dataclasses import dataclass, field
 
 from odradek.broker.settings.client_quotas import (
     CLIENT_ID,
+    CONNECTION_CREATION_RATE,
     CONSUMER_BYTE_RATE,
+    CONTROLLER_MUTATION_RATE,
+    IP,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
     USER,
     Entity,
     Quotas,
 )
+from odradek.broker.settings.config import BrokerConfig
 
 # the user a quota names for a client that has not authenticated, as Kafka's
 ANONYMOUS = "ANONYMOUS"
-KINDS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
+KINDS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, CONTROLLER_MUTATION_RATE)
+
+
+class QuotaExceeded(Exception):
+    """A strict controller mutation quota refused; the throttle time is in `throttle_ms`."""
+
+    def __init__(self, throttle_ms: int) -> None:
+        super().__init__("The throttling quota has been exceeded.")
+        self.throttle_ms = throttle_ms
+
+
+@dataclass(slots=True)
+class TokenBucket:
+    """Kafka's TokenBucket: refilled at `rate` tokens a second up to `burst`."""
+
+    rate: float
+    burst: float
+    tokens: float
+    updated_ms: int
+
+    def measure(self, now_ms: int) -> float:
+        elapsed = max(0, now_ms - self.updated_ms) / 1000
+        self.tokens = min(self.burst, self.tokens + self.rate * elapsed)
+        self.updated_ms = now_ms
+        return self.tokens
+
+    def take(self, tokens: float, now_ms: int) -> None:
+        self.tokens = min(self.burst, self.measure(now_ms) - tokens)
+
+    def wait_ms(self, now_ms: int) -> int:
+        """How long until the bucket is back at zero."""
+        return max(0, round(-self.measure(now_ms) / self.rate * 1000))
+
+
+@dataclass(slots=True)
+class MutationQuota:
+    """One request's use of a controller_mutation_rate bucket (None: no quota)."""
+
+    bucket: TokenBucket | None
+    strict: bool
+    throttled_until_ms: int = 0
+
+    def take(self, partitions: int, now_ms: int) -> None:
+        """Count `partitions` created or deleted. Strict: raises QuotaExceeded, counting
+        nothing, when the bucket is already below zero. Permissive: always counts, and
+        the client waits until the bucket is back at zero."""
+        if self.bucket is None:
+            return
+        if self.strict and self.bucket.measure(now_ms) < 0:
+            wait = self.bucket.wait_ms(now_ms)
+            self.throttled_until_ms = now_ms + wait
+            raise QuotaExceeded(wait)
+        self.bucket.take(partitions, now_ms)
+        if not self.strict:
+            self.throttled_until_ms = now_ms + self.bucket.wait_ms(now_ms)
+
+    def throttle_ms(self, now_ms: int) -> int:
+        """What is left of the wait this request called for."""
+        return max(0, self.throttled_until_ms - now_ms)
 
 
 @dataclass(slots=True)
@@ -139,27 +208,48 @@ def resolve(
 class ClientQuotas:
     """The rates of every (kind, sensor tags) in use, and the bounds that apply."""
 
-    def __init__(self, window_num: int, window_size_seconds: int) -> None:
+    def __init__(
+        self, window_num: int, window_size_seconds: int, mutation_windows: tuple[int, int] = (11, 1)
+    ) -> None:
         self.samples = window_num
         self.window_ms = window_size_seconds * 1000
+        self.mutation_seconds = mutation_windows[0] * mutation_windows[1]  # a full bucket's
+        self._buckets: dict[tuple[str, str], TokenBucket] = {}
+        self._ip_bounds: dict[str | None, float] = {}  # ip (None: the default) -> rate
         self.enabled = False  # any quota set at all
         self._bounds: dict[str, dict[Entity, float]] = {kind: {} for kind in KINDS}
         self._rates: dict[tuple[str, str, str], Rate] = {}
         # (kind, user, client-id) -> (sensor tags, bound): resolved once per client
         self._resolved: dict[tuple[str, str, str], tuple[tuple[str, str], float]] = {}
 
+    @classmethod
+    def of(cls, config: BrokerConfig) -> ClientQuotas:
+        mutation_windows = (
+            config.controller_quota_window_num,
+            config.controller_quota_window_size_seconds,
+        )
+        return cls(config.quota_window_num, config.quota_window_size_seconds, mutation_windows)
+
     def update(self, quotas: Quotas) -> None:
         """The quotas changed: bounds from now on (rates measured so far are kept)."""
         self._bounds = _lookup(quotas)
         self._resolved = {}
         self.enabled = any(self._bounds.values())
+        self._ip_bounds = {
+            entity[0][1]: values[CONNECTION_CREATION_RATE]
+            for entity, values in quotas.items()
+            if entity[0][0] == IP and CONNECTION_CREATION_RATE in values
+        }
 
-    def _sensor(self, kind: str, user: str, client_id: str) -> tuple[Rate | None, float]:
+    def _bound(self, kind: str, user: str, client_id: str) -> tuple[tuple[str, str], float]:
         key = (kind, user, client_id)
         found = self._resolved.get(key)
         if found is None:
             found = self._resolved[key] = resolve(self._bounds[kind], user, client_id)
-        tags, bound = found
+        return found
+
+    def _sensor(self, kind: str, user: str, client_id: str) -> tuple[Rate | None, float]:
+        tags, bound = self._bound(kind, user, client_id)
         if bound <= 0:
             return None, 0.0
         rate_key = (kind, *tags)
@@ -178,6 +268,37 @@ class ClientQuotas:
         if observed <= bound:
             return 0
         return round((observed - bound) / bound * rate.window_size_ms(now_ms))
+
+    def mutation_quota(self, user: str, client_id: str, strict: bool, now_ms: int) -> MutationQuota:
+        """The controller_mutation_rate bucket of this client, for one request."""
+        tags, bound = self._bound(CONTROLLER_MUTATION_RATE, user, client_id)
+        if bound <= 0:
+            return MutationQuota(None, strict)
+        bucket = self._buckets.get(tags)
+        burst = bound * self.mutation_seconds
+        if bucket is None:
+            bucket = self._buckets[tags] = TokenBucket(bound, burst, burst, now_ms)
+        bucket.rate, bucket.burst = bound, burst  # the quota may have changed
+        return MutationQuota(bucket, strict)
+
+    def connection_throttle_ms(self, ip: str, now_ms: int) -> int:
+        """Count a new connection from `ip` against its connection_creation_rate; how
+        long to hold it before closing it when that takes the rate over (at most a
+        window), 0 to take it in."""
+        bound = self._ip_bounds.get(ip, self._ip_bounds.get(None))
+        if bound is None:
+            return 0
+        key = (CONNECTION_CREATION_RATE, ip, "")
+        rate = self._rates.get(key)
+        if rate is None:
+            rate = self._rates[key] = Rate(self.samples, self.window_ms)
+        rate.record(1, now_ms)
+        observed = rate.measure(now_ms)
+        if observed <= bound:
+            return 0
+        rate.record(-1, now_ms)  # a connection refused does not count
+        wait = (observed - bound) / bound * rate.window_size_ms(now_ms)
+        return min(round(wait), self.window_ms)
 
     def unrecord(self, kind: str, user: str, client_id: str, value: float, now_ms: int) -> None:
         """Take back a value recorded (a throttled fetch answers without its records)."""
@@ -203,3 +324,6 @@ class ClientQuotas:
         ]
         for key in idle:
             del self._rates[key]
+        full = [tags for tags, b in self._buckets.items() if b.measure(now_ms) >= b.burst]
+        for tags in full:
+            del self._buckets[tags]

@@ -9,6 +9,8 @@
   named twice is answered once, first, INVALID_REQUEST. validate_only changes nothing.
 - Consumers subscribed to the topic see the new partitions on their next
   metadata refresh.
+- The partitions added count against the client's controller_mutation_rate (strict
+  from v3: THROTTLING_QUOTA_EXCEEDED while the quota is used up), validate_only too.
 - With ACLs a topic needs ALTER on it: TOPIC_AUTHORIZATION_FAILED otherwise (before
   any other check).
 """
@@ -18,8 +20,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from odradek.broker.dataplane.quotas import MutationQuota, QuotaExceeded
 from odradek.broker.dataplane.topics import TopicError
 from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.quota_common import mutation_quota, mutation_throttled
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.coordinator.cluster.assignments import new_partitions_problem
 from odradek.protocol.errors import ErrorCode
@@ -58,10 +62,13 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         for name, count in counts.items()
         if count > 1
     ]
+    quota = mutation_quota(ctx, strict_since=3)
     for topic in request.topics:
         if counts[topic.name] > 1:
             continue
         code, message = _check(ctx, topic)
+        if code == ErrorCode.none:
+            code, message = _take(ctx, quota, topic)
         if code == ErrorCode.none and not request.validate_only:
             try:
                 assignments = None
@@ -71,4 +78,14 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
             except TopicError as exc:
                 code, message = ErrorCode(exc.code), exc.message
         results.append({"name": topic.name, "error_code": code, "error_message": message})
-    return {"throttle_time": 0, "results": results}
+    return mutation_throttled(ctx, quota, {"throttle_time": 0, "results": results})
+
+
+def _take(ctx: RequestContext, quota: MutationQuota, topic: Any) -> tuple[ErrorCode, str | None]:
+    existing = ctx.services.topics.get(topic.name)
+    added = topic.count - (len(existing.partitions) if existing is not None else 0)
+    try:
+        quota.take(added, ctx.services.now_ms())
+    except QuotaExceeded:
+        return ErrorCode.throttling_quota_exceeded, None
+    return ErrorCode.none, None

@@ -12,6 +12,8 @@
   in one request is answered once, after the others, INVALID_REQUEST; the topics
   refused for want of rights come last.
 - validate_only checks everything and creates nothing.
+- Each topic's partitions count against the client's controller_mutation_rate (strict
+  from v6: THROTTLING_QUOTA_EXCEEDED while the quota is used up), validate_only too.
 - v5+ answers with the new topic's partition count, replication factor and
   configs.
 - With ACLs a topic needs CREATE on the cluster or on itself
@@ -24,9 +26,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from odradek.broker.dataplane.quotas import QuotaExceeded
 from odradek.broker.dataplane.topics import TopicError, check_topic_name
 from odradek.broker.handlers.authorization import may_create_topic
 from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.quota_common import mutation_quota, mutation_throttled
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.broker.settings import topic_configs
 from odradek.coordinator.cluster.assignments import topic_assignments_problem
@@ -109,6 +113,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     counts = Counter(t.name for t in request.topics)
     results = []
     refused = []
+    quota = mutation_quota(ctx, strict_since=6)
     for topic in request.topics:
         if counts[topic.name] > 1:
             continue
@@ -127,12 +132,16 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
                 partitions, factor = len(assignments), len(assignments[0])
             set_configs = {k: v for k, v in configs.items() if v is not None}
             services.topics.validate_new(topic.name, partitions, set_configs)
+            quota.take(partitions, services.now_ms())
             if not request.validate_only:
                 created = await services.create_topic(
                     topic.name, partitions, set_configs, factor, assignments
                 )
         except TopicError as exc:
             results.append(_result(topic.name, exc.code, exc.message))
+            continue
+        except QuotaExceeded:  # (Kafka answers no message with it)
+            results.append(_result(topic.name, ErrorCode.throttling_quota_exceeded))
             continue
         topic_id = None if request.validate_only else created.topic_id
         if not ctx.allowed(Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, topic.name):
@@ -171,4 +180,4 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     # the topics refused for want of rights
     twice = [name for name, count in counts.items() if count > 1]
     results += [_result(name, ErrorCode.invalid_request, "Duplicate topic name.") for name in twice]
-    return {"throttle_time": 0, "topics": results + refused}
+    return mutation_throttled(ctx, quota, {"throttle_time": 0, "topics": results + refused})

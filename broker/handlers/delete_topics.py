@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from odradek.broker.dataplane.quotas import QuotaExceeded
 from odradek.broker.handlers.authorization import cluster_allowed
 from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.quota_common import mutation_quota, mutation_throttled
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode, default_message
 
@@ -58,6 +60,7 @@ def _sorted_out(
 
 async def handle(ctx: RequestContext, request: Any) -> Reply:
     services = ctx.services
+    quota = mutation_quota(ctx, strict_since=5)
     if ctx.version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
@@ -88,11 +91,16 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         elif not deletable:
             result["error_code"] = ErrorCode.topic_authorization_failed
         else:
-            await services.delete_topic(topic.name)
+            try:
+                quota.take(len(topic.partitions), services.now_ms())
+            except QuotaExceeded:
+                result["error_code"] = ErrorCode.throttling_quota_exceeded
+            else:
+                await services.delete_topic(topic.name)
             result["name"] = topic.name
             result["topic_id"] = topic.topic_id
         results.append(result)
-    return {"throttle_time": 0, "responses": results}
+    return mutation_throttled(ctx, quota, {"throttle_time": 0, "responses": results})
 
 
 def _may(ctx: RequestContext, operation: Operation, name: str) -> bool:

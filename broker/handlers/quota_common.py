@@ -6,6 +6,8 @@
   one second, as Kafka counts a request handler thread's time).
 - The throttle time is the larger of the two; the answer carries it and the
   connection is muted that long (session.throttle_ms, see network/connection.py).
+- CreateTopics, DeleteTopics and CreatePartitions count their partitions against
+  `controller_mutation_rate` (mutation_quota; strict from the version Kafka's is).
 - Requests through the controller listener and a follower's fetches are not counted
   (they are the cluster's, as Kafka exempts them).
 """
@@ -13,7 +15,9 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
+from odradek.broker.dataplane.quotas import MutationQuota
 from odradek.broker.handlers.base import RequestContext
 from odradek.broker.settings.client_quotas import REQUEST_PERCENTAGE
 
@@ -50,3 +54,22 @@ def mute(ctx: RequestContext, throttle_ms: int) -> None:
     """The connection reads nothing more from the client for `throttle_ms`."""
     if throttle_ms > ctx.session.throttle_ms:
         ctx.session.throttle_ms = throttle_ms
+
+
+def mutation_quota(ctx: RequestContext, strict_since: int) -> MutationQuota:
+    """The client's controller_mutation_rate, strict from version `strict_since`."""
+    quotas = ctx.services.quotas
+    strict = ctx.version >= strict_since
+    if ctx.listener.controller or not quotas.enabled:
+        return MutationQuota(None, strict)
+    now_ms = ctx.services.now_ms()
+    return quotas.mutation_quota(user_of(ctx), client_of(ctx), strict, now_ms)
+
+
+def mutation_throttled(ctx: RequestContext, quota: MutationQuota, reply: dict[str, Any]) -> Any:
+    """The answer with the wait the quota called for, the connection muted that long."""
+    throttle = quota.throttle_ms(ctx.services.now_ms())
+    if throttle:
+        mute(ctx, throttle)
+        reply["throttle_time"] = throttle
+    return reply

@@ -112,6 +112,7 @@ class Connection(asyncio.BufferedProtocol):
         "_buffer", "last_active", "counted_as", "_start", "_end", "_frame", "_filled",
         "_prefix_first", "_frames", "_waiting_bytes", "_reading_paused", "_arrived",
         "_writable", "_closed", "_eof", "_opening", "_socket_fd", "transport", "session", "_worker",
+        "_held",
     )  # fmt: skip
 
     def __init__(
@@ -148,12 +149,20 @@ class Connection(asyncio.BufferedProtocol):
         self.transport: Any = None  # uvloop's TCPTransport is not an asyncio.Transport subclass
         self.session = Session("PLAINTEXT")  # replaced by the broker for its listener
         self._worker: asyncio.Task[None] | None = None
+        self._held = False  # over its ip's connection rate: read nothing until closed
 
     # -- receiving -----------------------------------------------------------------
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
         self._owner.opened(self)
+
+    def hold_then_close(self, seconds: float) -> None:
+        """Read nothing and answer nothing, then close: a connection over its ip's
+        connection_creation_rate, as Kafka holds one for the throttle time."""
+        self._held = True
+        self.transport.pause_reading()
+        asyncio.get_running_loop().call_later(seconds, self.close)
 
     @property
     def log(self) -> Any:
@@ -178,6 +187,10 @@ class Connection(asyncio.BufferedProtocol):
         return memoryview(self._buffer)[self._end :]
 
     def buffer_updated(self, nbytes: int) -> None:
+        if self._held:  # (the transport reads once before a pause made at its opening)
+            self._start = self._end = 0
+            self.transport.pause_reading()
+            return
         self.last_active = time.monotonic()
         try:
             if self._frame is not None:

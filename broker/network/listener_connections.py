@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from odradek.broker.dataplane.quotas import ClientQuotas
 from odradek.broker.network.connection import Chunks, Connection
 from odradek.broker.network.connections import ConnectionTable
 from odradek.broker.observability import metrics
@@ -34,6 +35,7 @@ class Server(Protocol):
     sasl_listeners: dict[str, SaslListener]
     connections: ConnectionTable
     connection_ids: Iterator[int]
+    quotas: ClientQuotas
 
     def dispatch(
         self,
@@ -45,6 +47,8 @@ class Server(Protocol):
     ) -> Awaitable[Chunks | None]: ...
 
     def connection_closed(self, connection_id: str) -> None: ...
+
+    def now_ms(self) -> int: ...
 
 
 class ListenerConnections:
@@ -78,7 +82,15 @@ class ListenerConnections:
     def opened(self, connection: Connection) -> None:
         peer = connection.transport.get_extra_info("peername")
         listener = self.listener
-        if not self.broker.connections.admit(connection, listener.name, peer[0] if peer else ""):
+        ip = peer[0] if peer else ""
+        wait_ms = 0
+        if not listener.controller:
+            wait_ms = self.broker.quotas.connection_throttle_ms(ip, self.broker.now_ms())
+        if wait_ms:
+            # over its ip's connection_creation_rate: held unread, then closed (Kafka's way)
+            connection.hold_then_close(wait_ms / 1000)
+            return
+        if not self.broker.connections.admit(connection, listener.name, ip):
             connection.close()
             return
         metrics.connections.inc()

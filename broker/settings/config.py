@@ -99,6 +99,8 @@ _NAMES = {
     "offset.metadata.max.bytes": "offset_metadata_max_bytes",
     "quota.window.num": "quota_window_num",
     "quota.window.size.seconds": "quota_window_size_seconds",
+    "controller.quota.window.num": "controller_quota_window_num",
+    "controller.quota.window.size.seconds": "controller_quota_window_size_seconds",
     "transaction.max.timeout.ms": "transaction_max_timeout_ms",
     "transactional.id.expiration.ms": "transactional_id_expiration_ms",
     "producer.id.expiration.ms": "producer_id_expiration_ms",
@@ -245,6 +247,9 @@ class BrokerConfig:
     # client quotas: the rate is measured over this many samples of this many seconds
     quota_window_num: int = 11
     quota_window_size_seconds: int = 1
+    # controller_mutation_rate: a bucket of this many windows' worth of partitions
+    controller_quota_window_num: int = 11
+    controller_quota_window_size_seconds: int = 1
     transaction_max_timeout_ms: int = 900000
     transactional_id_expiration_ms: int = 604800000
     producer_id_expiration_ms: int = 86400000
@@ -344,7 +349,8 @@ class BrokerConfig:
                 f"{', '.join(MIGRATION_POLICIES)}"
             )
         self.group_consumer_migration_policy = policy
-        for name in ("quota.window.num", "quota.window.size.seconds"):
+        windows = ("quota.window.num", "quota.window.size.seconds")
+        for name in [n for n in _NAMES if n.endswith(windows)]:
             if getattr(self, _NAMES[name]) < 1:
                 raise ConfigError(f"{name}: must be at least 1")
         self._check_streams_settings()

@@ -5,6 +5,8 @@ byte rates, told so by throttle times."""
 from __future__ import annotations
 
 import contextlib
+import socket
+import struct
 import time
 import uuid
 from typing import Any
@@ -219,3 +221,108 @@ def test_producer_and_consumer_held_to_their_byte_rates(broker_factory: BrokerFa
     rate = _steady_rate(read)
     assert LOW * QUOTA < rate < HIGH * QUOTA, f"consumer at {rate:.0f} B/s, quota {QUOTA}"
     assert consumer_throttles and max(consumer_throttles) > 0
+
+
+def _ms(throttle: Any) -> int:
+    """A throttle time as kio reads it (a timedelta) in milliseconds."""
+    return round(throttle.total_seconds() * 1000)
+
+
+def test_controller_mutation_rate_as_kafka(either_broker: str) -> None:
+    """10 partitions a second, a bucket of 11 seconds' worth (110): strict from
+    CreateTopics v6, DeleteTopics v5 and CreatePartitions v3, permissive before."""
+    client_id, tag = f"mut-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex[:8]
+    entity: list[tuple[str, str | None]] = [("client-id", client_id)]
+    set_quota(either_broker, entity, controller_mutation_rate=10.0)
+    try:
+        with WireClient(either_broker, timeout=15) as client:
+            client.client_id = client_id
+            deadline = time.monotonic() + 10
+            body = {
+                "components": [{"entity_type": "client-id", "match_type": 0, "match": client_id}],
+                "strict": True,
+            }
+            while not client.call(DESCRIBE_QUOTAS, 1, body).entries:
+                assert time.monotonic() < deadline, "the quota never showed"
+                time.sleep(0.1)
+            time.sleep(1)  # Kafka's controller applies it as its brokers learn of it
+
+            def create(version: int, count: int, partitions: int, prefix: str) -> Any:
+                topics = [
+                    {
+                        "name": f"{prefix}{i}-{tag}",
+                        "num_partitions": partitions,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [],
+                    }
+                    for i in range(count)
+                ]
+                body = {"topics": topics, "timeout": 5000, "validate_only": False}
+                return client.call(19, version, body)
+
+            # a full bucket takes all 120: each topic found it at zero or above
+            first = create(7, 3, 40, "a")
+            assert [(t.error_code, _ms(first.throttle_time)) for t in first.topics] == [(0, 0)] * 3
+            # now 10 below zero: refused, one second to wait (the connection muted)
+            refused = create(7, 1, 1, "b")
+            assert [(t.error_code, t.error_message) for t in refused.topics] == [(89, None)]
+            # (less as the bucket refills while the broker creates the 120)
+            assert 0 < _ms(refused.throttle_time) <= 1000
+            # v5 is permissive: done, and told to wait for the 10 it takes
+            permissive = create(5, 2, 5, "c")
+            assert [t.error_code for t in permissive.topics] == [0, 0]
+            assert 0 < _ms(permissive.throttle_time) <= 1000
+            time.sleep(0.5)  # the bucket back above zero
+            delete = {"topics": [{"name": f"c0-{tag}", "topic_id": None}], "timeout": 5000}
+            deleted = client.call(20, 6, delete)
+            assert [r.error_code for r in deleted.responses] == [0]
+            assert _ms(deleted.throttle_time) == 0
+            grow = {
+                "topics": [{"name": f"a1-{tag}", "count": 41, "assignments": None}],
+                "timeout": 5000,
+                "validate_only": False,
+            }
+            grown = client.call(37, 3, grow)
+            assert [(r.error_code, r.error_message) for r in grown.results] == [(89, None)]
+            assert 0 < _ms(grown.throttle_time) <= 500
+            named = [{"name": f"a1-{tag}"}, {"name": f"b0-{tag}"}]
+            metadata = client.call(3, 12, {"topics": named, "allow_auto_topic_creation": False})
+            counts = {t.name: (t.error_code, len(t.partitions)) for t in metadata.topics}
+            assert counts == {f"a1-{tag}": (0, 40), f"b0-{tag}": (3, 0)}
+    finally:
+        remove_quotas(either_broker, entity, "controller_mutation_rate")
+
+
+def _api_versions_from(bootstrap: str, source_ip: str) -> tuple[str, float]:
+    """('answered' | 'closed', seconds) for one new connection from `source_ip`."""
+    host, port = bootstrap.rsplit(":", 1)
+    request = struct.pack(">hhih", 18, 0, 1, 1) + b"t"
+    started = time.monotonic()
+    with socket.create_connection((host, int(port)), timeout=5, source_address=(source_ip, 0)) as s:
+        s.sendall(struct.pack(">i", len(request)) + request)
+        try:
+            answered = len(s.recv(4)) == 4
+        except ConnectionResetError:
+            answered = False
+    return ("answered" if answered else "closed"), time.monotonic() - started
+
+
+def test_connection_creation_rate_as_kafka(either_broker: str) -> None:
+    """One connection a second from an ip, measured over 10 s at least: ten at once are
+    taken, the next are held unread for up to a window (1 s) and closed."""
+    ip = "127.0.0.2"  # (a loopback address of its own: the quota holds no other client)
+    set_quota(either_broker, [("ip", ip)], connection_creation_rate=1.0)
+    try:
+        body = {"components": [{"entity_type": "ip", "match_type": 0, "match": ip}]}
+        with WireClient(either_broker) as client:
+            deadline = time.monotonic() + 10
+            while not client.call(DESCRIBE_QUOTAS, 1, {**body, "strict": True}).entries:
+                assert time.monotonic() < deadline, "the quota never showed"
+                time.sleep(0.1)
+        time.sleep(1)  # Kafka's acceptors apply it a moment after
+        outcomes = [_api_versions_from(either_broker, ip) for _ in range(13)]
+        assert [kind for kind, _s in outcomes] == ["answered"] * 10 + ["closed"] * 3
+        assert all(0.5 <= seconds <= 1.5 for _kind, seconds in outcomes[10:]), outcomes
+    finally:
+        remove_quotas(either_broker, [("ip", ip)], "connection_creation_rate")
