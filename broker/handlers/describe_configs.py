@@ -7,8 +7,9 @@
   name is INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
 - BROKER resources: this broker's id lists the Kafka settings it reads, typed as Kafka
   types them, STATIC_BROKER_CONFIG where the configuration set them and DEFAULT_CONFIG
-  otherwise, every one read-only (Odradek changes no broker setting at run time); the
-  empty name (the cluster's dynamic defaults) lists none. Another id is
+  otherwise, every one read-only (Odradek changes no broker setting at run time); a
+  password (delegation.token.secret.key) is sensitive, its value null, in its synonyms
+  too. The empty name (the cluster's dynamic defaults) lists none. Another id is
   INVALID_REQUEST.
 - BROKER_LOGGER resources (this broker's id): the root logger and its level.
 - GROUP resources list every group config: set ones with source GROUP_CONFIG, the
@@ -35,7 +36,7 @@ from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.observability import logs
 from odradek.broker.security.resources import Operation
 from odradek.broker.settings import client_metrics, group_configs, topic_configs
-from odradek.broker.settings.broker_configs import BROKER_CONFIGS
+from odradek.broker.settings.broker_configs import BROKER_CONFIGS, PASSWORD
 from odradek.broker.settings.config import _NAMES as BROKER_NAMES
 from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.topic_configs import (
@@ -103,17 +104,22 @@ def _broker_configs(ctx: RequestContext, name: str, with_synonyms: bool) -> list
     entries = []
     for kafka_name, config_type in BROKER_CONFIGS.items():
         attribute = BROKER_NAMES[kafka_name]
-        value = _text(getattr(config, attribute))
+        sensitive = config_type == PASSWORD
+        value = None if sensitive else _text(getattr(config, attribute))
         static = kafka_name in config.raw
         described = DescribedConfig(
-            kafka_name, value, STATIC_BROKER_CONFIG if static else DEFAULT_CONFIG, read_only=True
+            kafka_name,
+            value,
+            STATIC_BROKER_CONFIG if static else DEFAULT_CONFIG,
+            read_only=True,
+            is_sensitive=sensitive,
         )
         synonyms: list[tuple[str, str | None, int]] = []
         if static:
             synonyms.append((kafka_name, value, STATIC_BROKER_CONFIG))
         default = _text(getattr(_DEFAULTS, attribute))
         if default is not None:
-            synonyms.append((kafka_name, default, DEFAULT_CONFIG))
+            synonyms.append((kafka_name, None if sensitive else default, DEFAULT_CONFIG))
         entries.append(_entry(described, config_type, synonyms if with_synonyms else []))
     return entries
 

@@ -5,7 +5,7 @@ HashMap, so the order is that map's, the same from one run to the next)."""
 from __future__ import annotations
 
 # DescribeConfigs config types
-BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST = 1, 2, 3, 4, 5, 6, 7
+BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, PASSWORD = 1, 2, 3, 4, 5, 6, 7, 9
 
 BROKER_CONFIGS: dict[str, int] = {
     "offsets.topic.num.partitions": INT,
@@ -23,6 +23,7 @@ BROKER_CONFIGS: dict[str, int] = {
     "log.message.timestamp.type": STRING,
     "connections.max.idle.ms": LONG,
     "max.connections": INT,
+    "delegation.token.expiry.time.ms": LONG,
     "transaction.state.log.num.partitions": INT,
     "listener.security.protocol.map": STRING,
     "log.retention.hours": INT,
@@ -30,6 +31,7 @@ BROKER_CONFIGS: dict[str, int] = {
     "log.roll.ms": LONG,
     "broker.session.timeout.ms": INT,
     "group.share.heartbeat.interval.ms": INT,
+    "delegation.token.secret.key": PASSWORD,
     "node.id": INT,
     "share.coordinator.snapshot.update.records.per.snapshot": INT,
     "group.share.min.heartbeat.interval.ms": INT,
@@ -70,6 +72,7 @@ BROKER_CONFIGS: dict[str, int] = {
     "num.partitions": INT,
     "listeners": LIST,
     "inter.broker.listener.name": STRING,
+    "delegation.token.expiry.check.interval.ms": LONG,
     "group.share.max.share.sessions": INT,
     "socket.listen.backlog.size": INT,
     "log.roll.hours": INT,
@@ -88,5 +91,6 @@ BROKER_CONFIGS: dict[str, int] = {
     "transaction.max.timeout.ms": INT,
     "process.roles": LIST,
     "broker.id": INT,
+    "delegation.token.max.lifetime.ms": LONG,
     "advertised.listeners": LIST,
 }

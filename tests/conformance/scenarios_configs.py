@@ -1,7 +1,8 @@
-"""Scenarios of configs beyond scenarios_topics.py: DescribeConfigs of a broker, of the
-cluster's defaults and of the broker's loggers, with documentation and synonyms;
-AlterConfigs (the whole set at once); IncrementalAlterConfigs of broker resources and
-with operations Kafka refuses."""
+"""Scenarios of configs beyond scenarios_topics.py: DescribeConfigs of a broker (its
+delegation-token settings with and without a secret key), of the cluster's defaults
+and of the broker's loggers, with documentation and synonyms; AlterConfigs (the whole
+set at once); IncrementalAlterConfigs of broker resources and with operations Kafka
+refuses."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from conformance.scenarios_topics import (
 
 ALTER_CONFIGS = 33
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+LONG, PASSWORD = 5, 9
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 NODE = "0"  # both brokers of the default pair are node 0
 
@@ -90,6 +93,21 @@ BROKER_KEYS = [
 ]
 # ... and ones Kafka can change at run time
 DYNAMIC_BROKER_KEYS = ["log.retention.ms", "message.max.bytes", "log.cleanup.policy"]
+# the delegation-token settings (the secret key a password), asked for with neighbours
+# of theirs in Kafka's order (read-only ones): each broker answers in its own order,
+# not the request's
+DELEGATION_TOKEN_KEYS = {
+    "delegation.token.secret.key": PASSWORD,
+    "delegation.token.max.lifetime.ms": LONG,
+    "delegation.token.expiry.time.ms": LONG,
+    "delegation.token.expiry.check.interval.ms": LONG,
+}
+DELEGATION_TOKEN_NEIGHBOURS = [
+    "transaction.state.log.num.partitions",
+    "group.share.heartbeat.interval.ms",
+    "group.share.max.share.sessions",
+    "transaction.max.timeout.ms",
+]
 
 
 @scenario("describe-configs.broker", "a broker's configs, by its id and as the cluster default")
@@ -100,6 +118,35 @@ def _describe_broker(run: Run) -> None:
     describe(run, BROKER, NODE, ["no.such.config"])
     describe(run, BROKER, "7", BROKER_KEYS)
     describe(run, BROKER, "one", BROKER_KEYS)
+    describe_delegation_token_settings(run, secret_key_set=False)
+
+
+@scenario(
+    "describe-configs.delegation-token-secret",
+    "a broker's delegation-token settings, its secret key set",
+    secure=True,
+)
+def _describe_delegation_token_secret(run: Run) -> None:
+    describe_delegation_token_settings(run, secret_key_set=True)
+
+
+def describe_delegation_token_settings(run: Run, secret_key_set: bool) -> None:
+    """The four delegation-token settings, with synonyms: both brokers list them, the
+    secret key sensitive (no value, set or not); the rest is compared with Kafka's."""
+    keys = sorted([*DELEGATION_TOKEN_KEYS, *DELEGATION_TOKEN_NEIGHBOURS])
+    answer = describe(run, BROKER, NODE, keys, synonyms=True)
+    configs = {c.name: c for c in answer.results[0].configs}
+    for name, config_type in DELEGATION_TOKEN_KEYS.items():
+        assert name in configs, f"{name} not described"
+        config = configs[name]
+        assert config.config_type == config_type, config
+        assert config.is_sensitive == (config_type == PASSWORD), config
+    secret = configs["delegation.token.secret.key"]
+    assert secret.value is None, secret
+    expected_source = STATIC_BROKER_CONFIG if secret_key_set else DEFAULT_CONFIG
+    assert secret.config_source == expected_source, secret
+    synonyms = [(s.value, s.source) for s in secret.synonyms]
+    assert synonyms == ([(None, STATIC_BROKER_CONFIG)] if secret_key_set else []), secret
 
 
 @scenario("describe-configs.topic-synonyms", "what provides each of a topic's configs")
