@@ -349,6 +349,8 @@ class BrokerConfig:
                 f"{', '.join(MIGRATION_POLICIES)}"
             )
         self.group_consumer_migration_policy = policy
+        # an empty key turns delegation tokens off, as on Kafka
+        self.delegation_token_secret_key = self.delegation_token_secret_key or None
         windows = ("quota.window.num", "quota.window.size.seconds")
         for name in [n for n in _NAMES if n.endswith(windows)]:
             if getattr(self, _NAMES[name]) < 1:
