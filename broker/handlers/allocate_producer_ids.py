@@ -8,6 +8,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
 
@@ -18,7 +20,7 @@ def _allocate(shard: Any, node_id: int, broker_epoch: int) -> Any:
     return shard.allocate_producer_ids(node_id, broker_epoch)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: AllocateProducerIdsRequest) -> Reply:
     operation = partial(_allocate, node_id=request.broker_id, broker_epoch=request.broker_epoch)
     answer = await answered_by_controller(ctx, operation)
     return {

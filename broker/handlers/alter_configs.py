@@ -21,6 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kio.schema.alter_configs.v2.request import AlterConfigsRequest, AlterConfigsResource
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterConfigsResource as IncrementalResource,
+)
+
 from odradek.broker.dataplane.topics import TopicError
 from odradek.broker.handlers.authorization import config_resource_refusal
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -37,11 +42,12 @@ from odradek.broker.settings.group_configs import GroupConfigError
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 2
+# v0-v2 have the same fields: typed as the newest (IncrementalAlterConfigs' as its v1)
 
 
 async def alter_resource(
     ctx: RequestContext,
-    resource: Any,
+    resource: AlterConfigsResource | IncrementalResource,
     validate_only: bool,
     change: Callable[[Mapping[str, str]], dict[str, str]],
     incremental: bool = False,
@@ -138,7 +144,7 @@ def _alter_client_metrics(
     return result
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> Reply:
     responses = []
     for resource in request.resources:
         given: dict[str, str] = {c.name: c.value for c in resource.configs if c.value is not None}

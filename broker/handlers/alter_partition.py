@@ -10,6 +10,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from kio.schema.alter_partition.v2.request import AlterPartitionRequest
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
 from odradek.protocol.errors import ErrorCode
@@ -33,7 +35,7 @@ def _alter(shard: Any, details: dict[str, Any]) -> Any:
     return shard.alter_partition(details)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: AlterPartitionRequest) -> Reply:
     controller = ctx.services.controller
     names = (
         {state.topic_id: name for name, state in controller.shard.topics.items()}
@@ -42,7 +44,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     )
     topics = []
     for topic in request.topics:
-        name = names.get(topic.topic_id)
+        name = names.get(topic.topic_id) if topic.topic_id is not None else None
         partitions = []
         for p in topic.partitions:
             if name is None:

@@ -10,15 +10,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
 
 MIN_VERSION, MAX_VERSION = 0, 1
+# the fields read are those of v0: typed as the newest
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: BrokerHeartbeatRequest) -> Reply:
     details = {
         "node_id": request.broker_id,
         "broker_epoch": request.broker_epoch,

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.broker_registration.v3.request import BrokerRegistrationRequest
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
@@ -18,13 +18,14 @@ from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
 from odradek.coordinator.cluster.records import Endpoint
 
 MIN_VERSION, MAX_VERSION = 0, 3
+# the fields read are those of v0: typed as the newest
 
 
 def _protocol(number: int) -> str:
     return SECURITY_PROTOCOLS[number] if 0 <= number < len(SECURITY_PROTOCOLS) else "PLAINTEXT"
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: BrokerRegistrationRequest) -> Reply:
     member = ctx.services.member
     details = {
         "local": member is not None and request.incarnation_id == member.incarnation_id,

@@ -8,6 +8,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
+
 from odradek.broker.dataplane.topics import TopicError
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
@@ -22,7 +24,7 @@ def _alter(shard: Any, name: str, configs: dict[str, str]) -> Any:
     return shard.alter_topic_configs(name, configs)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> Reply:
     responses = []
     for resource in request.resources:
         result = {

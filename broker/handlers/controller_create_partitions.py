@@ -7,6 +7,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
 
@@ -17,11 +19,11 @@ def _grow(shard: Any, name: str, count: int, assignments: list[list[int]] | None
     return shard.create_partitions(name, count, assignments)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Reply:
     results = []
     for topic in request.topics:
         name, count = topic.name, topic.count
-        assignments = None
+        assignments: list[list[int]] | None = None
         if topic.assignments is not None:
             assignments = [list(a.broker_ids) for a in topic.assignments]
         grow = partial(_grow, name=name, count=count, assignments=assignments)

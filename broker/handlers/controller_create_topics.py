@@ -11,6 +11,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from kio.schema.create_topics.v7.request import CreateTopicsRequest
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
 
@@ -21,7 +23,7 @@ def _create(shard: Any, details: dict[str, Any]) -> Any:
     return shard.create_topic(details)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> Reply:
     results = []
     for topic in request.topics:
         details = {

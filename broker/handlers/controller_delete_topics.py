@@ -7,17 +7,20 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
 
 MIN_VERSION, MAX_VERSION = 6, 6
 
 
-def _delete(shard: Any, name: str) -> Any:
+def _delete(shard: Any, name: str | None) -> Any:
+    # brokers name the topic; an entry with only an id is unknown by name (None)
     return shard.delete_topic(name)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> Reply:
     results = []
     for topic in request.topics:
         name = topic.name

@@ -7,6 +7,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from kio.schema.elect_leaders.v2.request import ElectLeadersRequest
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
 from odradek.broker.handlers.elect_leaders import Results, answer
@@ -19,7 +21,7 @@ def _elect(shard: Any, topic: str, index: int, unclean: bool) -> Any:
     return shard.elect_leader(topic, index, unclean)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> Reply:
     unclean = request.election_type == 1
     results: Results = {}
     for entry in request.topic_partitions or ():

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kio.schema.create_partitions.v3.request import CreatePartitionsRequest, CreatePartitionsTopic
+
 from odradek.broker.dataplane.quotas import MutationQuota, QuotaExceeded
 from odradek.broker.dataplane.topics import TopicError
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -29,9 +31,10 @@ from odradek.coordinator.cluster.assignments import new_partitions_problem
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 3
+# v0-v3 have the same fields: typed as the newest
 
 
-def _check(ctx: RequestContext, topic: Any) -> tuple[ErrorCode, str | None]:
+def _check(ctx: RequestContext, topic: CreatePartitionsTopic) -> tuple[ErrorCode, str | None]:
     if not ctx.allowed(Operation.ALTER, ResourceType.TOPIC, topic.name):
         return ErrorCode.topic_authorization_failed, "The topic authorization is failed."
     existing = ctx.services.topics.get(topic.name)
@@ -50,7 +53,7 @@ def _check(ctx: RequestContext, topic: Any) -> tuple[ErrorCode, str | None]:
     return problem or (ErrorCode.none, None)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Reply:
     counts = Counter(topic.name for topic in request.topics)
     # as Kafka's controller: a name given twice is answered first, once
     results: list[dict[str, Any]] = [
@@ -81,7 +84,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     return mutation_throttled(ctx, quota, {"throttle_time": 0, "results": results})
 
 
-def _take(ctx: RequestContext, quota: MutationQuota, topic: Any) -> tuple[ErrorCode, str | None]:
+def _take(
+    ctx: RequestContext, quota: MutationQuota, topic: CreatePartitionsTopic
+) -> tuple[ErrorCode, str | None]:
     existing = ctx.services.topics.get(topic.name)
     added = topic.count - (len(existing.partitions) if existing is not None else 0)
     try:

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
+
 from odradek.broker.dataplane.quotas import QuotaExceeded
 from odradek.broker.dataplane.topics import TopicError, check_topic_name
 from odradek.broker.handlers.authorization import may_create_topic
@@ -37,6 +39,7 @@ from odradek.coordinator.cluster.assignments import topic_assignments_problem
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 2, 7
+# v2-v7 have the same fields: typed as the newest
 
 
 def _result(name: str, code: int, message: str | None = None) -> dict[str, Any]:
@@ -44,7 +47,7 @@ def _result(name: str, code: int, message: str | None = None) -> dict[str, Any]:
     return {"name": name, "error_code": code, "error_message": message, "configs": []}
 
 
-def _replication_factor(ctx: RequestContext, topic: Any) -> int:
+def _replication_factor(ctx: RequestContext, topic: CreatableTopic) -> int:
     """One node of its own keeps one copy; a cluster's default is default.replication.factor."""
     if ctx.services.member is None:
         return 1
@@ -53,7 +56,7 @@ def _replication_factor(ctx: RequestContext, topic: Any) -> int:
     return int(topic.replication_factor)
 
 
-def _assignments(ctx: RequestContext, topic: Any) -> list[list[int]] | None:
+def _assignments(ctx: RequestContext, topic: CreatableTopic) -> list[list[int]] | None:
     """The replicas the client chose for each partition, in partition order, checked
     as Kafka's controller does (the brokers by the controller, in a cluster)."""
     if not topic.assignments:
@@ -68,11 +71,13 @@ def _assignments(ctx: RequestContext, topic: Any) -> list[list[int]] | None:
     )
     if problem is not None:
         raise TopicError(*problem)
-    by_index = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+    by_index: dict[int, list[int]] = {
+        a.partition_index: list(a.broker_ids) for a in topic.assignments
+    }
     return [by_index[index] for index in range(len(by_index))]
 
 
-def _partition_count(ctx: RequestContext, topic: Any) -> int:
+def _partition_count(ctx: RequestContext, topic: CreatableTopic) -> int:
     """Without manual assignments: the count asked for, or the broker default."""
     if topic.replication_factor < -1 or topic.replication_factor == 0:
         raise TopicError(
@@ -93,7 +98,7 @@ def _partition_count(ctx: RequestContext, topic: Any) -> int:
     return int(topic.num_partitions)
 
 
-def _check_name_and_configs(ctx: RequestContext, topic: Any) -> None:
+def _check_name_and_configs(ctx: RequestContext, topic: CreatableTopic) -> None:
     """What Kafka's controller checks first: the name, whether the topic exists, null
     config values, then the configs (TopicError)."""
     check_topic_name(topic.name)
@@ -108,7 +113,7 @@ def _check_name_and_configs(ctx: RequestContext, topic: Any) -> None:
     topic_configs.validate({c.name: c.value for c in topic.configs})
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> Reply:
     services = ctx.services
     counts = Counter(t.name for t in request.topics)
     results = []

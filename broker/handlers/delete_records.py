@@ -10,18 +10,19 @@ TOPIC_AUTHORIZATION_FAILED otherwise.
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.delete_records.v2.request import DeleteRecordsRequest
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 2
+# v0-v2 have the same fields: typed as the newest
 
 HIGH_WATERMARK = -1
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> Reply:
     topics = []
     for topic in request.topics:
         answers = []

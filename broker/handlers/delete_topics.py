@@ -14,8 +14,12 @@
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
-from typing import Any
+from typing import Any, cast
+
+from kio.schema.delete_topics.v1.request import DeleteTopicsRequest as RequestV1
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest as RequestV6
 
 from odradek.broker.dataplane.quotas import QuotaExceeded
 from odradek.broker.handlers.authorization import cluster_allowed
@@ -26,8 +30,11 @@ from odradek.protocol.errors import ErrorCode, default_message
 
 MIN_VERSION, MAX_VERSION = 1, 6
 
+# v2-v5 have the fields of v1; v6 names topics by name or id
+Request = RequestV1 | RequestV6
 
-def _refused(name: str | None, topic_id: Any, message: str) -> dict[str, Any]:
+
+def _refused(name: str | None, topic_id: uuid.UUID | None, message: str) -> dict[str, Any]:
     return {
         "name": name,
         "topic_id": topic_id,
@@ -37,12 +44,14 @@ def _refused(name: str | None, topic_id: Any, message: str) -> dict[str, Any]:
 
 
 def _sorted_out(
-    wanted: list[tuple[str | None, Any]],
-) -> tuple[list[tuple[str | None, Any]], list[dict[str, Any]]]:
+    wanted: list[tuple[str | None, uuid.UUID | None]],
+) -> tuple[list[tuple[str | None, uuid.UUID | None]], list[dict[str, Any]]]:
     """(the deletions to make, the answers to the ones refused at once), as Kafka's
     controller: neither name nor id, both, a name or an id named twice (answered once)."""
     names = Counter(name for name, topic_id in wanted if name is not None and not topic_id)
-    ids = Counter(topic_id for name, topic_id in wanted if name is None and topic_id)
+    ids: Counter[uuid.UUID | None] = Counter(
+        topic_id for name, topic_id in wanted if name is None and topic_id
+    )
     refused, kept = [], []
     for name, topic_id in wanted:
         if name is None and not topic_id:
@@ -58,13 +67,14 @@ def _sorted_out(
     return kept, refused
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: Request) -> Reply:
     services = ctx.services
     quota = mutation_quota(ctx, strict_since=5)
+    wanted: list[tuple[str | None, uuid.UUID | None]]
     if ctx.version >= 6:
-        wanted = [(t.name, t.topic_id) for t in request.topics]
+        wanted = [(t.name, t.topic_id) for t in cast(RequestV6, request).topics]
     else:
-        wanted = [(name, None) for name in request.topic_names]
+        wanted = [(name, None) for name in cast(RequestV1, request).topic_names]
     wanted, results = _sorted_out(wanted)
     every_topic = cluster_allowed(ctx, Operation.DELETE)
     for name, topic_id in wanted:

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, DescribeConfigsResource
+
 from odradek.broker.dataplane.topics import TopicError, check_topic_name
 from odradek.broker.handlers.authorization import config_resource_refusal
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -188,7 +190,9 @@ def _client_metrics_configs(ctx: RequestContext, name: str, with_synonyms: bool)
     return entries
 
 
-def _configs(ctx: RequestContext, resource: Any, with_synonyms: bool) -> list[dict[str, Any]]:
+def _configs(
+    ctx: RequestContext, resource: DescribeConfigsResource, with_synonyms: bool
+) -> list[dict[str, Any]]:
     kind, name = resource.resource_type, resource.resource_name
     if kind == TOPIC:
         return _topic_configs(ctx, name, with_synonyms)
@@ -204,8 +208,8 @@ def _configs(ctx: RequestContext, resource: Any, with_synonyms: bool) -> list[di
     raise TopicError(invalid, default_message(invalid) or "")
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
-    with_synonyms = getattr(request, "include_synonyms", False)
+async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Reply:
+    with_synonyms = request.include_synonyms
     results = []
     refused_results = []
     for resource in request.resources:

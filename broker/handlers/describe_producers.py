@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.describe_producers.v0.request import DescribeProducersRequest
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode, default_message
@@ -23,7 +25,7 @@ def _failed(index: int, code: ErrorCode, message: str | None = None) -> dict[str
     }
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: DescribeProducersRequest) -> Reply:
     topics = []
     for topic in request.topics:
         partitions = []

@@ -14,11 +14,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest
+
 from odradek.broker.cluster.controller import METADATA_TOPIC
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 2
+# v0-v2 have the same fields: typed as the newest
 
 
 def _replica(node_id: int, log_end_offset: int, seen_ms: int) -> dict[str, Any]:
@@ -31,7 +34,7 @@ def _replica(node_id: int, log_end_offset: int, seen_ms: int) -> dict[str, Any]:
     }
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: DescribeQuorumRequest) -> Reply:
     controller = ctx.services.controller
     if controller is None:
         return {"error_code": ErrorCode.not_controller, "topics": [], "nodes": []}
@@ -39,7 +42,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     now_ms = int(time.time() * 1000)
     topics = []
     for topic in request.topics:
-        partitions = []
+        partitions: list[dict[str, Any]] = []
         for partition in topic.partitions:
             index = partition.partition_index
             if topic.topic_name != METADATA_TOPIC or index != 0:

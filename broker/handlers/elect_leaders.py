@@ -15,7 +15,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+from kio.schema.elect_leaders.v0.request import ElectLeadersRequest as RequestV0
+from kio.schema.elect_leaders.v1.request import ElectLeadersRequest as RequestV1
+from kio.schema.elect_leaders.v2.request import ElectLeadersRequest as RequestV2
 
 from odradek.broker.cluster.node_client import NodeUnreachable
 from odradek.broker.handlers.authorization import cluster_allowed, needs_permission
@@ -27,8 +31,10 @@ MIN_VERSION, MAX_VERSION = 0, 2
 ELECT_LEADERS = 43
 PREFERRED, UNCLEAN = 0, 1
 
+Request = RequestV0 | RequestV1 | RequestV2
 
-def wanted_partitions(ctx: RequestContext, request: Any) -> list[tuple[str, list[int]]]:
+
+def wanted_partitions(ctx: RequestContext, request: Request) -> list[tuple[str, list[int]]]:
     if request.topic_partitions is None:
         return [(t.name, [p.index for p in t.partitions]) for t in ctx.services.topics]
     return [(t.topic, list(t.partitions)) for t in request.topic_partitions]
@@ -77,9 +83,10 @@ def _without_unneeded(results: Results) -> Results:
     }
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: Request) -> Reply:
     wanted = wanted_partitions(ctx, request)
-    election = getattr(request, "election_type", 0)
+    # v0 has no election type: a preferred election
+    election = cast(RequestV1, request).election_type if ctx.version >= 1 else PREFERRED
     if election not in (PREFERRED, UNCLEAN):
         invalid = ErrorCode.invalid_request
         return _all_failed(invalid, f"Unknown election type {election}", wanted)

@@ -10,8 +10,14 @@ Kafka does, and its level is only reported (config_requests.py).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import cast
+
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 
 from odradek.broker.dataplane.topics import TopicError
 from odradek.broker.handlers.alter_configs import alter_resource
@@ -26,6 +32,7 @@ from odradek.broker.handlers.config_requests import (
 from odradek.broker.settings import client_metrics, group_configs, topic_configs
 
 MIN_VERSION, MAX_VERSION = 0, 1
+# v0 and v1 have the same fields: typed as the newest
 
 INVALID_CONFIG, INVALID_REQUEST = 40, 42
 
@@ -45,7 +52,7 @@ def _type_name(resource_type: int, name: str) -> str | None:
 
 def apply_operations(
     current: Mapping[str, str],
-    operations: Any,
+    operations: Iterable[AlterableConfig],
     resource_type: int,
     default_of: Callable[[str], str] = lambda _name: "",
 ) -> dict[str, str]:
@@ -60,7 +67,8 @@ def apply_operations(
         if type_name is None:
             raise TopicError(INVALID_CONFIG, f"Unknown {kind} config name: {op.name}")
         if op.config_operation == SET:
-            new[op.name] = op.value
+            # a null value was refused before (config_requests.resource_problem)
+            new[op.name] = cast(str, op.value)
         elif op.config_operation == DELETE:
             new.pop(op.name, None)
         elif op.config_operation in (APPEND, SUBTRACT):
@@ -86,11 +94,13 @@ def apply_operations(
     return new
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> Reply:
     responses = []
     for resource in request.resources:
 
-        def change(old: Mapping[str, str], resource: Any = resource) -> dict[str, str]:
+        def change(
+            old: Mapping[str, str], resource: AlterConfigsResource = resource
+        ) -> dict[str, str]:
             return apply_operations(
                 old,
                 resource.configs,

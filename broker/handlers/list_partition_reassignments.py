@@ -5,7 +5,7 @@ answer lists no topic. With ACLs the caller needs DESCRIBE on the cluster
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
 
 from odradek.broker.handlers.authorization import cluster_allowed, needs_permission
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -15,7 +15,7 @@ from odradek.protocol.errors import ErrorCode
 MIN_VERSION, MAX_VERSION = 0, 0
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> Reply:
     code, message = ErrorCode.none, None
     if not cluster_allowed(ctx, Operation.DESCRIBE):
         code = ErrorCode.cluster_authorization_failed

@@ -15,19 +15,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest
+
 from odradek.broker.handlers.authorization import cluster_allowed
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 2, 4
+# the fields read are those of v2: typed as the newest
 
 
 def _answer(index: int, code: ErrorCode, epoch: int = -1, end_offset: int = -1) -> dict[str, Any]:
     return {"error_code": code, "partition": index, "leader_epoch": epoch, "end_offset": end_offset}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> Reply:
     topics = []
     any_topic = cluster_allowed(ctx, Operation.CLUSTER_ACTION)
     for topic in request.topics:
