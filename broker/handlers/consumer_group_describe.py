@@ -9,15 +9,18 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
+
 from odradek.broker.handlers.authorization import NOT_REQUESTED
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.groups_common import describe_each
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
+# v0 and v1 have the same fields: typed as the newest
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> Reply:
     groups = await describe_each(
         ctx,
         request.group_ids,

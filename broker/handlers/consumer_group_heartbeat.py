@@ -10,7 +10,14 @@ READ: GROUP_AUTHORIZATION_FAILED otherwise.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
+
+from kio.schema.consumer_group_heartbeat.v0.request import (
+    ConsumerGroupHeartbeatRequest as RequestV0,
+)
+from kio.schema.consumer_group_heartbeat.v1.request import (
+    ConsumerGroupHeartbeatRequest as RequestV1,
+)
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.groups_common import client_host, heartbeat_error, heartbeat_reply
@@ -20,8 +27,10 @@ from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
 
+Request = RequestV0 | RequestV1
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+
+async def handle(ctx: RequestContext, request: Request) -> Reply:
     protocols = ctx.services.config.group_coordinator_rebalance_protocols
     if "consumer" not in {p.strip() for p in protocols.split(",")}:
         return _error(ErrorCode.unsupported_version, "The consumer group protocol is disabled.")
@@ -31,6 +40,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         return _error(ErrorCode.group_authorization_failed, None)
     owned = request.topic_partitions
     rebalance_timeout = request.rebalance_timeout
+    regex = cast(RequestV1, request).subscribed_topic_regex if ctx.version >= 1 else None
     details = {
         "group_id": request.group_id,
         "member_id": request.member_id,
@@ -39,7 +49,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         "rack_id": request.rack_id,
         "rebalance_timeout_ms": int(rebalance_timeout.total_seconds() * 1000),
         "subscribed_topic_names": request.subscribed_topic_names,
-        "subscribed_topic_regex": getattr(request, "subscribed_topic_regex", None),
+        "subscribed_topic_regex": regex,
         "server_assignor": request.server_assignor,
         "owned": None
         if owned is None

@@ -11,7 +11,10 @@ asked for.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
+
+from kio.schema.describe_groups.v0.request import DescribeGroupsRequest as RequestV0
+from kio.schema.describe_groups.v3.request import DescribeGroupsRequest as RequestV3
 
 from odradek.broker.handlers.authorization import NOT_REQUESTED, authorized_operations
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -21,9 +24,12 @@ from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 6
 
+# v1-v2 have the fields of v0, v4-v6 those of v3
+Request = RequestV0 | RequestV3
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
-    with_operations = getattr(request, "include_authorized_operations", False)
+
+async def handle(ctx: RequestContext, request: Request) -> Reply:
+    with_operations = ctx.version >= 3 and cast(RequestV3, request).include_authorized_operations
     groups = []
     for group_id in request.groups:
         if ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):

@@ -19,7 +19,11 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, cast
+
+from kio.schema.find_coordinator.v0.request import FindCoordinatorRequest as RequestV0
+from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest as RequestV1
+from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest as RequestV4
 
 from odradek.broker.dataplane.topics import TopicError
 from odradek.broker.handlers.authorization import cluster_allowed
@@ -30,6 +34,9 @@ from odradek.coordinator.runtime import CoordinatorRuntime
 from odradek.protocol.errors import ErrorCode, default_message
 
 MIN_VERSION, MAX_VERSION = 0, 6
+
+# v2-v3 have the fields of v1, v5-v6 those of v4
+Request = RequestV0 | RequestV1 | RequestV4
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 
@@ -76,9 +83,13 @@ def _found(node_id: int, host: str, port: int) -> dict[str, Any]:
     }
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
-    key_type = getattr(request, "key_type", GROUP)
-    keys = [request.key] if ctx.version < 4 else list(request.coordinator_keys)
+async def handle(ctx: RequestContext, request: Request) -> Reply:
+    # v0 knows only groups; v4+ asks for several keys at once
+    key_type = cast(RequestV1 | RequestV4, request).key_type if ctx.version >= 1 else GROUP
+    if ctx.version < 4:
+        keys = [cast(RequestV0 | RequestV1, request).key]
+    else:
+        keys = list(cast(RequestV4, request).coordinator_keys)
     answers: list[dict[str, Any]] = []
     try:
         runtime = await _runtime(ctx, key_type)

@@ -7,12 +7,16 @@ import asyncio
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.broker.handlers.authorization import allowed_names, authorized_operations
 from odradek.broker.handlers.base import RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.coordinator.runtime import CoordinatorError
+
+if TYPE_CHECKING:
+    from odradek.broker.handlers.offset_commit import OffsetCommitRequest
+    from odradek.broker.handlers.txn_offset_commit import Request as TxnOffsetCommitRequest
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 UNKNOWN_TOPIC_ID = 100
@@ -79,7 +83,7 @@ def heartbeat_error(code: int, message: str | None) -> dict[str, Any]:
 
 async def describe_each(
     ctx: RequestContext,
-    group_ids: list[str],
+    group_ids: Sequence[str],
     include_authorized_operations: bool,
     describe: Callable[[str], Callable[[Any], Any]],
     shape: Callable[[dict[str, Any]], dict[str, Any]],
@@ -146,7 +150,7 @@ def asked_topics(
 
 async def commit_offsets(
     ctx: RequestContext,
-    request: Any,
+    request: OffsetCommitRequest | TxnOffsetCommitRequest,
     details: dict[str, Any],
     map_code: Callable[[int], int],
     refuse: int = 0,
@@ -207,7 +211,9 @@ def in_kafka_order(
     ]
 
 
-def refuse_all(request: Any, code: int) -> list[dict[str, Any]]:
+def refuse_all(
+    request: OffsetCommitRequest | TxnOffsetCommitRequest, code: int
+) -> list[dict[str, Any]]:
     """Every partition of an offset commit answered with one error."""
     return [
         {

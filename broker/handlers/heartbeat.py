@@ -7,7 +7,10 @@ With ACLs the group needs READ: GROUP_AUTHORIZATION_FAILED otherwise.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
+
+from kio.schema.heartbeat.v0.request import HeartbeatRequest as RequestV0
+from kio.schema.heartbeat.v3.request import HeartbeatRequest as RequestV3
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.groups_common import on_group_shard
@@ -16,11 +19,14 @@ from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 4
 
+# v1-v2 have the fields of v0, v4 those of v3
+Request = RequestV0 | RequestV3
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+
+async def handle(ctx: RequestContext, request: Request) -> Reply:
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return {"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed}
-    instance = getattr(request, "group_instance_id", None)
+    instance = cast(RequestV3, request).group_instance_id if ctx.version >= 3 else None
     code, answer = await on_group_shard(
         ctx,
         request.group_id,

@@ -15,7 +15,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+from kio.schema.join_group.v0.request import JoinGroupRequest as RequestV0
+from kio.schema.join_group.v1.request import JoinGroupRequest as RequestV1
+from kio.schema.join_group.v5.request import JoinGroupRequest as RequestV5
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.groups_common import client_host, on_group_shard
@@ -24,14 +28,18 @@ from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 9
 
+# v2-v4 have the fields of v1; v6-v9 those of v5 that are read (v8 adds a reason)
+Request = RequestV0 | RequestV1 | RequestV5
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+
+async def handle(ctx: RequestContext, request: Request) -> Reply:
     session_ms = int(request.session_timeout.total_seconds() * 1000)
-    rebalance = getattr(request, "rebalance_timeout", None)
+    rebalance = cast(RequestV1, request).rebalance_timeout if ctx.version >= 1 else None
+    instance = cast(RequestV5, request).group_instance_id if ctx.version >= 5 else None
     details = {
         "group_id": request.group_id,
         "member_id": request.member_id,
-        "group_instance_id": getattr(request, "group_instance_id", None),
+        "group_instance_id": instance,
         "session_timeout_ms": session_ms,
         "rebalance_timeout_ms": int(rebalance.total_seconds() * 1000) if rebalance else session_ms,
         "protocol_type": request.protocol_type,
@@ -46,7 +54,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         code = ErrorCode.group_authorization_failed
     if code:
         answer = {"error_code": code}
-    defaults = {
+    defaults: dict[str, Any] = {
         "throttle_time": 0,
         "generation_id": -1,
         "protocol_type": None,

@@ -7,7 +7,11 @@ With ACLs the group needs READ: GROUP_AUTHORIZATION_FAILED otherwise.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
+
+from kio.schema.leave_group.v0.request import LeaveGroupRequest as RequestV0
+from kio.schema.leave_group.v3.request import LeaveGroupRequest as RequestV3
+from kio.schema.leave_group.v5.request import LeaveGroupRequest as RequestV5
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.groups_common import on_group_shard
@@ -16,18 +20,23 @@ from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 5
 
+# v1-v2 have the fields of v0, v4 those of v3
+Request = RequestV0 | RequestV3 | RequestV5
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+
+async def handle(ctx: RequestContext, request: Request) -> Reply:
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return {
             "throttle_time": 0,
             "error_code": ErrorCode.group_authorization_failed,
             "members": [],
         }
+    leaving: list[tuple[str, str | None]]
     if ctx.version < 3:
-        leaving = [(request.member_id, None)]
+        leaving = [(cast(RequestV0, request).member_id, None)]
     else:
-        leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+        members = cast(RequestV3 | RequestV5, request).members
+        leaving = [(m.member_id, m.group_instance_id) for m in members]
     code, answer = await on_group_shard(
         ctx, request.group_id, lambda s: s.leave_group(request.group_id, leaving)
     )

@@ -4,7 +4,11 @@ principal may DESCRIBE are listed, or every one with DESCRIBE on the cluster."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
+
+from kio.schema.list_groups.v0.request import ListGroupsRequest as RequestV0
+from kio.schema.list_groups.v4.request import ListGroupsRequest as RequestV4
+from kio.schema.list_groups.v5.request import ListGroupsRequest as RequestV5
 
 from odradek.broker.handlers.authorization import cluster_allowed
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -13,12 +17,17 @@ from odradek.coordinator.runtime import CoordinatorError
 
 MIN_VERSION, MAX_VERSION = 0, 5
 
+# v1-v3 have the fields of v0 (none)
+Request = RequestV0 | RequestV4 | RequestV5
+
 COORDINATOR_LOAD_IN_PROGRESS = 14
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
-    wanted_states = {s.strip().lower() for s in getattr(request, "states_filter", ())}
-    wanted_types = {t.strip().lower() for t in getattr(request, "types_filter", ())}
+async def handle(ctx: RequestContext, request: Request) -> Reply:
+    states = cast(RequestV4, request).states_filter if ctx.version >= 4 else ()
+    types = cast(RequestV5, request).types_filter if ctx.version >= 5 else ()
+    wanted_states = {s.strip().lower() for s in states}
+    wanted_types = {t.strip().lower() for t in types}
     runtime = ctx.services.groups
     await runtime.ensure_started()
     every_group = cluster_allowed(ctx, Operation.DESCRIBE)

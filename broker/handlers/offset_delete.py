@@ -12,7 +12,7 @@ READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions, which stay).
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.offset_delete.v0.request import OffsetDeleteRequest
 
 from odradek.broker.handlers.authorization import allowed_names
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -23,7 +23,7 @@ from odradek.protocol.errors import ErrorCode
 MIN_VERSION, MAX_VERSION = 0, 0
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> Reply:
     if not ctx.allowed(Operation.DELETE, ResourceType.GROUP, request.group_id):
         return {
             "error_code": ErrorCode.group_authorization_failed,

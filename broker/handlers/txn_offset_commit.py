@@ -18,7 +18,11 @@ and on each topic (TOPIC_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+from kio.schema.txn_offset_commit.v0.request import TxnOffsetCommitRequest as RequestV0
+from kio.schema.txn_offset_commit.v2.request import TxnOffsetCommitRequest as RequestV2
+from kio.schema.txn_offset_commit.v3.request import TxnOffsetCommitRequest as RequestV3
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.groups_common import commit_offsets, refuse_all
@@ -31,12 +35,18 @@ from odradek.coordinator.txn.shard import (
     PRODUCER_FENCED,
 )
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.schemas.txn_offset_commit.v6.request import (
+    TxnOffsetCommitRequest as RequestV6,
+)
 
 MIN_VERSION, MAX_VERSION = 0, 6
 FIRST_IMPLICIT_ADD_VERSION = 5  # transactions version 2
 
+# v1 has the fields of v0, v4-v5 those of v3; v6 names topics by id
+Request = RequestV0 | RequestV2 | RequestV3 | RequestV6
 
-def _transaction_code(ctx: RequestContext, request: Any) -> int:
+
+def _transaction_code(ctx: RequestContext, request: Request) -> int:
     transactions = ctx.services.transactions
     if not transactions.coordinates(request.transactional_id):
         return 0  # another node of the cluster coordinates it, and checked AddOffsetsToTxn
@@ -60,7 +70,7 @@ def _transaction_code(ctx: RequestContext, request: Any) -> int:
     return 0
 
 
-async def _add_offsets_partition(ctx: RequestContext, request: Any) -> int:
+async def _add_offsets_partition(ctx: RequestContext, request: Request) -> int:
     offsets_partition = (
         ctx.services.groups.topic,
         ctx.services.groups.partition_for(request.group_id),
@@ -74,7 +84,7 @@ async def _add_offsets_partition(ctx: RequestContext, request: Any) -> int:
     return codes[offsets_partition]
 
 
-def _authorization_code(ctx: RequestContext, request: Any) -> int:
+def _authorization_code(ctx: RequestContext, request: Request) -> int:
     if not ctx.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return ErrorCode.transactional_id_authorization_failed
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
@@ -82,19 +92,24 @@ def _authorization_code(ctx: RequestContext, request: Any) -> int:
     return 0
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: Request) -> Reply:
     refused = _authorization_code(ctx, request)
     if refused:
         return {"throttle_time": 0, "topics": refuse_all(request, refused)}
     await ctx.services.transactions.ensure_started()
     await ctx.services.groups.ensure_started()
-    details = {
+    details: dict[str, Any] = {
         "group_id": request.group_id,
-        "generation": getattr(request, "generation_id", -1),
-        "member_id": getattr(request, "member_id", ""),
-        "group_instance_id": getattr(request, "group_instance_id", None),
+        "generation": -1,
+        "member_id": "",
+        "group_instance_id": None,
         "producer": (request.producer_id, request.producer_epoch),
     }
+    if ctx.version >= 3:  # the member that commits, checked as OffsetCommit does
+        member = cast(RequestV3 | RequestV6, request)
+        details["generation"] = member.generation_id
+        details["member_id"] = member.member_id
+        details["group_instance_id"] = member.group_instance_id
     refuse: int
     if not request.group_id:
         refuse = ErrorCode.invalid_group_id
