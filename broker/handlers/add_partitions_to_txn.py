@@ -20,7 +20,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+from kio.schema.add_partitions_to_txn.v0.request import AddPartitionsToTxnRequest as RequestV0
+from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnRequest as RequestV4
+from kio.schema.add_partitions_to_txn.v4.request import AddPartitionsToTxnTransaction
 
 from odradek.broker.handlers.authorization import allowed_names, cluster_allowed
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -30,15 +34,22 @@ from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 5
 
+# v1-v3 have the fields of v0 (one transaction), v5 those of v4 (a batch of them)
+Request = RequestV0 | RequestV4
+
 
 def _internal(ctx: RequestContext, name: str) -> bool:
     topic = ctx.services.topics.get(name)
     return topic is not None and topic.is_internal
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: Request) -> Reply:
     if ctx.version >= 4:
-        return await _batch(ctx, request)
+        return await _batch(ctx, cast(RequestV4, request))
+    return await _single(ctx, cast(RequestV0, request))
+
+
+async def _single(ctx: RequestContext, request: RequestV0) -> Reply:
     services = ctx.services
     transactional_id = request.v3_and_below_transactional_id
     producer_id = request.v3_and_below_producer_id
@@ -79,13 +90,13 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     }
 
 
-async def _batch(ctx: RequestContext, request: Any) -> Reply:
+async def _batch(ctx: RequestContext, request: RequestV4) -> Reply:
     if not cluster_allowed(ctx, Operation.CLUSTER_ACTION):
         refused = ErrorCode.cluster_authorization_failed
         return {"throttle_time": 0, "error_code": refused, "results_by_transaction": []}
     results = []
     for txn in request.transactions:
-        wanted = {(t.name, p) for t in txn.topics for p in t.partitions}
+        wanted: set[tuple[str, int]] = {(t.name, p) for t in txn.topics for p in t.partitions}
         unknown = {tp for tp in wanted if ctx.services.topics.partition(*tp) is None}
         codes: dict[tuple[str, int], int]
         if unknown:
@@ -110,7 +121,7 @@ async def _batch(ctx: RequestContext, request: Any) -> Reply:
 
 
 async def _verify_or_add(
-    ctx: RequestContext, txn: Any, wanted: set[tuple[str, int]]
+    ctx: RequestContext, txn: AddPartitionsToTxnTransaction, wanted: set[tuple[str, int]]
 ) -> dict[tuple[str, int], int]:
     transactional_id, producer_id, epoch = txn.transactional_id, txn.producer_id, txn.producer_epoch
     if txn.verify_only:

@@ -10,6 +10,8 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
+from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.txn_common import on_txn_shard
 from odradek.broker.security.resources import Operation, ResourceType
@@ -29,7 +31,7 @@ def _describer(transactional_id: str) -> Callable[[Any], Any]:
     return lambda shard: shard.describe(transactional_id)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> Reply:
     states = []
     for transactional_id in request.transactional_ids:
         code: int

@@ -24,7 +24,10 @@ an idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE on some topic
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+from kio.schema.init_producer_id.v0.request import InitProducerIdRequest as RequestV0
+from kio.schema.init_producer_id.v3.request import InitProducerIdRequest as RequestV3
 
 from odradek.broker.cluster.node_client import NodeUnreachable
 from odradek.broker.handlers.authorization import may_write_idempotently
@@ -36,6 +39,9 @@ from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 5
 
+# v1-v2 have the fields of v0, v4-v5 those of v3
+Request = RequestV0 | RequestV3
+
 
 def _answer(code: int, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]:
     return {
@@ -46,11 +52,13 @@ def _answer(code: int, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]
     }
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: Request) -> Reply:
     services = ctx.services
     transactional_id = request.transactional_id
-    expected_pid = getattr(request, "producer_id", -1)
-    expected_epoch = getattr(request, "producer_epoch", -1)
+    expected_pid, expected_epoch = -1, -1  # v3+ names the producer it had, if any
+    if ctx.version >= 3:
+        named = cast(RequestV3, request)
+        expected_pid, expected_epoch = named.producer_id, named.producer_epoch
     try:
         await services.producer_ids.ready()
     except NodeUnreachable:  # a cluster's controller is away and the ids ran out

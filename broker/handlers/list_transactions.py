@@ -7,7 +7,11 @@ listed."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import cast
+
+from kio.schema.list_transactions.v0.request import ListTransactionsRequest as RequestV0
+from kio.schema.list_transactions.v1.request import ListTransactionsRequest as RequestV1
+from kio.schema.list_transactions.v2.request import ListTransactionsRequest as RequestV2
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
@@ -17,16 +21,19 @@ from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 2
 
+Request = RequestV0 | RequestV1 | RequestV2
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+
+async def handle(ctx: RequestContext, request: Request) -> Reply:
     transactions = ctx.services.transactions
     await transactions.ensure_started()
     known_states = set(STATE_NAMES.values())
     wanted_states = set(request.state_filters)
     wanted_producers = set(request.producer_id_filters)
-    min_duration = getattr(request, "duration_filter", -1)
+    min_duration = cast(RequestV1, request).duration_filter if ctx.version >= 1 else -1
+    wanted_ids = cast(RequestV2, request).transactional_id_pattern if ctx.version >= 2 else None
     try:
-        pattern = re.compile(getattr(request, "transactional_id_pattern", None) or "")
+        pattern = re.compile(wanted_ids or "")
     except re.error:
         return {
             "throttle_time": 0,

@@ -15,7 +15,7 @@ CLUSTER_AUTHORIZATION_FAILED otherwise.
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.write_txn_markers.v2.request import WritableTxnMarker, WriteTxnMarkersRequest
 
 from odradek.broker.handlers.authorization import cluster_allowed
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -23,15 +23,18 @@ from odradek.broker.security.resources import Operation
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 2
+# the fields read are those of v1: typed as the newest
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> Reply:
     allowed = cluster_allowed(ctx, Operation.ALTER) or cluster_allowed(
         ctx, Operation.CLUSTER_ACTION
     )
     markers = []
     for marker in request.markers:
-        partitions = {(t.name, p) for t in marker.topics for p in t.partition_indexes}
+        partitions: set[tuple[str, int]] = {
+            (t.name, p) for t in marker.topics for p in t.partition_indexes
+        }
         if allowed:
             refused = {
                 tp: code for tp in partitions if (code := _refusal(ctx, tp, marker)) is not None
@@ -64,7 +67,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     return {"markers": markers}
 
 
-def _refusal(ctx: RequestContext, tp: tuple[str, int], marker: Any) -> int | None:
+def _refusal(ctx: RequestContext, tp: tuple[str, int], marker: WritableTxnMarker) -> int | None:
     """Why Kafka's append of the marker fails on the partition, if it does: an epoch
     older than the producer's last there (UNKNOWN_SERVER_ERROR, as Kafka answers it),
     or a coordinator epoch older than that of the producer's last marker."""
