@@ -4,8 +4,11 @@ CreateAcls and DeleteAcls, which store they change, or the answer they give at o
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+
+from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
+from kio.schema.delete_acls.v3.request import DeleteAclsFilter, DeleteAclsRequest
+from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 
 from odradek.broker.cluster.admin import through_controller
 from odradek.broker.cluster.controller_documents import ControllerAcls
@@ -20,9 +23,11 @@ from odradek.protocol.header import FrameError
 
 API_NAMES = {30: "CreateAcls", 31: "DeleteAcls"}
 Refusal = Callable[[ErrorCode, str], Reply]  # the answer with every item failed so
+# (the ACL APIs' versions 1-3 have the same fields: typed as the newest)
+AclFields = AclCreation | DeleteAclsFilter | DescribeAclsRequest
 
 
-def refuse_unknown_codes(api_name: str, fields: Any) -> None:
+def refuse_unknown_codes(api_name: str, fields: Iterable[AclFields]) -> None:
     """Closes the connection (FrameError) when a binding or filter carries the UNKNOWN
     code (0) as its resource type, pattern type, operation or permission, as Kafka's
     request classes refuse such a request before anything else. (Other codes Kafka does
@@ -43,7 +48,10 @@ def refuse_unknown_codes(api_name: str, fields: Any) -> None:
 
 
 async def acl_store(
-    ctx: RequestContext, api_key: int, request: Any, refuse: Refusal
+    ctx: RequestContext,
+    api_key: int,
+    request: CreateAclsRequest | DeleteAclsRequest,
+    refuse: Refusal,
 ) -> tuple[AclStore | ControllerAcls | None, Reply]:
     """(the store to change, None), or (None, the answer to give now). On a broker of a
     cluster the answer is the controller's, given once this broker follows it."""

@@ -23,6 +23,11 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
+from kio.schema.alter_user_scram_credentials.v0.request import (
+    AlterUserScramCredentialsRequest,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+)
 
 from odradek.broker.cluster.admin import through_controller
 from odradek.broker.cluster.controller_documents import ControllerCredentials
@@ -58,7 +63,7 @@ def _name_and_mechanism_problem(name: str, mechanism: int) -> Problem | None:
     return None
 
 
-def _upsertion_problem(upsertion: Any) -> Problem | None:
+def _upsertion_problem(upsertion: ScramCredentialUpsertion) -> Problem | None:
     problem = _name_and_mechanism_problem(upsertion.name, upsertion.mechanism)
     if problem is not None:
         return problem
@@ -75,13 +80,14 @@ def _result(user: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
     return {"user": user, "error_code": code, "error_message": message}
 
 
-def _all_failed(request: Any, code: ErrorCode, message: str) -> Reply:
+def _all_failed(request: AlterUserScramCredentialsRequest, code: ErrorCode, message: str) -> Reply:
     """The same error for every user named, each once."""
-    users = dict.fromkeys(x.name for x in (*request.deletions, *request.upsertions))
+    names = [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+    users = dict.fromkeys(names)
     return {"throttle_time": 0, "results": [_result(user, code, message) for user in users]}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> Reply:
     on_controller = ctx.listener.controller and ctx.services.controller is not None
     if not on_controller and not ctx.allowed(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
         refused = ErrorCode.cluster_authorization_failed
@@ -97,8 +103,8 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     if on_controller and ctx.services.controller is not None:
         store = ctx.services.controller.credentials  # the cluster's, in the metadata log
     problems: dict[str, Problem] = {}
-    deletions: dict[str, Any] = {}
-    upsertions: dict[str, Any] = {}
+    deletions: dict[str, ScramCredentialDeletion] = {}
+    upsertions: dict[str, ScramCredentialUpsertion] = {}
     for deletion in request.deletions:
         name = deletion.name
         if name in problems:

@@ -20,19 +20,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.create_acls.v3.request import CreateAclsRequest
+
 from odradek.broker.handlers.acl_common import acl_store, refuse_unknown_codes
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.acls import AclBinding, creation_problem
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 3
+# v1-v3 have the same fields: typed as the newest
 
 
 def _result(code: ErrorCode, message: str = "") -> dict[str, Any]:
     return {"error_code": code, "error_message": message}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: CreateAclsRequest) -> Reply:
     refuse_unknown_codes("CreateAcls", request.creations)
     count = len(request.creations)
     store, answer = await acl_store(

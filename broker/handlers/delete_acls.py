@@ -18,12 +18,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.delete_acls.v3.request import DeleteAclsRequest
+
 from odradek.broker.handlers.acl_common import acl_store, refuse_unknown_codes
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.acls import AclBinding, AclFilter
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 3
+# v1-v3 have the same fields: typed as the newest
 
 
 def _failed(code: ErrorCode, message: str) -> dict[str, Any]:
@@ -44,7 +47,7 @@ def _matched(binding: AclBinding) -> dict[str, Any]:
     }
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: DeleteAclsRequest) -> Reply:
     refuse_unknown_codes("DeleteAcls", request.filters)
     count = len(request.filters)
 

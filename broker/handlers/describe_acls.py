@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.describe_acls.v3.request import DescribeAclsRequest
+
 from odradek.broker.handlers.acl_common import refuse_unknown_codes
 from odradek.broker.handlers.authorization import cluster_allowed, needs_permission
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -24,13 +26,14 @@ from odradek.broker.security.resources import Operation
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 3
+# v1-v3 have the same fields: typed as the newest
 
 
 def _error(code: ErrorCode, message: str) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": code, "error_message": message, "resources": []}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: DescribeAclsRequest) -> Reply:
     refuse_unknown_codes("DescribeAcls", [request])
     if not cluster_allowed(ctx, Operation.DESCRIBE):
         message = needs_permission(ctx, "DescribeAcls", Operation.DESCRIBE)

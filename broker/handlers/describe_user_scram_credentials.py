@@ -14,6 +14,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kio.schema.describe_user_scram_credentials.v0.request import (
+    DescribeUserScramCredentialsRequest,
+)
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import CLUSTER_NAME, Operation, ResourceType
 from odradek.broker.security.scram import MECHANISMS
@@ -29,7 +33,7 @@ def _result(user: str, code: ErrorCode, message: str, infos: list[Any]) -> dict[
     return {"user": user, "error_code": code, "error_message": message, "credential_infos": infos}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> Reply:
     if not ctx.allowed(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
         # as Kafka's error answer: the error again for each user asked, unnamed
         refused, message = ErrorCode.cluster_authorization_failed, "Cluster authorization failed."

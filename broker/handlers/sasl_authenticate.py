@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.network.connection import Chunks
@@ -30,6 +31,7 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.header import SIZE_PREFIX, FrameError
 
 MIN_VERSION, MAX_VERSION = 0, 2
+# v0-v2 have the same fields: typed as the newest
 
 log = structlog.get_logger("broker")
 
@@ -65,7 +67,7 @@ def _step(session: Session, exchange: Exchange, token: bytes) -> bytes:
     return answer
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: SaslAuthenticateRequest) -> Reply:
     session = ctx.session
     if session.authenticated:
         return _error(

@@ -15,20 +15,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import structlog
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.sasl import Refused
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
+# v0 and v1 have the same fields: typed as the newest
 
 log = structlog.get_logger("broker")
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: SaslHandshakeRequest) -> Reply:
     session = ctx.session
     sasl = ctx.services.sasl_listeners.get(ctx.listener.name)
     enabled = list(sasl.mechanisms) if sasl is not None else []

@@ -8,6 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from kio.schema.expire_delegation_token.v2.request import ExpireDelegationTokenRequest
+from kio.schema.renew_delegation_token.v2.request import RenewDelegationTokenRequest
+
 from odradek.broker.cluster.admin import through_controller
 from odradek.broker.cluster.node_client import NodeUnreachable
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -46,7 +49,11 @@ def expiry_answer(code: ErrorCode, expiry_ms: int) -> dict[str, Any]:
     return {"error_code": code, "expiry_timestamp": expiry_ms, "throttle_time": 0}
 
 
-async def refused_or_passed_on(ctx: RequestContext, api_key: int, request: Any) -> Reply | None:
+async def refused_or_passed_on(
+    ctx: RequestContext,
+    api_key: int,
+    request: RenewDelegationTokenRequest | ExpireDelegationTokenRequest,
+) -> Reply | None:
     """Renew and Expire on a broker: refused over a channel that may not ask for
     tokens, or, in a cluster, passed on to the controller (with the requester's
     principal) and its answer given; None where this node decides."""
