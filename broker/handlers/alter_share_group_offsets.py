@@ -17,7 +17,14 @@ start again (everything in flight there is forgotten).
 from __future__ import annotations
 
 import uuid
-from typing import Any
+
+from kio.schema.alter_share_group_offsets.v0.request import AlterShareGroupOffsetsRequest
+from kio.schema.alter_share_group_offsets.v0.request import (
+    AlterShareGroupOffsetsRequestPartition as RequestPartition,
+)
+from kio.schema.alter_share_group_offsets.v0.request import (
+    AlterShareGroupOffsetsRequestTopic as RequestTopic,
+)
 
 from odradek.broker.dataplane.topics import Topic
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -33,13 +40,13 @@ MIN_VERSION, MAX_VERSION = 0, 0
 Answer = tuple[ErrorCode, str | None]
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: AlterShareGroupOffsetsRequest) -> Reply:
     group_id = request.group_id
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, group_id):
         return _top_error(ErrorCode.group_authorization_failed, None)
     if not group_id:
         return _top_error(ErrorCode.invalid_group_id, default_message(ErrorCode.invalid_group_id))
-    checked: list[tuple[Any, Topic | None, list[tuple[Any, Answer]]]] = []
+    checked: list[tuple[RequestTopic, Topic | None, list[tuple[RequestPartition, Answer]]]] = []
     to_set: dict[uuid.UUID, tuple[str, frozenset[int]]] = {}
     for requested in request.topics:
         topic, refused = topic_problem(ctx, requested.topic_name, Operation.READ)
@@ -94,14 +101,16 @@ async def _on_group(
     return (code, None) if code else answer
 
 
-def _check(topic: Topic, p: Any) -> Answer:
+def _check(topic: Topic, p: RequestPartition) -> Answer:
     if not 0 <= p.partition_index < len(topic.partitions):
         unknown = ErrorCode.unknown_topic_or_partition
         return unknown, default_message(unknown)
     return ErrorCode.none, None
 
 
-async def _set_start(ctx: RequestContext, group_id: str, topic: Topic, p: Any) -> Answer:
+async def _set_start(
+    ctx: RequestContext, group_id: str, topic: Topic, p: RequestPartition
+) -> Answer:
     share = ctx.services.share
     await share.ensure_started()
     key = ShareKey(group_id, topic.topic_id, p.partition_index)

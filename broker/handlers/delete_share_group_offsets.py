@@ -15,6 +15,8 @@ import functools
 import uuid
 from typing import Any
 
+from kio.schema.delete_share_group_offsets.v0.request import DeleteShareGroupOffsetsRequest
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.share_admin import group_problem, topic_problem
 from odradek.broker.security.resources import Operation, ResourceType
@@ -27,7 +29,7 @@ MIN_VERSION, MAX_VERSION = 0, 0
 NOTHING_TO_DELETE = "There is no offset information to delete."
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: DeleteShareGroupOffsetsRequest) -> Reply:
     group_id = request.group_id
     problem: tuple[ErrorCode, str | None] | None
     if not group_id and ctx.allowed(Operation.DELETE, ResourceType.GROUP, group_id):

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.delete_share_group_state.v0.request import (
+    DeleteShareGroupStateRequest,
+    PartitionData,
+)
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.share_state_common import check_known, per_partition
 from odradek.coordinator.share.records import ShareKey
@@ -13,8 +18,8 @@ from odradek.coordinator.share.records import ShareKey
 MIN_VERSION, MAX_VERSION = 0, 0
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
-    async def delete(key: ShareKey, _p: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, request: DeleteShareGroupStateRequest) -> Reply:
+    async def delete(key: ShareKey, _p: PartitionData) -> dict[str, Any]:
         check_known(ctx, key)
         code = await ctx.services.share.run(key, lambda s: s.delete(key))
         return {"error_code": code}

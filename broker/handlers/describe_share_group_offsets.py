@@ -15,6 +15,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from kio.schema.describe_share_group_offsets.v1.request import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequestGroup,
+)
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.share_admin import lag, read_state, topic_problem
 from odradek.broker.security.resources import Operation, ResourceType
@@ -22,9 +27,10 @@ from odradek.coordinator.share.records import ShareKey
 from odradek.protocol.errors import ErrorCode, default_message
 
 MIN_VERSION, MAX_VERSION = 0, 1
+# v0 and v1 have the same fields: typed as the newest
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: DescribeShareGroupOffsetsRequest) -> Reply:
     groups = []
     for group in request.groups:
         if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group.group_id):
@@ -61,7 +67,9 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     return {"throttle_time": 0, "groups": groups}
 
 
-def _wanted(ctx: RequestContext, group: Any) -> list[tuple[str, list[int]]]:
+def _wanted(
+    ctx: RequestContext, group: DescribeShareGroupOffsetsRequestGroup
+) -> list[tuple[str, list[int]]]:
     if group.topics is not None:
         return [(t.topic_name, list(t.partitions)) for t in group.topics]
     by_topic: dict[uuid.UUID, list[int]] = {}

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.initialize_share_group_state.v0.request import (
+    InitializeShareGroupStateRequest,
+    PartitionData,
+)
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.share_state_common import (
     Refused,
@@ -21,8 +26,8 @@ from odradek.protocol.errors import ErrorCode
 MIN_VERSION, MAX_VERSION = 0, 0
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
-    async def initialize(key: ShareKey, p: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, request: InitializeShareGroupStateRequest) -> Reply:
+    async def initialize(key: ShareKey, p: PartitionData) -> dict[str, Any]:
         check_epochs(p, "state_epoch")
         state = await ctx.services.share.run(key, lambda s: s.read(key))
         if state is not None and state["state_epoch"] > p.state_epoch:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.read_share_group_state.v0.request import PartitionData, ReadShareGroupStateRequest
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.share_state_common import (
     Refused,
@@ -23,8 +25,8 @@ from odradek.protocol.errors import ErrorCode
 MIN_VERSION, MAX_VERSION = 0, 0
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
-    async def answer(key: ShareKey, p: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, request: ReadShareGroupStateRequest) -> Reply:
+    async def answer(key: ShareKey, p: PartitionData) -> dict[str, Any]:
         check_epochs(p, "leader_epoch")
         state = await read(ctx, key)
         if state is None:

@@ -7,6 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.read_share_group_state_summary.v1.request import (
+    PartitionData,
+    ReadShareGroupStateSummaryRequest,
+)
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.share_state_common import (
     check_known,
@@ -17,10 +22,11 @@ from odradek.broker.handlers.share_state_common import (
 from odradek.coordinator.share.records import ShareKey
 
 MIN_VERSION, MAX_VERSION = 0, 1
+# v0 and v1 have the same fields: typed as the newest
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
-    async def answer(key: ShareKey, _p: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, request: ReadShareGroupStateSummaryRequest) -> Reply:
+    async def answer(key: ShareKey, _p: PartitionData) -> dict[str, Any]:
         check_known(ctx, key)
         state = await read(ctx, key)
         if state is None:

@@ -10,7 +10,7 @@ still holds. With ACLs: READ on the group and on each topic.
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.share_acknowledge.v2.request import ShareAcknowledgeRequest
 
 from odradek.broker.coordinators.share_sessions import INITIAL_EPOCH, ShareSessionError
 from odradek.broker.handlers import share_common
@@ -18,15 +18,17 @@ from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 2
+# the fields read are those of v1: typed as the newest
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> Reply:
     problem = share_common.request_problem(ctx, request)
     if problem is not None:
         return _top_error(*problem)
     share = ctx.services.share
     await share.ensure_started()
-    group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+    group_id, member_id = share_common.member_of(request)
+    epoch = request.share_session_epoch
     if epoch == INITIAL_EPOCH:
         return _top_error(
             ErrorCode.invalid_share_session_epoch, "ShareAcknowledge cannot open a session."

@@ -6,7 +6,11 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+from kio.schema.share_acknowledge.v2.request import AcknowledgeTopic, ShareAcknowledgeRequest
+from kio.schema.share_fetch.v1.request import FetchTopic as FetchTopicV1
+from kio.schema.share_fetch.v2.request import FetchTopic as FetchTopicV2
 
 from odradek.broker.coordinators.share_sessions import FINAL_EPOCH, ShareSession, TopicPartition
 from odradek.broker.handlers.base import RequestContext
@@ -16,22 +20,36 @@ from odradek.coordinator.runtime import CoordinatorError
 from odradek.coordinator.share.records import ShareKey
 from odradek.protocol.errors import ErrorCode, default_message
 
+if TYPE_CHECKING:
+    from odradek.broker.handlers.share_fetch import Request as ShareFetchRequest
+
 Acknowledgements = dict[TopicPartition, list[tuple[int, int, tuple[int, ...]]]]
 AckResult = tuple[int, str | None]
+# a topic of ShareFetch or ShareAcknowledge (v1 of ShareAcknowledge has v2's fields)
+RequestTopic = FetchTopicV1 | FetchTopicV2 | AcknowledgeTopic
 
 
-def request_problem(ctx: RequestContext, request: Any) -> tuple[ErrorCode, str | None] | None:
+def request_problem(
+    ctx: RequestContext, request: ShareFetchRequest | ShareAcknowledgeRequest
+) -> tuple[ErrorCode, str | None] | None:
     """The top-level error of a share request before its session is looked at. (An
     empty group id is not one: as on Kafka, such a group has sessions, and each of
     its share-partitions answers UNKNOWN_SERVER_ERROR, its state refused.)"""
     if not request.member_id:
         return ErrorCode.invalid_request, "The member id must not be empty."
-    if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+    group_id = cast(str, request.group_id)  # a null one is not refused: asked as None
+    if not ctx.allowed(Operation.READ, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed, None
     return None
 
 
-def acknowledgements(topics: Iterable[Any]) -> Acknowledgements:
+def member_of(request: ShareFetchRequest | ShareAcknowledgeRequest) -> tuple[str, str]:
+    """(group id, member id) of a request `request_problem` let through: the member id is
+    not null; a null group id was not refused, and goes on as None."""
+    return cast(str, request.group_id), cast(str, request.member_id)
+
+
+def acknowledgements(topics: Iterable[RequestTopic]) -> Acknowledgements:
     """(topic id, partition) -> [(first offset, last offset, types)] of a request."""
     found: Acknowledgements = {}
     for topic in topics:

@@ -39,7 +39,10 @@ import asyncio
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+from kio.schema.share_fetch.v1.request import ShareFetchRequest as RequestV1
+from kio.schema.share_fetch.v2.request import ShareFetchRequest as RequestV2
 
 from odradek.broker.coordinators.share import ShareCoordinator
 from odradek.broker.coordinators.share_sessions import (
@@ -69,11 +72,22 @@ WAITER_TURNS = 4
 BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1
 ACK_FIELDS = ("acknowledge_error_code", "acknowledge_error_message")
 
+# v2 adds is_renew_ack and share_acquire_mode
+Request = RequestV1 | RequestV2
 
-def _fields_problem(request: Any) -> tuple[ErrorCode, str | None] | None:
+
+def _renew_ack(request: Request, version: int) -> bool:
+    return version >= 2 and cast(RequestV2, request).is_renew_ack
+
+
+def _acquire_mode(request: Request, version: int) -> int:
+    return cast(RequestV2, request).share_acquire_mode if version >= 2 else BATCH_OPTIMIZED
+
+
+def _fields_problem(request: Request, version: int) -> tuple[ErrorCode, str | None] | None:
     """What is wrong with the request's v2 fields, answered as Kafka answers it (an
     acquire mode it does not know fails in Kafka with UNKNOWN_SERVER_ERROR)."""
-    if getattr(request, "is_renew_ack", False):
+    if _renew_ack(request, version):
         wrong = [
             f"{name} must be set to 0, "
             for name, value in (
@@ -86,22 +100,23 @@ def _fields_problem(request: Any) -> tuple[ErrorCode, str | None] | None:
         ]
         if wrong:
             return ErrorCode.invalid_request, "".join(wrong) + "if isRenewAck is true."
-    mode = getattr(request, "share_acquire_mode", BATCH_OPTIMIZED)
+    mode = _acquire_mode(request, version)
     if mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
         return ErrorCode.unknown_server_error, f"Unknown share acquire mode {mode}."
     return None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: Request) -> Reply:
     problem = share_common.request_problem(ctx, request)
     if problem is not None:
         return _top_error(*problem)
-    wrong = _fields_problem(request)
+    wrong = _fields_problem(request, ctx.version)
     if wrong is not None:
         return _top_error(*wrong)
     share = ctx.services.share
     await share.ensure_started()
-    group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+    group_id, member_id = share_common.member_of(request)
+    epoch = request.share_session_epoch
     acks = share_common.acknowledgements(request.topics)
     wanted = [
         (topic.topic_id, p.partition_index)
@@ -141,7 +156,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
         session.update(wanted, forgotten)
         if epoch != INITIAL_EPOCH:
             await share_common.end_session(ctx, session, epoch)
-        if _fetches(request):
+        if _fetches(request, ctx.version):
             fetched = await _fetch(ctx, session, request, settings)
             for tp, answer in fetched.items():
                 acked = answers.get(tp, {})  # (the outcome of its acknowledgements stays)
@@ -156,31 +171,32 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     }
 
 
-def _fetches(request: Any) -> bool:
+def _fetches(request: Request, version: int) -> bool:
     """Does the request fetch at all? Not when it only renews locks, nor when it may
     take no record or no byte."""
-    if getattr(request, "is_renew_ack", False):
+    if _renew_ack(request, version):
         return False
     return request.max_records > 0 and request.max_bytes > 0
 
 
 async def _fetch(
-    ctx: RequestContext, session: ShareSession, request: Any, settings: Any
+    ctx: RequestContext, session: ShareSession, request: Request, settings: Any
 ) -> dict[TopicPartition, dict[str, Any]]:
     """Acquire records for the member from the session's partitions, waiting up to
     max_wait for some."""
     deadline = time.monotonic() + request.max_wait.total_seconds()
-    max_records = request.max_records
+    max_records: int = request.max_records
     acquiring = Acquiring(
         session.member_id,
-        getattr(request, "share_acquire_mode", BATCH_OPTIMIZED) == RECORD_LIMIT,
+        _acquire_mode(request, ctx.version) == RECORD_LIMIT,
         request.batch_size,
         settings,
     )
     while True:
         answers: dict[TopicPartition, dict[str, Any]] = {}
         waits: list[asyncio.Future[None]] = []
-        records_left, bytes_left = max_records, request.max_bytes
+        records_left: int = max_records
+        bytes_left: int = request.max_bytes
         for tp in _rotated(session):
             partition, code = _resolve(ctx, tp)
             if partition is None or not session.group_id:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
+
 from odradek.broker.handlers.authorization import NOT_REQUESTED
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.consumer_group_describe import _assignment
@@ -17,7 +19,7 @@ from odradek.protocol.errors import ErrorCode
 MIN_VERSION, MAX_VERSION = 1, 1
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: ShareGroupDescribeRequest) -> Reply:
     groups = await describe_each(
         ctx,
         request.group_ids,

@@ -15,7 +15,7 @@ group needs READ (GROUP_AUTHORIZATION_FAILED) and the subscribed topics DESCRIBE
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 
 from odradek.broker.handlers.authorization import acls_enabled, allowed_names
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -27,7 +27,7 @@ from odradek.protocol.errors import ErrorCode
 MIN_VERSION, MAX_VERSION = 1, 1
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: ShareGroupHeartbeatRequest) -> Reply:
     if ctx.services.features.finalized.level(SHARE_VERSION) == 0:
         return _error(ErrorCode.unsupported_version, None)
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):

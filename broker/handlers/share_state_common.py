@@ -14,6 +14,21 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kio.schema.delete_share_group_state.v0.request import DeleteShareGroupStateRequest
+from kio.schema.initialize_share_group_state.v0.request import (
+    InitializeShareGroupStateRequest,
+)
+from kio.schema.initialize_share_group_state.v0.request import (
+    PartitionData as InitializePartition,
+)
+from kio.schema.read_share_group_state.v0.request import PartitionData as ReadPartition
+from kio.schema.read_share_group_state.v0.request import ReadShareGroupStateRequest
+from kio.schema.read_share_group_state_summary.v1.request import (
+    ReadShareGroupStateSummaryRequest,
+)
+from kio.schema.write_share_group_state.v1.request import PartitionData as WritePartition
+from kio.schema.write_share_group_state.v1.request import WriteShareGroupStateRequest
+
 from odradek.broker.handlers.authorization import cluster_allowed
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation
@@ -26,7 +41,16 @@ NEGATIVE_PARTITION = "The partition id cannot be a negative number."
 NEGATIVE_LEADER_EPOCH = "The leader epoch cannot be a negative number."
 NEGATIVE_STATE_EPOCH = "The state epoch cannot be a negative number."
 
+# a partition's answer from its key and its part of the request (the API's own class)
 Answer = Callable[[ShareKey, Any], Awaitable[dict[str, Any]]]
+# the requests of the share-group state APIs (typed as their newest versions)
+StateRequest = (
+    InitializeShareGroupStateRequest
+    | ReadShareGroupStateRequest
+    | ReadShareGroupStateSummaryRequest
+    | WriteShareGroupStateRequest
+    | DeleteShareGroupStateRequest
+)
 
 
 class Refused(Exception):
@@ -44,7 +68,7 @@ def uninitialized(operation: str) -> Refused:
     )
 
 
-def check_epochs(p: Any, *names: str) -> None:
+def check_epochs(p: InitializePartition | ReadPartition | WritePartition, *names: str) -> None:
     """INVALID_REQUEST for a negative leader or state epoch among `names`."""
     for name, message in (
         ("leader_epoch", NEGATIVE_LEADER_EPOCH),
@@ -59,7 +83,7 @@ def check_known(ctx: RequestContext, key: ShareKey) -> None:
         raise Refused(ErrorCode.unknown_topic_or_partition)
 
 
-async def per_partition(ctx: RequestContext, request: Any, answer: Answer) -> Reply:
+async def per_partition(ctx: RequestContext, request: StateRequest, answer: Answer) -> Reply:
     allowed = cluster_allowed(ctx, Operation.CLUSTER_ACTION)
     if allowed:
         if not request.group_id or not request.topics:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.write_share_group_state.v1.request import PartitionData, WriteShareGroupStateRequest
+
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.share_state_common import (
     Refused,
@@ -21,10 +23,11 @@ from odradek.coordinator.share.records import ShareKey
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
+# the fields read are those of v0: typed as the newest
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
-    async def write(key: ShareKey, p: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, request: WriteShareGroupStateRequest) -> Reply:
+    async def write(key: ShareKey, p: PartitionData) -> dict[str, Any]:
         check_epochs(p, "leader_epoch", "state_epoch")
         state = await read(ctx, key)
         if state is None:
