@@ -15,28 +15,35 @@ a null description.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
+
+from kio.schema.streams_group_describe.v0.request import StreamsGroupDescribeRequest as RequestV0
 
 from odradek.broker.handlers.authorization import NOT_REQUESTED
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.groups_common import describe_each
 from odradek.broker.handlers.streams_group_heartbeat import streams_enabled
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.schemas.streams_group_describe.v1.request import (
+    StreamsGroupDescribeRequest as RequestV1,
+)
 
 MIN_VERSION, MAX_VERSION = 0, 1
+
+Request = RequestV0 | RequestV1
 
 # TopologyDescriptionStatus (v1)
 NOT_REQUESTED_DESCRIPTION, NOT_STORED = 0, 1
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: Request) -> Reply:
     if not streams_enabled(ctx):
         groups = [
             _missing(g, ErrorCode.unsupported_version, "The version of API is not supported.")
             for g in request.group_ids
         ]
         return {"throttle_time": 0, "groups": groups}
-    asked = getattr(request, "include_topology_description", False)
+    asked = ctx.version >= 1 and cast(RequestV1, request).include_topology_description
     status = NOT_STORED if asked else NOT_REQUESTED_DESCRIPTION
     groups = await describe_each(
         ctx,

@@ -24,6 +24,7 @@ of client tags the group's `rack.aware.assignment.tags` asks for and it lacks
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from odradek.broker.dataplane.topics import INTERNAL_TOPICS, TopicError, check_topic_name
@@ -38,8 +39,15 @@ from odradek.coordinator.group.heartbeat_errors import HeartbeatError
 from odradek.coordinator.group.streams_heartbeat import validate
 from odradek.coordinator.group.streams_topics import MISSING_INTERNAL_TOPICS, InternalTopic
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.schemas.streams_group_heartbeat.v1.request import (
+    StreamsGroupHeartbeatRequest,
+    TaskIds,
+    TopicInfo,
+    Topology,
+)
 
 MIN_VERSION, MAX_VERSION = 0, 1
+# v0 (kio's) and v1 have the same fields: typed as the newest
 
 # topic -> (why its creation failed, until when that is told)
 _creation_errors: dict[str, tuple[str, float]] = {}
@@ -50,7 +58,7 @@ def streams_enabled(ctx: RequestContext) -> bool:
     return "streams" in {p.strip() for p in protocols.split(",")}
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(ctx: RequestContext, request: StreamsGroupHeartbeatRequest) -> Reply:
     if not streams_enabled(ctx):
         return error_reply(ErrorCode.unsupported_version, "The version of API is not supported.")
     if ctx.services.features.finalized.level(STREAMS_VERSION) == 0:
@@ -80,7 +88,7 @@ async def handle(ctx: RequestContext, request: Any) -> Reply:
     return _reply(answer, statuses, ctx.version)
 
 
-def _topology_topics_problem(ctx: RequestContext, topology: Any) -> Reply | None:
+def _topology_topics_problem(ctx: RequestContext, topology: Topology) -> Reply | None:
     required: list[str] = []
     for sub in topology.subtopologies:
         for name in (
@@ -119,13 +127,13 @@ def _valid_name(name: str) -> bool:
     return True
 
 
-def _task_list(tasks: Any) -> list[tuple[str, tuple[int, ...]]] | None:
+def _task_list(tasks: Iterable[TaskIds] | None) -> list[tuple[str, tuple[int, ...]]] | None:
     if tasks is None:
         return None
     return [(t.subtopology_id, tuple(t.partitions)) for t in tasks]
 
 
-def _topic_infos(topics: Any) -> tuple[sr.TopicInfo, ...]:
+def _topic_infos(topics: Iterable[TopicInfo]) -> tuple[sr.TopicInfo, ...]:
     return tuple(
         sr.TopicInfo(
             t.name,
@@ -137,7 +145,7 @@ def _topic_infos(topics: Any) -> tuple[sr.TopicInfo, ...]:
     )
 
 
-def decode_topology(topology: Any) -> sr.Topology:
+def decode_topology(topology: Topology) -> sr.Topology:
     return sr.Topology(
         topology.epoch,
         tuple(
@@ -162,7 +170,7 @@ def decode_topology(topology: Any) -> sr.Topology:
     )
 
 
-def _details(ctx: RequestContext, request: Any) -> dict[str, Any]:
+def _details(ctx: RequestContext, request: StreamsGroupHeartbeatRequest) -> dict[str, Any]:
     endpoint = request.user_endpoint
     tags = request.client_tags
     offsets = request.task_offsets

@@ -18,13 +18,18 @@ from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.streams_group_heartbeat import streams_enabled
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode, default_message
+from odradek.protocol.schemas.streams_group_topology_description_update.v0.request import (
+    StreamsGroupTopologyDescriptionUpdateRequest,
+)
 
 MIN_VERSION, MAX_VERSION = 0, 0
 
 NO_PLUGIN = "The broker has no streams group topology description plugin configured."
 
 
-async def handle(ctx: RequestContext, request: Any) -> Reply:
+async def handle(
+    ctx: RequestContext, request: StreamsGroupTopologyDescriptionUpdateRequest
+) -> Reply:
     if not streams_enabled(ctx):
         return _error(ErrorCode.unsupported_version, "The version of API is not supported.")
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
