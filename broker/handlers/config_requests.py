@@ -7,7 +7,14 @@ level it only reports)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
+
+from kio.schema.alter_configs.v2.request import AlterableConfig as Config
+from kio.schema.alter_configs.v2.request import AlterConfigsResource
+from kio.schema.incremental_alter_configs.v1.request import AlterableConfig as IncrementalConfig
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterConfigsResource as IncrementalResource,
+)
 
 from odradek.broker.observability import logs
 from odradek.protocol.errors import ErrorCode
@@ -18,6 +25,11 @@ OPERATION_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SU
 LOG_LEVELS = ("DEBUG", "ERROR", "FATAL", "INFO", "TRACE", "WARN")
 
 Problem = tuple[ErrorCode, str]
+
+
+def _deletes(config: Config | IncrementalConfig, incremental: bool) -> bool:
+    """An IncrementalAlterConfigs DELETE (whose value may be null)?"""
+    return incremental and cast(IncrementalConfig, config).config_operation == DELETE
 
 
 def _node_problem(name: str, node: int, unexpected: str) -> Problem | None:
@@ -31,24 +43,24 @@ def _node_problem(name: str, node: int, unexpected: str) -> Problem | None:
 
 
 def resource_problem(
-    resource: Any, node: int, incremental: bool, validate_only: bool
+    resource: AlterConfigsResource | IncrementalResource,
+    node: int,
+    incremental: bool,
+    validate_only: bool,
 ) -> Problem | None:
     """Why the resource cannot be altered at all, or None (topics and groups go on; a
     broker's, when every operation is a DELETE)."""
-    configs = list(resource.configs)
+    configs: list[Config | IncrementalConfig] = list(resource.configs)
     names = [c.name for c in configs]
     if len(set(names)) != len(names):
         return ErrorCode.invalid_request, "Error due to duplicate config keys"
-    nulls = [
-        c.name
-        for c in configs
-        if c.value is None and not (incremental and c.config_operation == DELETE)
-    ]
+    nulls = [c.name for c in configs if c.value is None and not _deletes(c, incremental)]
     if nulls:
         return ErrorCode.invalid_request, f"Null value not supported for : {', '.join(nulls)}"
     kind, name = resource.resource_type, resource.resource_name
     if kind == BROKER_LOGGER and incremental:
-        return _logger_problem(name, node, configs, validate_only)
+        # incremental: the configs are IncrementalAlterConfigs'
+        return _logger_problem(name, node, cast(list[IncrementalConfig], configs), validate_only)
     if kind == BROKER:
         if name:
             unexpected = "Unexpected broker id, expected {node}, but received {name}"
@@ -56,7 +68,7 @@ def resource_problem(
             if problem is not None:
                 return problem
         # deleting a setting no change has set (none ever is here) is a no-op, as on Kafka
-        changed = [c.name for c in configs if not (incremental and c.config_operation == DELETE)]
+        changed = [c.name for c in configs if not _deletes(c, incremental)]
         if not changed:
             return None
         fixed = ", ".join(changed)
@@ -67,7 +79,7 @@ def resource_problem(
 
 
 def _logger_problem(
-    name: str, node: int, configs: list[Any], validate_only: bool
+    name: str, node: int, configs: list[IncrementalConfig], validate_only: bool
 ) -> Problem | None:
     unexpected = "Unexpected node id. Expected {node}, but received {asked}"
     problem = _node_problem(name, node, unexpected)
