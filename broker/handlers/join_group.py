@@ -41,7 +41,10 @@ async def handle(ctx: RequestContext, request: Request) -> Reply:
         "member_id": request.member_id,
         "group_instance_id": instance,
         "session_timeout_ms": session_ms,
-        "rebalance_timeout_ms": int(rebalance.total_seconds() * 1000) if rebalance else session_ms,
+        # (v0 has none: the session timeout stands for it; from v1 even 0 is taken)
+        "rebalance_timeout_ms": (
+            session_ms if rebalance is None else int(rebalance.total_seconds() * 1000)
+        ),
         "protocol_type": request.protocol_type,
         "protocols": [{"name": p.name, "metadata": p.metadata} for p in request.protocols],
         "client_id": ctx.header.client_id or "",
