@@ -527,7 +527,9 @@ def start(run: Run, peers: list[Peer]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = arg_parser(__doc__).parse_args(argv)
+    parser = arg_parser(__doc__)
+    parser.add_argument("--only", help="after the warm-up, only the steps whose name has this")
+    args = parser.parse_args(argv)
     settings = Settings.make(args.quick)
     run = start_run(settings, "transactions", "odradek-bench-txn-")
     steps: list[tuple[str, Step]] = [
@@ -536,6 +538,8 @@ def main(argv: list[str] | None = None) -> int:
         ("transactions, Java client (v2)", partial(run_java_txn_cases, loop=JAVA_LOOP)),
         ("consume", run_consume_cases),
     ]
+    if args.only:
+        steps = [steps[0], *(step for step in steps[1:] if args.only in step[0])]
     findings = run_steps(run, start, steps)
     notes = [
         "ratio > 1 means Odradek is better: Odradek/other for rates and throughput, "
