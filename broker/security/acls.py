@@ -16,7 +16,6 @@ either the old file or the new one.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from odradek.broker.security.resources import (
     Permission,
     ResourceType,
 )
-from odradek.storage.checkpoint import write_atomic
+from odradek.storage.document_file import DocumentFile
 
 FILE_NAME = "acls.json"
 FORMAT_VERSION = 1
@@ -269,15 +268,12 @@ class AclStore:
         self.path = data_dir / FILE_NAME
         self.bindings: frozenset[AclBinding] = frozenset()
         self.index = AclIndex(())
-        self._write_lock = asyncio.Lock()
+        self._file = DocumentFile(self.path, "ACLs", encode_document, _read, AclFileError)
 
     def load(self) -> None:
-        if not self.path.exists():
-            return
-        try:
-            self._use(_decode(json.loads(self.path.read_text())))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise AclFileError(f"cannot read ACLs {self.path}: {exc}") from None
+        bindings = self._file.read()
+        if bindings is not None:
+            self._use(bindings)
 
     def matching(self, acl_filter: AclFilter) -> list[AclBinding]:
         return matching(self.bindings, acl_filter)
@@ -285,12 +281,12 @@ class AclStore:
     async def create(self, new: Iterable[AclBinding]) -> None:
         """Add bindings (those already there stay once); returns once the file is
         durable. Raises OSError (nothing changed) if it cannot be written."""
-        async with self._write_lock:
+        async with self._file.lock:
             await self._save(self.bindings | frozenset(new))
 
     async def delete(self, filters: Sequence[AclFilter]) -> list[list[AclBinding]]:
         """Remove every binding some filter matches; returns each filter's matches."""
-        async with self._write_lock:
+        async with self._file.lock:
             matched = [self.matching(f) for f in filters]
             gone = {binding for bindings in matched for binding in bindings}
             if gone:
@@ -300,16 +296,14 @@ class AclStore:
     async def _save(self, bindings: frozenset[AclBinding]) -> None:
         if bindings == self.bindings:
             return
-        text = json.dumps(_encode(bindings), indent=1)
-        await asyncio.to_thread(write_atomic, self.path, text)
+        await self._file.write(bindings)
         self._use(bindings)
 
     def adopt(self, document: bytes) -> None:
         """Every binding as a cluster's metadata has them (its brokers follow the
         controller), kept in the file too for the next start."""
-        bindings = decode_document(document)
-        if bindings != self.bindings:
-            write_atomic(self.path, document.decode())
+        bindings = self._file.adopted(document, self.bindings)
+        if bindings is not None:
             self._use(bindings)
 
     def _use(self, bindings: frozenset[AclBinding]) -> None:
@@ -329,6 +323,12 @@ def encode_document(bindings: Iterable[AclBinding]) -> bytes:
 
 def decode_document(document: bytes | None) -> frozenset[AclBinding]:
     return frozenset() if not document else _decode(json.loads(document))
+
+
+def _read(document: bytes) -> frozenset[AclBinding]:
+    """The bindings of acls.json; unlike decode_document, an empty file is refused
+    rather than read as no bindings."""
+    return _decode(json.loads(document))
 
 
 def _sort_key(binding: AclBinding) -> tuple[Any, ...]:

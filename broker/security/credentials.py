@@ -8,7 +8,6 @@ crash leaves either the old file or the new one.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from collections.abc import Iterable
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from odradek.broker.security.scram import MECHANISMS, ScramCredential
-from odradek.storage.checkpoint import write_atomic
+from odradek.storage.document_file import DocumentFile
 
 FILE_NAME = "scram-credentials.json"
 FORMAT_VERSION = 1
@@ -31,18 +30,14 @@ class CredentialStore:
         self.path = data_dir / FILE_NAME
         # user -> mechanism name -> credential
         self._users: dict[str, dict[str, ScramCredential]] = {}
-        self._write_lock = asyncio.Lock()
+        self._file = DocumentFile(
+            self.path, "SCRAM credentials", encode_document, _read, CredentialsFileError
+        )
 
     def load(self) -> None:
-        if not self.path.exists():
-            return
-        try:
-            document = json.loads(self.path.read_text())
-            self._users = _decode(document)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise CredentialsFileError(
-                f"cannot read SCRAM credentials {self.path}: {exc}"
-            ) from None
+        users = self._file.read()
+        if users is not None:
+            self._users = users
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
         return self._users.get(user, {}).get(mechanism)
@@ -58,17 +53,15 @@ class CredentialStore:
         """Apply (user, mechanism, credential) upserts and (user, mechanism) deletes;
         returns once the file is durable. Raises OSError (nothing changed) if it cannot
         be written."""
-        async with self._write_lock:
+        async with self._file.lock:
             users = changed(self.users(), upserts, deletes)  # in use once written
-            text = json.dumps(_encode(users), indent=1)
-            await asyncio.to_thread(write_atomic, self.path, text)
+            await self._file.write(users)
             self._users = users
 
     def adopt(self, document: bytes) -> None:
         """Every credential as a cluster's metadata has them, kept in the file too."""
-        users = decode_document(document)
-        if users != self._users:
-            write_atomic(self.path, document.decode())
+        users = self._file.adopted(document, self._users)
+        if users is not None:
             self._users = users
 
 
@@ -97,6 +90,12 @@ def encode_document(users: Users) -> bytes:
 
 def decode_document(document: bytes | None) -> Users:
     return {} if not document else _decode(json.loads(document))
+
+
+def _read(document: bytes) -> Users:
+    """The credentials of scram-credentials.json; unlike decode_document, an empty file
+    is refused rather than read as no users."""
+    return _decode(json.loads(document))
 
 
 def _b64(data: bytes) -> str:

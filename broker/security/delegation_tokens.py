@@ -14,7 +14,6 @@ mechanism's minimum iterations; the session's principal is the token's owner.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hmac as hmac_lib
 import json
@@ -30,7 +29,7 @@ from odradek.broker.security.scram import (
     ScramCredential,
     credential_from_password,
 )
-from odradek.storage.checkpoint import write_atomic
+from odradek.storage.document_file import DocumentFile
 
 FILE_NAME = "delegation-tokens.json"
 FORMAT_VERSION = 1
@@ -91,19 +90,18 @@ class TokenStore:
         self._by_hmac: dict[bytes, str] = {}
         # (token id, mechanism) -> the SCRAM credential of the token's password
         self._credentials: dict[tuple[str, str], ScramCredential] = {}
-        self._write_lock = asyncio.Lock()
+        self._file = DocumentFile(
+            self.path, "delegation tokens", encode_document, decode_document, TokensFileError
+        )
 
     @property
     def enabled(self) -> bool:
         return self.secret_key is not None
 
     def load(self) -> None:
-        if not self.path.exists():
-            return
-        try:
-            self._set(decode_document(self.path.read_bytes()))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise TokensFileError(f"cannot read delegation tokens {self.path}: {exc}") from None
+        tokens = self._file.read()
+        if tokens is not None:
+            self._set(tokens)
 
     def tokens(self) -> Tokens:
         return dict(self._tokens)
@@ -135,16 +133,15 @@ class TokenStore:
     async def change(self, upserts: Iterable[Token], deletes: Iterable[str]) -> None:
         """Apply token upserts and deletes (by id); returns once the file is durable.
         Raises OSError (nothing changed) if it cannot be written."""
-        async with self._write_lock:
+        async with self._file.lock:
             tokens = changed(self.tokens(), upserts, deletes)
-            await asyncio.to_thread(write_atomic, self.path, encode_document(tokens).decode())
+            await self._file.write(tokens)
             self._set(tokens)
 
     def adopt(self, document: bytes) -> None:
         """Every token as a cluster's metadata has them, kept in the file too."""
-        tokens = decode_document(document)
-        if tokens != self._tokens:
-            write_atomic(self.path, document.decode())
+        tokens = self._file.adopted(document, self._tokens)
+        if tokens is not None:
             self._set(tokens)
 
     def _set(self, tokens: Tokens) -> None:

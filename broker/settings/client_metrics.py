@@ -14,15 +14,14 @@ change (as group configs are), so they survive a restart.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from odradek.broker.settings.config import streams_list
+from odradek.broker.settings.named_configs import NamedConfigs
 from odradek.protocol.errors import ErrorCode
-from odradek.storage.checkpoint import write_atomic
 
 FILE_NAME = "client-metrics.json"
 METRICS, INTERVAL_MS, MATCH = "metrics", "interval.ms", "match"
@@ -45,6 +44,10 @@ INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 def list_value(value: str) -> str:
     """A list config as Kafka reads it back: items trimmed, each once."""
     return ",".join(dict.fromkeys(streams_list(value)))
+
+
+class ClientMetricsFileError(RuntimeError):
+    """The subscriptions file exists but cannot be read; the message names it."""
 
 
 class ClientMetricsError(ValueError):
@@ -117,31 +120,21 @@ class Subscription:
         )
 
 
-class ClientMetricsStore:
+class ClientMetricsStore(NamedConfigs):
     def __init__(self, data_dir: Path) -> None:
-        self.path = data_dir / FILE_NAME
-        self.configs: dict[str, dict[str, str]] = {}
+        super().__init__(
+            data_dir / FILE_NAME, "client metrics subscriptions", ClientMetricsFileError
+        )
         self.version = 0  # moves on every change (the telemetry subscriptions' ids follow)
-
-    def load(self) -> None:
-        if self.path.exists():
-            self.configs = json.loads(self.path.read_text())
-
-    def of(self, name: str) -> dict[str, str]:
-        return dict(self.configs.get(name, {}))
 
     def names(self) -> list[str]:
         return sorted(self.configs)
 
     def replace(self, name: str, configs: Mapping[str, str]) -> None:
         """Set the subscription's configs to exactly `configs` (validated before); none
-        left removes it."""
-        if configs:
-            self.configs[name] = dict(configs)
-        else:
-            self.configs.pop(name, None)
+        left removes it. Raises OSError (nothing changed) if the file cannot be written."""
+        super().replace(name, configs)
         self.version += 1
-        write_atomic(self.path, json.dumps(self.configs, indent=1, sort_keys=True))
 
     def subscriptions(self) -> list[Subscription]:
         found = []

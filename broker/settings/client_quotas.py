@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from odradek.protocol.errors import ErrorCode
-from odradek.storage.checkpoint import write_atomic
+from odradek.storage.document_file import DocumentFile
 
 FILE_NAME = "client-quotas.json"
 FORMAT_VERSION = 1
@@ -251,7 +251,9 @@ class ClientQuotaStore:
     def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / FILE_NAME
         self._quotas: Quotas = {}
-        self._write_lock = asyncio.Lock()
+        self._file = DocumentFile(
+            self.path, "client quotas", encode_document, decode_document, ClientQuotasFileError
+        )
         self._watchers: list[Callable[[Quotas], None]] = []
 
     def watch(self, watcher: Callable[[Quotas], None]) -> None:
@@ -265,12 +267,9 @@ class ClientQuotaStore:
             watcher(quotas)
 
     def load(self) -> None:
-        if not self.path.exists():
-            return
-        try:
-            self._set(decode_document(self.path.read_bytes()))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ClientQuotasFileError(f"cannot read client quotas {self.path}: {exc}") from None
+        quotas = self._file.read()
+        if quotas is not None:
+            self._set(quotas)
 
     def quotas(self) -> Quotas:
         return self._quotas
@@ -280,18 +279,17 @@ class ClientQuotaStore:
     ) -> list[tuple[Entity, Problem | None]]:
         """Check and apply; returns once the file is durable. Raises OSError (nothing
         changed) if it cannot be written."""
-        async with self._write_lock:
+        async with self._file.lock:
             outcome, after = plan_alterations(self._quotas, alterations, unresolvable)
             if not validate_only and after != self._quotas:
-                await asyncio.to_thread(write_atomic, self.path, encode_document(after).decode())
+                await self._file.write(after)
                 self._set(after)
             return outcome
 
     def adopt(self, document: bytes) -> None:
         """The quotas as a cluster's metadata has them, kept in the file too."""
-        quotas = decode_document(document)
-        if quotas != self._quotas:
-            write_atomic(self.path, document.decode())
+        quotas = self._file.adopted(document, self._quotas)
+        if quotas is not None:
             self._set(quotas)
 
 

@@ -4,12 +4,11 @@ broker follows (adopt), keeping a copy in the same file."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
 from odradek.broker.settings.features import INITIAL, FinalizedFeatures
-from odradek.storage.checkpoint import write_atomic
+from odradek.storage.document_file import DocumentFile
 
 FILE_NAME = "features.json"
 
@@ -22,27 +21,29 @@ class FeatureStore:
     def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / FILE_NAME
         self.finalized = INITIAL
-        self._write_lock = asyncio.Lock()
+        self._file = DocumentFile(
+            self.path,
+            "feature levels",
+            FinalizedFeatures.encode,
+            FinalizedFeatures.decode,
+            FeaturesFileError,
+        )
 
     def load(self) -> None:
-        if not self.path.exists():
-            return
-        try:
-            self.finalized = FinalizedFeatures.decode(self.path.read_bytes())
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise FeaturesFileError(f"cannot read feature levels {self.path}: {exc}") from None
+        finalized = self._file.read()
+        if finalized is not None:
+            self.finalized = finalized
 
     async def change(self, levels: Mapping[str, int]) -> None:
         """Finalize `levels` under the next epoch; returns once the file is durable.
         Raises OSError (nothing changed) if it cannot be written."""
-        async with self._write_lock:
+        async with self._file.lock:
             new = FinalizedFeatures(dict(levels), self.finalized.epoch + 1)
-            await asyncio.to_thread(write_atomic, self.path, new.encode().decode())
+            await self._file.write(new)
             self.finalized = new
 
     def adopt(self, document: bytes) -> None:
         """The levels the cluster's metadata has, kept in the file too."""
-        new = FinalizedFeatures.decode(document)
-        if new != self.finalized:
-            write_atomic(self.path, document.decode())
+        new = self._file.adopted(document, self.finalized)
+        if new is not None:
             self.finalized = new

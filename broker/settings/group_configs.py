@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,12 +16,16 @@ from pathlib import Path
 
 from odradek.broker.settings.config import BrokerConfig, streams_list
 from odradek.broker.settings.iso_duration import parse_duration_ms
+from odradek.broker.settings.named_configs import NamedConfigs
 from odradek.coordinator.group.shard_state import GroupTimeouts
-from odradek.storage.checkpoint import write_atomic
 
 FILE_NAME = "group-configs.json"
 OFFSET_RESET_WORDS = ("earliest", "latest")
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+
+
+class GroupConfigsFileError(RuntimeError):
+    """The group configs file exists but cannot be read; the message names it."""
 
 
 class GroupConfigError(ValueError):
@@ -280,19 +283,11 @@ class GroupSettings(GroupTimeouts):
     share_read_committed: bool
 
 
-class GroupConfigStore:
+class GroupConfigStore(NamedConfigs):
     def __init__(self, data_dir: Path, broker: BrokerConfig) -> None:
-        self.path = data_dir / FILE_NAME
+        super().__init__(data_dir / FILE_NAME, "group configs", GroupConfigsFileError)
         self.broker = broker
-        self.configs: dict[str, dict[str, str]] = {}
         self._settings: dict[str, GroupSettings] = {}
-
-    def load(self) -> None:
-        if self.path.exists():
-            self.configs = json.loads(self.path.read_text())
-
-    def of(self, group_id: str) -> dict[str, str]:
-        return dict(self.configs.get(group_id, {}))
 
     def value(self, group_id: str, name: str) -> str:
         own = self.configs.get(group_id, {}).get(name)
@@ -370,10 +365,7 @@ class GroupConfigStore:
                     raise GroupConfigError(f"{session} must be greater than {heartbeat}")
 
     def replace(self, group_id: str, configs: Mapping[str, str]) -> None:
-        """Set the group's configs to exactly `configs` (validated before)."""
-        if configs:
-            self.configs[group_id] = dict(configs)
-        else:
-            self.configs.pop(group_id, None)
+        """Set the group's configs to exactly `configs` (validated before). Raises
+        OSError (nothing changed) if the file cannot be written."""
+        super().replace(group_id, configs)
         self._settings.pop(group_id, None)
-        write_atomic(self.path, json.dumps(self.configs, indent=1, sort_keys=True))
