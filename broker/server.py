@@ -29,7 +29,7 @@ from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
 from odradek.broker.handlers import API_TABLE, CONTROLLER_API_TABLE, sasl_authenticate
 from odradek.broker.handlers.api_versions import api_keys
 from odradek.broker.handlers.base import Api, RequestContext
-from odradek.broker.handlers.quota_common import mute, request_time_throttle
+from odradek.broker.handlers.quota_common import as_ms, mute, request_time_throttle
 from odradek.broker.network.connection import Chunks
 from odradek.broker.network.connections import ConnectionTable, Limits
 from odradek.broker.network.listener_connections import ListenerConnections
@@ -585,7 +585,7 @@ class Broker:
         if "throttle_time" not in reply:
             return reply
         throttle = request_time_throttle(ctx, self.now_ms())
-        if throttle <= reply["throttle_time"]:  # (a mutation quota's may be longer)
+        if throttle <= as_ms(reply["throttle_time"]):  # (a mutation quota's may be longer)
             return reply
         mute(ctx, throttle)
         return {**reply, "throttle_time": throttle}

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Any
 
 from odradek.broker.dataplane.quotas import MutationQuota
@@ -48,6 +49,13 @@ def byte_throttle(ctx: RequestContext, kind: str, size: int, now_ms: int) -> int
     if ctx.listener.controller:
         return 0
     return ctx.services.quotas.record(kind, user_of(ctx), client_of(ctx), size, now_ms)
+
+
+def as_ms(throttle: int | timedelta) -> int:
+    """A reply's throttle time (an answer forwarded from another broker has a timedelta)."""
+    if isinstance(throttle, timedelta):
+        return round(throttle.total_seconds() * 1000)
+    return throttle
 
 
 def mute(ctx: RequestContext, throttle_ms: int) -> None:
