@@ -66,6 +66,12 @@ def test_an_instance_killed_and_started_again(either_broker: str, tmp_path: Path
     """kill -9 of one of two instances while input arrives: its tasks move, its open
     transaction is fenced and aborted, its stores come back from their changelogs."""
     prefix, _ = setup(either_broker, tmp_path, 0)
-    kill_one_of_two(
-        either_broker, prefix, lambda name: instance(either_broker, prefix, tmp_path, name)
-    )
+    # the rebalance waits for the dead member until its session ends: 10 s, not 45
+    short_session = {"session.timeout.ms": "10000"}
+
+    def make(name: str) -> StreamsInstance:
+        return StreamsInstance(
+            either_broker, f"{prefix}-app", prefix, tmp_path / name, configs=short_session
+        )
+
+    kill_one_of_two(either_broker, prefix, make)
