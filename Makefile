@@ -129,8 +129,9 @@ lint: $(STAMP_TEST)
 	$(PY) -m mypy
 	MYPYPATH=tests $(PY) -m mypy --explicit-package-bases $(TEST_TYPED)
 
+# CI leaves out the long versions of tests whose short versions run (marked slow)
 test: install-test lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(if $(filter true,$(CI)),-m "not slow") $(PYTEST_ARGS)
 
 clean:
 	rm -rf tests/go/bin tests/js/node_modules tests/java/classes tests/streams/lib tests/streams/target tests/java/lib tests/reference/lib .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)

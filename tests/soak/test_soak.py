@@ -17,7 +17,7 @@ from soak.soak import SoakSettings, run_soak
 CYCLES = soak_scale(default_full=5, default_ci=5)
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 @pytest.mark.timeout(600)
 def test_kill9_cycles_under_mixed_load(broker: Broker) -> None:
     seed = int(os.environ.get("ODRADEK_SOAK_SEED") or random.randrange(1 << 31))
