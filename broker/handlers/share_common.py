@@ -37,15 +37,16 @@ def request_problem(
     its share-partitions answers UNKNOWN_SERVER_ERROR, its state refused.)"""
     if not request.member_id:
         return ErrorCode.invalid_request, "The member id must not be empty."
-    group_id = cast(str, request.group_id)  # a null one is not refused: asked as None
+    if request.group_id is None:  # (Kafka answers it with no message)
+        return ErrorCode.invalid_request, None
+    group_id = request.group_id
     if not ctx.allowed(Operation.READ, ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed, None
     return None
 
 
 def member_of(request: ShareFetchRequest | ShareAcknowledgeRequest) -> tuple[str, str]:
-    """(group id, member id) of a request `request_problem` let through: the member id is
-    not null; a null group id was not refused, and goes on as None."""
+    """(group id, member id) of a request `request_problem` let through: neither is null."""
     return cast(str, request.group_id), cast(str, request.member_id)
 
 

@@ -226,6 +226,8 @@ def _fetch_bad_input(run: Run) -> None:
     member.fetch({tid: [0]}, epoch=2, group_id="", acks={(tid, 0): [(0, 0, ACCEPT)]})
     body = {"group_id": "", "member_id": member.member_id, "share_session_epoch": 1}
     run.call(SHARE_ACKNOWLEDGE, 1, {**body, "topics": []})
+    member.fetch({tid: [0]}, epoch=0, group_id=None)  # a null group id
+    run.call(SHARE_ACKNOWLEDGE, 1, {**body, "group_id": None, "topics": []})
 
 
 @scenario("share-acknowledge.errors", "records not acquired, bad types, bad sessions")
