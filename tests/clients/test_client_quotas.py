@@ -273,8 +273,11 @@ def test_controller_mutation_rate_as_kafka(either_broker: str) -> None:
             permissive = create(5, 2, 5, "c")
             assert [t.error_code for t in permissive.topics] == [0, 0]
             assert 0 < _ms(permissive.throttle_time) <= 1000
-            time.sleep(0.5)  # the bucket back above zero
-            delete = {"topics": [{"name": f"c0-{tag}", "topic_id": None}], "timeout": 5000}
+            # past the muted second, the bucket is back above zero: a strict DeleteTopics
+            # of 40 partitions is done (no wait asked: it found the bucket at zero or
+            # above), and takes the bucket 30 or more below zero
+            time.sleep(1.5)
+            delete = {"topics": [{"name": f"a0-{tag}", "topic_id": None}], "timeout": 5000}
             deleted = client.call(20, 6, delete)
             assert [r.error_code for r in deleted.responses] == [0]
             assert _ms(deleted.throttle_time) == 0
@@ -285,7 +288,7 @@ def test_controller_mutation_rate_as_kafka(either_broker: str) -> None:
             }
             grown = client.call(37, 3, grow)
             assert [(r.error_code, r.error_message) for r in grown.results] == [(89, None)]
-            assert 0 < _ms(grown.throttle_time) <= 500
+            assert 2000 <= _ms(grown.throttle_time) <= 4000
             named = [{"name": f"a1-{tag}"}, {"name": f"b0-{tag}"}]
             metadata = client.call(3, 12, {"topics": named, "allow_auto_topic_creation": False})
             counts = {t.name: (t.error_code, len(t.partitions)) for t in metadata.topics}
@@ -323,6 +326,6 @@ def test_connection_creation_rate_as_kafka(either_broker: str) -> None:
         time.sleep(1)  # Kafka's acceptors apply it a moment after
         outcomes = [_api_versions_from(either_broker, ip) for _ in range(13)]
         assert [kind for kind, _s in outcomes] == ["answered"] * 10 + ["closed"] * 3
-        assert all(0.5 <= seconds <= 1.5 for _kind, seconds in outcomes[10:]), outcomes
+        assert all(0.5 <= seconds <= 3 for _kind, seconds in outcomes[10:]), outcomes
     finally:
         remove_quotas(either_broker, [("ip", ip)], "connection_creation_rate")
