@@ -46,11 +46,8 @@ KINDS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, CONTROLLER_
 
 
 class QuotaExceeded(Exception):
-    """A strict controller mutation quota refused; the throttle time is in `throttle_ms`."""
-
-    def __init__(self, throttle_ms: int) -> None:
-        super().__init__("The throttling quota has been exceeded.")
-        self.throttle_ms = throttle_ms
+    """A strict controller mutation quota refused (the request's MutationQuota says how
+    long the client is to wait)."""
 
 
 @dataclass(slots=True)
@@ -91,9 +88,8 @@ class MutationQuota:
         if self.bucket is None:
             return
         if self.strict and self.bucket.measure(now_ms) < 0:
-            wait = self.bucket.wait_ms(now_ms)
-            self.throttled_until_ms = now_ms + wait
-            raise QuotaExceeded(wait)
+            self.throttled_until_ms = now_ms + self.bucket.wait_ms(now_ms)
+            raise QuotaExceeded
         self.bucket.take(partitions, now_ms)
         if not self.strict:
             self.throttled_until_ms = now_ms + self.bucket.wait_ms(now_ms)
