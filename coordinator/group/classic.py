@@ -1,4 +1,6 @@
-"""A classic consumer group: its members and where it stands in a rebalance.
+"""A classic consumer group: its members, where it stands in a rebalance, and how its
+record (GroupMetadata: the generation, protocol, leader, members and assignments)
+replays into a shard.
 
     Empty -> PreparingRebalance -> CompletingRebalance -> Stable
     (any) -> Dead when deleted
@@ -11,7 +13,14 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from odradek.coordinator.group import records as rec
+from odradek.coordinator.group.record_codecs import GROUP_KEY, GroupKey
+from odradek.coordinator.registry import RecordType, into_state
+
+if TYPE_CHECKING:
+    from odradek.coordinator.group.shard_state import ShardState
 
 EMPTY = "Empty"
 PREPARING_REBALANCE = "PreparingRebalance"
@@ -150,3 +159,48 @@ def parse_subscription(metadata: bytes) -> set[str] | None:
         return topics
     except (struct.error, UnicodeDecodeError):
         return None
+
+
+def _apply_metadata(state: ShardState, key: GroupKey, value: rec.GroupValue | None) -> None:
+    group_id = key.group
+    if value is None:
+        gone = state.groups.pop(group_id, None)
+        if gone is not None:
+            gone.state = DEAD
+        return
+    group = state.groups.get(group_id)
+    if group is None:
+        group = ClassicGroup(group_id)
+        state.groups[group_id] = group
+    group.generation = value.generation
+    group.protocol_type = value.protocol_type or None
+    group.protocol = value.protocol
+    group.leader = value.leader
+    group.state_timestamp = value.state_timestamp
+    persisted = {m.member_id for m in value.members}
+    for m in value.members:
+        member = group.members.get(m.member_id)
+        if member is None:
+            member = Member(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout,
+                m.session_timeout,
+                value.protocol_type,
+                [(value.protocol or "", m.subscription)],
+            )
+            group.add(member)
+        member.assignment = m.assignment
+    if state.runtime is None or not state.runtime.loaded:
+        # loading: the record is the whole truth about the group
+        for member_id in [mid for mid in group.members if mid not in persisted]:
+            group.remove(member_id)
+        group.leader = value.leader
+        group.state = STABLE if group.members else EMPTY
+
+
+GROUP_METADATA = RecordType(
+    2, "GroupMetadata", GROUP_KEY, rec.GROUP_VALUE, _apply_metadata, into_state
+)

@@ -32,9 +32,10 @@ from odradek.coordinator.group.consumer import (
     ConsumerMember,
     working_copy,
 )
-from odradek.coordinator.group.consumer_protocol import ConsumerProtocol, _emit
+from odradek.coordinator.group.consumer_protocol import ConsumerProtocol
 from odradek.coordinator.group.consumer_records import ClassicMetadata
 from odradek.coordinator.group.heartbeat_errors import HeartbeatError
+from odradek.coordinator.group.record_types import emit
 from odradek.coordinator.group.shard_state import MAX_GROUP_SIZE
 from odradek.coordinator.runtime import Record, Result
 from odradek.protocol import embedded_consumer as embedded
@@ -247,7 +248,7 @@ class ClassicMembers(ClassicProtocol, ConsumerProtocol):
         group = ConsumerGroup(classic.group_id)
         records.append(self._classic_tombstone(classic.group_id))
         for record in conversion:
-            _emit(group, records, record)
+            emit(group, records, record)
         return group
 
     def _retire_classic(self, classic: ClassicGroup, group: ConsumerGroup) -> None:

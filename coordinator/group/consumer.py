@@ -1,5 +1,5 @@
-"""A consumer-protocol group (KIP-848), how each of its records changes it, and the
-reconciliation of one member towards its target assignment, as pure state.
+"""A consumer-protocol group (KIP-848), its record types and how each changes it, and
+the reconciliation of one member towards its target assignment, as pure state.
 
 The group epoch counts changes of membership, subscriptions and subscribed topics;
 the target assignment is computed for a group epoch; each member's epoch reaches the
@@ -15,14 +15,24 @@ import dataclasses
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from odradek.coordinator.group import consumer_records as cr
-from odradek.coordinator.group.consumer_records import (
-    ClassicMetadata,
-    TopicMetadata,
+from odradek.coordinator.group.consumer_records import ClassicMetadata, TopicMetadata
+from odradek.coordinator.group.record_codecs import (
+    EPOCH_VALUE,
+    GROUP_KEY,
+    MEMBER_KEY,
+    TARGET_VALUE,
+    GroupKey,
+    MemberKey,
     TopicPartitions,
 )
+from odradek.coordinator.registry import RecordType
 from odradek.coordinator.runtime import Record
+
+if TYPE_CHECKING:
+    from odradek.coordinator.group.shard_state import ShardState
 
 STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS = 0, 1, 2
 MEMBER_STATES = {STABLE: "Stable", UNREVOKED_PARTITIONS: "UnrevokedPartitions",
@@ -203,12 +213,10 @@ def member_metadata(member: ConsumerMember) -> cr.MemberMetadata:
 
 
 def member_record(group_id: str, member: ConsumerMember) -> Record:
-    key = cr.ConsumerKey(cr.MEMBER_METADATA, group_id, member.member_id)
-    return cr.encode_key(key), cr.encode_member(member_metadata(member))
+    return MEMBER_METADATA.record(MemberKey(group_id, member.member_id), member_metadata(member))
 
 
 def current_record(group_id: str, member: ConsumerMember) -> Record:
-    key = cr.ConsumerKey(cr.CURRENT_ASSIGNMENT, group_id, member.member_id)
     value = cr.CurrentAssignment(
         member.member_epoch,
         member.previous_member_epoch,
@@ -216,68 +224,116 @@ def current_record(group_id: str, member: ConsumerMember) -> Record:
         member.assigned,
         member.pending_revocation,
     )
-    return cr.encode_key(key), cr.encode_current(value)
+    return CURRENT_ASSIGNMENT.record(MemberKey(group_id, member.member_id), value)
 
 
-def target_record(group_id: str, member_id: str, target: cr.TopicPartitions) -> Record:
-    key = cr.ConsumerKey(cr.TARGET_MEMBER, group_id, member_id)
-    return cr.encode_key(key), cr.encode_target(target)
+def target_record(group_id: str, member_id: str, target: TopicPartitions) -> Record:
+    return TARGET_MEMBER.record(MemberKey(group_id, member_id), target)
 
 
-# -- records applied to a group -----------------------------------------------------
+# -- how each record changes a group: the same for a heartbeat's working copy, a live
+# replay and loading. Members are replaced, never changed in place: a working copy
+# shares them with the live group.
 
 
-def apply_record(group: ConsumerGroup, key: cr.ConsumerKey, value: bytes | None) -> None:
-    """One record's change to ``group``: the same for a heartbeat's working copy, a
-    live replay and loading."""
-    kind, member_id = key.kind, key.member
-    if kind == cr.GROUP_EPOCH:
-        group.group_epoch = cr.decode_epoch(value) if value is not None else 0
-    elif kind == cr.PARTITION_METADATA:
-        group.topics = cr.decode_partition_metadata(value) if value is not None else []
-    elif kind == cr.TARGET_EPOCH:
-        group.assignment_epoch = cr.decode_epoch(value) if value is not None else 0
-    elif kind == cr.TARGET_MEMBER:
+def _group_epoch(group: ConsumerGroup, key: GroupKey, epoch: int | None) -> None:
+    group.group_epoch = epoch if epoch is not None else 0
+
+
+def _topics(group: ConsumerGroup, key: GroupKey, topics: list[TopicMetadata] | None) -> None:
+    group.topics = topics if topics is not None else []
+
+
+def _target_epoch(group: ConsumerGroup, key: GroupKey, epoch: int | None) -> None:
+    group.assignment_epoch = epoch if epoch is not None else 0
+
+
+def _target(group: ConsumerGroup, key: MemberKey, target: TopicPartitions | None) -> None:
+    if target is None:
+        group.target.pop(key.member, None)
+    else:
+        group.target[key.member] = target
+
+
+def _member(group: ConsumerGroup, key: MemberKey, meta: cr.MemberMetadata | None) -> None:
+    if meta is None:
+        group.members.pop(key.member, None)
+        return
+    group.members[key.member] = dataclasses.replace(
+        group.members.get(key.member) or ConsumerMember(key.member),
+        instance_id=meta.instance_id,
+        rack_id=meta.rack_id,
+        client_id=meta.client_id,
+        client_host=meta.client_host,
+        subscribed_topic_names=meta.subscribed_topic_names,
+        subscribed_topic_regex=meta.subscribed_topic_regex,
+        rebalance_timeout_ms=meta.rebalance_timeout_ms,
+        server_assignor=meta.server_assignor,
+        classic=meta.classic,
+    )
+
+
+def _current(group: ConsumerGroup, key: MemberKey, current: cr.CurrentAssignment | None) -> None:
+    known = group.members.get(key.member)
+    if current is None:
+        if known is not None:
+            group.members[key.member] = dataclasses.replace(
+                known, member_epoch=0, assigned={}, pending_revocation={}
+            )
+        return
+    group.members[key.member] = dataclasses.replace(
+        known or ConsumerMember(key.member),
+        member_epoch=current.member_epoch,
+        previous_member_epoch=current.previous_member_epoch,
+        state=current.state,
+        assigned=current.assigned,
+        pending_revocation=current.pending_revocation,
+    )
+
+
+def _replay(
+    state: ShardState,
+    record_type: RecordType[ShardState, ConsumerGroup, Any, Any],
+    key: GroupKey | MemberKey,
+    value: object,
+    offset: int,
+    producer_id: int,
+) -> None:
+    group = state.consumer_groups.get(key.group)
+    if group is None:
         if value is None:
-            group.target.pop(member_id, None)
-        else:
-            group.target[member_id] = cr.decode_target(value)
-    elif kind == cr.MEMBER_METADATA:
-        if value is None:
-            group.members.pop(member_id, None)
             return
-        meta = cr.decode_member(value)
-        # members are replaced, never changed in place: a heartbeat's working copy
-        # shares them with the live group
-        group.members[member_id] = dataclasses.replace(
-            group.members.get(member_id) or ConsumerMember(member_id),
-            instance_id=meta.instance_id,
-            rack_id=meta.rack_id,
-            client_id=meta.client_id,
-            client_host=meta.client_host,
-            subscribed_topic_names=meta.subscribed_topic_names,
-            subscribed_topic_regex=meta.subscribed_topic_regex,
-            rebalance_timeout_ms=meta.rebalance_timeout_ms,
-            server_assignor=meta.server_assignor,
-            classic=meta.classic,
-        )
-    elif kind == cr.CURRENT_ASSIGNMENT:
-        known = group.members.get(member_id)
-        if value is None:
-            if known is not None:
-                group.members[member_id] = dataclasses.replace(
-                    known, member_epoch=0, assigned={}, pending_revocation={}
-                )
-            return
-        current = cr.decode_current(value)
-        group.members[member_id] = dataclasses.replace(
-            known or ConsumerMember(member_id),
-            member_epoch=current.member_epoch,
-            previous_member_epoch=current.previous_member_epoch,
-            state=current.state,
-            assigned=current.assigned,
-            pending_revocation=current.pending_revocation,
-        )
+        group = state.consumer_groups[key.group] = ConsumerGroup(key.group)
+    record_type.apply(group, key, value)
+    if record_type is GROUP_EPOCH and value is None:
+        del state.consumer_groups[key.group]
+        state.subscribed_names.pop(key.group, None)
+
+
+GROUP_EPOCH = RecordType(3, "ConsumerGroupMetadata", GROUP_KEY, EPOCH_VALUE, _group_epoch, _replay)
+PARTITION_METADATA = RecordType(
+    4, "ConsumerGroupPartitionMetadata", GROUP_KEY, cr.TOPICS_VALUE, _topics, _replay
+)
+MEMBER_METADATA = RecordType(
+    5, "ConsumerGroupMemberMetadata", MEMBER_KEY, cr.MEMBER_VALUE, _member, _replay
+)
+TARGET_EPOCH = RecordType(
+    6, "ConsumerGroupTargetAssignmentMetadata", GROUP_KEY, EPOCH_VALUE, _target_epoch, _replay
+)
+TARGET_MEMBER = RecordType(
+    7, "ConsumerGroupTargetAssignmentMember", MEMBER_KEY, TARGET_VALUE, _target, _replay
+)
+CURRENT_ASSIGNMENT = RecordType(
+    8, "ConsumerGroupCurrentMemberAssignment", MEMBER_KEY, cr.CURRENT_VALUE, _current, _replay
+)
+RECORD_TYPES = (
+    GROUP_EPOCH,
+    PARTITION_METADATA,
+    MEMBER_METADATA,
+    TARGET_EPOCH,
+    TARGET_MEMBER,
+    CURRENT_ASSIGNMENT,
+)
 
 
 def working_copy(group: ConsumerGroup) -> ConsumerGroup:

@@ -1,7 +1,7 @@
 """The consumer group protocol (KIP-848: ConsumerGroupHeartbeat) on a shard.
 
 A heartbeat works on a copy of its group: every change becomes a record (see
-consumer_records.py) that is applied to the copy at once, so later steps of the same
+consumer.py) that is applied to the copy at once, so later steps of the same
 heartbeat see it, and to the shard's state by `replay` once the records are written.
 Loading after a restart replays the same records, so a group comes back with its
 epochs, target assignment and each member's reconciliation state.
@@ -17,16 +17,20 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from odradek.coordinator.group import consumer_records as cr
-from odradek.coordinator.group import records as rec
 from odradek.coordinator.group.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, AssignmentSpec
-from odradek.coordinator.group.classic import ClassicGroup
+from odradek.coordinator.group.classic import GROUP_METADATA, ClassicGroup
 from odradek.coordinator.group.consumer import (
+    CURRENT_ASSIGNMENT,
+    GROUP_EPOCH,
+    MEMBER_METADATA,
     MEMBER_STATES,
+    PARTITION_METADATA,
     STABLE,
+    TARGET_EPOCH,
+    TARGET_MEMBER,
     UNREVOKED_PARTITIONS,
     ConsumerGroup,
     ConsumerMember,
-    apply_record,
     current_record,
     member_metadata,
     member_record,
@@ -38,6 +42,8 @@ from odradek.coordinator.group.heartbeat_errors import (
     HeartbeatError,
     fenced_message,
 )
+from odradek.coordinator.group.record_codecs import GroupKey, MemberKey, TopicPartitions
+from odradek.coordinator.group.record_types import emit
 from odradek.coordinator.group.regex import invalid_regex_message
 from odradek.coordinator.group.shard_state import ShardState
 from odradek.coordinator.runtime import Record, Result
@@ -53,19 +59,6 @@ def _invalid(message: str) -> HeartbeatError:
 
 
 class ConsumerProtocol(ShardState):
-    # -- replay ------------------------------------------------------------------
-
-    def _replay_consumer(self, key: cr.ConsumerKey, value: bytes | None) -> None:
-        group = self.consumer_groups.get(key.group)
-        if group is None:
-            if value is None:
-                return
-            group = self.consumer_groups[key.group] = ConsumerGroup(key.group)
-        apply_record(group, key, value)
-        if key.kind == cr.GROUP_EPOCH and value is None:
-            del self.consumer_groups[key.group]
-            self.subscribed_names.pop(key.group, None)
-
     # -- ConsumerGroupHeartbeat ----------------------------------------------------
 
     def consumer_group_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
@@ -140,14 +133,13 @@ class ConsumerProtocol(ShardState):
         group_id = group.group_id
         stored = group.members.get(updated.member_id)
         if stored is None or member_metadata(stored) != member_metadata(updated):
-            _emit(group, records, member_record(group_id, updated))
+            emit(group, records, member_record(group_id, updated))
         if _progress(group.members[updated.member_id]) != _progress(updated):
-            _emit(group, records, current_record(group_id, updated))
+            emit(group, records, current_record(group_id, updated))
         bump = stored is None or _subscription_changed(stored, updated)
         topics = self._subscribed_topics(group, changed=bump)
         if topics != group.topics:
-            key = cr.ConsumerKey(cr.PARTITION_METADATA, group_id)
-            _emit(group, records, (cr.encode_key(key), cr.encode_partition_metadata(topics)))
+            emit(group, records, PARTITION_METADATA.record(GroupKey(group_id), topics))
             bump = True
         if bump or group.group_epoch == 0:
             self._bump(group, records)
@@ -162,7 +154,7 @@ class ConsumerProtocol(ShardState):
             _held_by_another(group, before.member_id),
         )
         if after != before:
-            _emit(group, records, current_record(group_id, after))
+            emit(group, records, current_record(group_id, after))
         return after
 
     # Moving between the classic protocol and this one (group.consumer.migration.policy):
@@ -253,7 +245,7 @@ class ConsumerProtocol(ShardState):
         )
         target = group.target.get(previous.member_id, {})
         self._remove(group, previous.member_id, records)
-        _emit(group, records, target_record(group.group_id, member_id, target))
+        emit(group, records, target_record(group.group_id, member_id, target))
         return replacement
 
     def _leave(
@@ -270,7 +262,7 @@ class ConsumerProtocol(ShardState):
         if epoch == STATIC_LEAVE_EPOCH and member.instance_id is not None:
             # keeps its place and assignment until it returns or its session ends
             parked = ConsumerMember(**{**vars(member), "member_epoch": STATIC_LEAVE_EPOCH})
-            _emit(group, records, current_record(group.group_id, parked))
+            emit(group, records, current_record(group.group_id, parked))
             self._arm_session_timeout(group.group_id, parked)
         elif not self._maybe_downgrade(group, member_id, records):
             self._remove(group, member_id, records)
@@ -308,9 +300,8 @@ class ConsumerProtocol(ShardState):
         }
         for member_id, target in new_target.items():
             if group.target.get(member_id) != target:
-                _emit(group, records, target_record(group.group_id, member_id, target))
-        key = cr.ConsumerKey(cr.TARGET_EPOCH, group.group_id)
-        _emit(group, records, (cr.encode_key(key), cr.encode_epoch(group.group_epoch)))
+                emit(group, records, target_record(group.group_id, member_id, target))
+        emit(group, records, TARGET_EPOCH.record(GroupKey(group.group_id), group.group_epoch))
 
     def _subscribed_topics(
         self, group: ConsumerGroup, changed: bool = True
@@ -355,13 +346,12 @@ class ConsumerProtocol(ShardState):
         return names
 
     def _remove(self, group: ConsumerGroup, member_id: str, records: list[Record]) -> None:
-        for kind in (cr.TARGET_MEMBER, cr.CURRENT_ASSIGNMENT, cr.MEMBER_METADATA):
-            key = cr.ConsumerKey(kind, group.group_id, member_id)
-            _emit(group, records, (cr.encode_key(key), None))
+        for record_type in (TARGET_MEMBER, CURRENT_ASSIGNMENT, MEMBER_METADATA):
+            emit(group, records, record_type.tombstone(MemberKey(group.group_id, member_id)))
 
     def _bump(self, group: ConsumerGroup, records: list[Record]) -> None:
-        key = cr.ConsumerKey(cr.GROUP_EPOCH, group.group_id)
-        _emit(group, records, (cr.encode_key(key), cr.encode_epoch(group.group_epoch + 1)))
+        epoch = group.group_epoch + 1
+        emit(group, records, GROUP_EPOCH.record(GroupKey(group.group_id), epoch))
 
     # -- timers --------------------------------------------------------------------
 
@@ -469,16 +459,7 @@ class ConsumerProtocol(ShardState):
         )
 
     def _classic_tombstone(self, group_id: str) -> Record:
-        return rec.encode_key(rec.GroupKey(group_id)), None
-
-
-def _emit(group: ConsumerGroup, records: list[Record], record: Record) -> None:
-    key, value = record
-    assert key is not None
-    decoded = cr.decode_key(key)
-    assert decoded is not None
-    apply_record(group, decoded, value)
-    records.append(record)
+        return GROUP_METADATA.tombstone(GroupKey(group_id))
 
 
 def _validate(request: dict[str, Any]) -> None:
@@ -554,7 +535,7 @@ def _subscription_changed(before: ConsumerMember, after: ConsumerMember) -> bool
     )
 
 
-def _subset(owned: Mapping[uuid.UUID, frozenset[int]] | None, assigned: cr.TopicPartitions) -> bool:
+def _subset(owned: Mapping[uuid.UUID, frozenset[int]] | None, assigned: TopicPartitions) -> bool:
     if owned is None:
         return False
     return all(parts <= assigned.get(topic, frozenset()) for topic, parts in owned.items())

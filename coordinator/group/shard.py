@@ -2,7 +2,8 @@
 
 Committed offsets and each group's metadata (generation, protocol, leader,
 members and their assignments) are persistent: operations return them as
-records and `replay` applies them, both live and when loading. The moment-to-
+records and `replay` applies them through the record registry (record_types.py),
+both live and when loading. The moment-to-
 moment state of a rebalance (who has rejoined, the parked JoinGroup and
 SyncGroup answers, session timers) lives only in memory, as in Kafka: after a
 restart a group comes back with its members and assignment, and its members
@@ -14,21 +15,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from odradek.coordinator.group import consumer_records as cr
 from odradek.coordinator.group import records as rec
-from odradek.coordinator.group import share_records as shr
-from odradek.coordinator.group import streams_records as sr
 from odradek.coordinator.group.classic import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,
+    GROUP_METADATA,
     STABLE,
     ClassicGroup,
-    Member,
 )
 from odradek.coordinator.group.classic_members import ClassicMembers
 from odradek.coordinator.group.consumer import ConsumerGroup
-from odradek.coordinator.group.shard_state import CommittedOffset, GroupConfig, now_ms
+from odradek.coordinator.group.offsets import OFFSET_COMMIT, CommittedOffset
+from odradek.coordinator.group.record_codecs import GroupKey, OffsetKey
+from odradek.coordinator.group.record_types import REGISTRY
+from odradek.coordinator.group.shard_state import GroupConfig, now_ms
 from odradek.coordinator.group.share_protocol import ShareProtocol
 from odradek.coordinator.group.streams import group_tombstones
 from odradek.coordinator.group.streams_admin import StreamsGroups
@@ -44,50 +45,7 @@ class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
     # -- replay ------------------------------------------------------------------
 
     def replay(self, offset: int, key: bytes, value: bytes | None, producer_id: int) -> None:
-        decoded = rec.decode_key(key)
-        if isinstance(decoded, rec.OffsetKey):
-            self._replay_offset(offset, decoded, value, producer_id)
-        elif isinstance(decoded, rec.GroupKey):
-            self._replay_group(decoded.group, value)
-        else:
-            consumer_key = cr.decode_key(key)
-            if consumer_key is not None:
-                self._replay_consumer(consumer_key, value)
-                return
-            share_key = shr.decode_key(key)
-            if share_key is not None:
-                self._replay_share(share_key, value)
-                return
-            streams_key = sr.decode_key(key)
-            if streams_key is not None:
-                self._replay_streams(streams_key, value)
-
-    def _replay_offset(
-        self, offset: int, key: rec.OffsetKey, value: bytes | None, producer_id: int
-    ) -> None:
-        tp = (key.topic, key.partition)
-        if producer_id >= 0:
-            pending = self.pending_txn_offsets.setdefault(producer_id, {})
-            target = pending.setdefault(key.group, {})
-        else:
-            target = self.offsets.setdefault(key.group, {})
-            if (
-                value is not None
-                and key.group not in self.groups
-                and key.group not in self.consumer_groups
-                and key.group not in self.streams_groups
-            ):
-                # a group known only by its offsets (simple commits) is an Empty group
-                self.groups[key.group] = ClassicGroup(key.group)
-        if value is None:
-            target.pop(tp, None)
-            if not target and producer_id < 0:
-                self.offsets.pop(key.group, None)
-            return
-        v = rec.decode_offset(value)
-        target[tp] = CommittedOffset(
-            v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp, offset
-        )
+        REGISTRY.replay(self, offset, key, value, producer_id)
 
     def replay_control(self, producer_id: int, commit: bool) -> None:
         pending = self.pending_txn_offsets.pop(producer_id, None)
@@ -97,45 +55,6 @@ class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
             self.offsets.setdefault(group_id, {}).update(offsets)
             if group_id not in self.groups and group_id not in self.streams_groups:
                 self.groups[group_id] = ClassicGroup(group_id)
-
-    def _replay_group(self, group_id: str, value: bytes | None) -> None:
-        if value is None:
-            group = self.groups.pop(group_id, None)
-            if group is not None:
-                group.state = DEAD
-            return
-        v = rec.decode_group(value)
-        group = self.groups.get(group_id)
-        if group is None:
-            group = ClassicGroup(group_id)
-            self.groups[group_id] = group
-        group.generation = v.generation
-        group.protocol_type = v.protocol_type or None
-        group.protocol = v.protocol
-        group.leader = v.leader
-        group.state_timestamp = v.state_timestamp
-        persisted = {m.member_id for m in v.members}
-        for m in v.members:
-            member = group.members.get(m.member_id)
-            if member is None:
-                member = Member(
-                    m.member_id,
-                    m.group_instance_id,
-                    m.client_id,
-                    m.client_host,
-                    m.rebalance_timeout,
-                    m.session_timeout,
-                    v.protocol_type,
-                    [(v.protocol or "", m.subscription)],
-                )
-                group.add(member)
-            member.assignment = m.assignment
-        if self.runtime is None or not self.runtime.loaded:
-            # loading: the record is the whole truth about the group
-            for member_id in [mid for mid in group.members if mid not in persisted]:
-                group.remove(member_id)
-            group.leader = v.leader
-            group.state = STABLE if group.members else EMPTY
 
     def on_loaded(self) -> None:
         for group in self.groups.values():
@@ -217,10 +136,8 @@ class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
         metadata: str,
         now: int,
     ) -> Record:
-        return (
-            rec.encode_key(rec.OffsetKey(group_id, topic, partition)),
-            rec.encode_offset(rec.OffsetValue(offset, epoch, metadata, now)),
-        )
+        value = rec.OffsetValue(offset, epoch, metadata, now)
+        return OFFSET_COMMIT.record(OffsetKey(group_id, topic, partition), value)
 
     def fetch_offsets(
         self,
@@ -259,7 +176,7 @@ class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
         return Result([], {"error_code": ErrorCode.none, "offsets": answers})
 
     def _offset_tombstones(self, group_id: str, which: Iterable[tuple[str, int]]) -> list[Record]:
-        return [(rec.encode_key(rec.OffsetKey(group_id, t, p)), None) for t, p in which]
+        return [OFFSET_COMMIT.tombstone(OffsetKey(group_id, t, p)) for t, p in which]
 
     def delete_groups(self, group_ids: list[str]) -> Result[dict[str, ErrorCode]]:
         records: list[Record] = []
@@ -302,7 +219,7 @@ class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
                 )
                 continue
             records += self._offset_tombstones(group_id, self.offsets.get(group_id, {}))
-            records.append((rec.encode_key(rec.GroupKey(group_id)), None))
+            records.append(GROUP_METADATA.tombstone(GroupKey(group_id)))
             answers[group_id] = ErrorCode.none
         return Result(records, answers)
 
@@ -370,7 +287,7 @@ class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
             ]
             records += self._offset_tombstones(group_id, expired)
             if len(expired) == len(offsets) and group is not None and not group.members:
-                records.append((rec.encode_key(rec.GroupKey(group_id)), None))
+                records.append(GROUP_METADATA.tombstone(GroupKey(group_id)))
         return records
 
     # -- describe and list ------------------------------------------------------------

@@ -8,10 +8,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from odradek.coordinator.group import consumer_records as cr
+from odradek.coordinator.group import consumer
 from odradek.coordinator.group import records as rec
-from odradek.coordinator.group.classic import ClassicGroup
+from odradek.coordinator.group.classic import GROUP_METADATA, ClassicGroup
 from odradek.coordinator.group.consumer import ConsumerGroup
+from odradek.coordinator.group.offsets import CommittedOffset
+from odradek.coordinator.group.record_codecs import GroupKey, MemberKey
 from odradek.coordinator.group.share import ShareGroup
 from odradek.coordinator.group.streams import StreamsGroup
 from odradek.coordinator.group.streams_configs import MemberTaskOffsets
@@ -68,16 +70,6 @@ class GroupConfig:
         if self.timeouts_of is not None:
             return self.timeouts_of(group_id)
         return DEFAULT_TIMEOUTS
-
-
-@dataclass(slots=True)
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int = -1
-    record_offset: int = -1  # where it sits in the partition log
 
 
 def now_ms() -> int:
@@ -140,7 +132,7 @@ class ShardState:
                 for m in group.members.values()
             ],
         )
-        return rec.encode_key(rec.GroupKey(group.group_id)), rec.encode_group(value)
+        return GROUP_METADATA.record(GroupKey(group.group_id), value)
 
     def _schedule(self, key: str, delay_ms: float, operation: Any) -> None:
         if self.runtime is not None:
@@ -155,15 +147,19 @@ class ShardState:
 
     def consumer_group_tombstones(self, group: ConsumerGroup) -> list[Record]:
         """Records that delete a group (the epoch last: replay drops the group)."""
-        keys = [
-            cr.ConsumerKey(kind, group.group_id, m)
+        gid = group.group_id
+        records = [
+            record_type.tombstone(MemberKey(gid, m))
             for m in group.members
-            for kind in (cr.CURRENT_ASSIGNMENT, cr.MEMBER_METADATA)
+            for record_type in (consumer.CURRENT_ASSIGNMENT, consumer.MEMBER_METADATA)
         ]
-        keys += [cr.ConsumerKey(cr.TARGET_MEMBER, group.group_id, m) for m in group.target]
-        keys += [
-            cr.ConsumerKey(cr.TARGET_EPOCH, group.group_id),
-            cr.ConsumerKey(cr.PARTITION_METADATA, group.group_id),
-            cr.ConsumerKey(cr.GROUP_EPOCH, group.group_id),
+        records += [consumer.TARGET_MEMBER.tombstone(MemberKey(gid, m)) for m in group.target]
+        records += [
+            record_type.tombstone(GroupKey(gid))
+            for record_type in (
+                consumer.TARGET_EPOCH,
+                consumer.PARTITION_METADATA,
+                consumer.GROUP_EPOCH,
+            )
         ]
-        return [(cr.encode_key(key), None) for key in keys]
+        return records

@@ -1,4 +1,4 @@
-"""A share group (KIP-932) as pure state, and how one record changes it.
+"""A share group (KIP-932) as pure state, its record types and how each changes it.
 
 Members of a share group may read the same partitions, so there is nothing to revoke:
 a member's assignment is its target assignment as soon as the target is computed,
@@ -12,9 +12,22 @@ import hashlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from odradek.coordinator.group import share_records as shr
-from odradek.coordinator.group.consumer_records import TopicPartitions
+from odradek.coordinator.group.record_codecs import (
+    EPOCH_VALUE,
+    GROUP_KEY,
+    MEMBER_KEY,
+    TARGET_VALUE,
+    GroupKey,
+    MemberKey,
+    TopicPartitions,
+)
+from odradek.coordinator.registry import RecordType
+
+if TYPE_CHECKING:
+    from odradek.coordinator.group.shard_state import ShardState
 
 EMPTY, STABLE, ASSIGNING = "Empty", "Stable", "Assigning"
 
@@ -64,46 +77,101 @@ def topics_hash(topics: Mapping[str, tuple[uuid.UUID, int]]) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), signed=True)
 
 
-def apply_record(group: ShareGroup, key: shr.ShareKey, value: bytes | None) -> None:
-    """One record's change to `group`, the same live, on a working copy and loading."""
-    kind, member_id = key.kind, key.member
-    if kind == shr.GROUP_EPOCH:
-        group.group_epoch, group.metadata_hash = (
-            shr.decode_group_epoch(value) if value is not None else (0, 0)
-        )
-    elif kind == shr.TARGET_EPOCH:
-        group.assignment_epoch = shr.decode_assignment_epoch(value) if value is not None else 0
-    elif kind == shr.TARGET_MEMBER:
+# -- how each record changes a group, the same live, on a working copy and loading
+
+
+def _group_epoch(group: ShareGroup, key: GroupKey, value: shr.GroupEpoch | None) -> None:
+    group.group_epoch, group.metadata_hash = value if value is not None else (0, 0)
+
+
+def _target_epoch(group: ShareGroup, key: GroupKey, epoch: int | None) -> None:
+    group.assignment_epoch = epoch if epoch is not None else 0
+
+
+def _target(group: ShareGroup, key: MemberKey, target: TopicPartitions | None) -> None:
+    if target is None:
+        group.target.pop(key.member, None)
+    else:
+        group.target[key.member] = target
+
+
+def _member(group: ShareGroup, key: MemberKey, meta: shr.MemberMetadata | None) -> None:
+    if meta is None:
+        group.members.pop(key.member, None)
+        return
+    group.members[key.member] = dataclasses.replace(
+        group.members.get(key.member) or ShareMember(key.member),
+        rack_id=meta.rack_id,
+        client_id=meta.client_id,
+        client_host=meta.client_host,
+        subscribed_topic_names=meta.subscribed_topic_names,
+    )
+
+
+def _current(group: ShareGroup, key: MemberKey, current: shr.CurrentAssignment | None) -> None:
+    known = group.members.get(key.member)
+    if current is None:
+        if known is not None:
+            group.members[key.member] = dataclasses.replace(known, member_epoch=0, assigned={})
+        return
+    group.members[key.member] = dataclasses.replace(
+        known or ShareMember(key.member),
+        member_epoch=current.member_epoch,
+        previous_member_epoch=current.previous_member_epoch,
+        assigned=current.assigned,
+    )
+
+
+def _state_partitions(group: ShareGroup, key: GroupKey, value: shr.StatePartitions | None) -> None:
+    group.state_partitions = value if value is not None else shr.StatePartitions()
+
+
+def _replay(
+    state: ShardState,
+    record_type: RecordType[ShardState, ShareGroup, Any, Any],
+    key: GroupKey | MemberKey,
+    value: object,
+    offset: int,
+    producer_id: int,
+) -> None:
+    group = state.share_groups.get(key.group)
+    if group is None:
         if value is None:
-            group.target.pop(member_id, None)
-        else:
-            group.target[member_id] = shr.decode_target(value)
-    elif kind == shr.MEMBER_METADATA:
-        if value is None:
-            group.members.pop(member_id, None)
             return
-        meta = shr.decode_member(value)
-        group.members[member_id] = dataclasses.replace(
-            group.members.get(member_id) or ShareMember(member_id),
-            rack_id=meta.rack_id,
-            client_id=meta.client_id,
-            client_host=meta.client_host,
-            subscribed_topic_names=meta.subscribed_topic_names,
-        )
-    elif kind == shr.CURRENT_ASSIGNMENT:
-        known = group.members.get(member_id)
-        if value is None:
-            if known is not None:
-                group.members[member_id] = dataclasses.replace(known, member_epoch=0, assigned={})
-            return
-        current = shr.decode_current(value)
-        group.members[member_id] = dataclasses.replace(
-            known or ShareMember(member_id),
-            member_epoch=current.member_epoch,
-            previous_member_epoch=current.previous_member_epoch,
-            assigned=current.assigned,
-        )
-    elif kind == shr.STATE_PARTITIONS:
-        group.state_partitions = (
-            shr.decode_state_partitions(value) if value is not None else shr.StatePartitions()
-        )
+        group = state.share_groups[key.group] = ShareGroup(key.group)
+    record_type.apply(group, key, value)
+    if record_type is GROUP_EPOCH and value is None:
+        del state.share_groups[key.group]
+
+
+MEMBER_METADATA = RecordType(
+    10, "ShareGroupMemberMetadata", MEMBER_KEY, shr.MEMBER_VALUE, _member, _replay
+)
+GROUP_EPOCH = RecordType(
+    11, "ShareGroupMetadata", GROUP_KEY, shr.GROUP_EPOCH_VALUE, _group_epoch, _replay
+)
+TARGET_EPOCH = RecordType(
+    12, "ShareGroupTargetAssignmentMetadata", GROUP_KEY, EPOCH_VALUE, _target_epoch, _replay
+)
+TARGET_MEMBER = RecordType(
+    13, "ShareGroupTargetAssignmentMember", MEMBER_KEY, TARGET_VALUE, _target, _replay
+)
+CURRENT_ASSIGNMENT = RecordType(
+    14, "ShareGroupCurrentMemberAssignment", MEMBER_KEY, shr.CURRENT_VALUE, _current, _replay
+)
+STATE_PARTITIONS = RecordType(
+    15,
+    "ShareGroupStatePartitionMetadata",
+    GROUP_KEY,
+    shr.STATE_PARTITIONS_VALUE,
+    _state_partitions,
+    _replay,
+)
+RECORD_TYPES = (
+    MEMBER_METADATA,
+    GROUP_EPOCH,
+    TARGET_EPOCH,
+    TARGET_MEMBER,
+    CURRENT_ASSIGNMENT,
+    STATE_PARTITIONS,
+)

@@ -1,7 +1,7 @@
 """Share groups (KIP-932: ShareGroupHeartbeat) on a group coordinator shard.
 
 As for consumer groups, a heartbeat works on a copy of its group and every change is
-a record (share_records.py) applied to the copy at once and to the shard's state by
+a record (share.py) applied to the copy at once and to the shard's state by
 `replay` once written; loading replays the same records.
 
 A member joins with epoch 0, its own member id and the topics it subscribes to; a new
@@ -19,8 +19,20 @@ from typing import Any
 
 from odradek.coordinator.group import share_records as shr
 from odradek.coordinator.group.heartbeat_errors import HeartbeatError, fenced_message
+from odradek.coordinator.group.record_codecs import GroupKey, MemberKey
+from odradek.coordinator.group.record_types import emit
 from odradek.coordinator.group.shard_state import ShardState
-from odradek.coordinator.group.share import ShareGroup, ShareMember, apply_record, topics_hash
+from odradek.coordinator.group.share import (
+    CURRENT_ASSIGNMENT,
+    GROUP_EPOCH,
+    MEMBER_METADATA,
+    STATE_PARTITIONS,
+    TARGET_EPOCH,
+    TARGET_MEMBER,
+    ShareGroup,
+    ShareMember,
+    topics_hash,
+)
 from odradek.coordinator.group.share_assignor import assign
 from odradek.coordinator.runtime import Record, Result
 from odradek.protocol.errors import ErrorCode
@@ -33,18 +45,6 @@ def _invalid(message: str) -> HeartbeatError:
 
 
 class ShareProtocol(ShardState):
-    # -- replay ------------------------------------------------------------------
-
-    def _replay_share(self, key: shr.ShareKey, value: bytes | None) -> None:
-        group = self.share_groups.get(key.group)
-        if group is None:
-            if value is None:
-                return
-            group = self.share_groups[key.group] = ShareGroup(key.group)
-        apply_record(group, key, value)
-        if key.kind == shr.GROUP_EPOCH and value is None:
-            del self.share_groups[key.group]
-
     # -- ShareGroupHeartbeat -------------------------------------------------------
 
     def share_group_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
@@ -101,7 +101,7 @@ class ShareProtocol(ShardState):
         )
         stored = group.members.get(member_id)
         if stored is None or _metadata(stored) != _metadata(updated):
-            _emit(group, records, _member_record(group_id, updated))
+            emit(group, records, _member_record(group_id, updated))
         bump = stored is None or stored.subscribed_topic_names != updated.subscribed_topic_names
         if bump or group.group_epoch == 0 or self._share_topics_hash(group) != group.metadata_hash:
             self._bump_share_epoch(group, records)
@@ -111,8 +111,8 @@ class ShareProtocol(ShardState):
         target = group.target.get(member_id, {})
         if after.member_epoch != group.assignment_epoch or after.assigned != target:
             current = shr.CurrentAssignment(group.assignment_epoch, after.member_epoch, 0, target)
-            key = shr.ShareKey(shr.CURRENT_ASSIGNMENT, group_id, member_id)
-            _emit(group, records, (shr.encode_key(key), shr.encode_current(current)))
+            key = MemberKey(group_id, member_id)
+            emit(group, records, CURRENT_ASSIGNMENT.record(key, current))
             after = group.members[member_id]
         timeouts = self.config.timeouts(group_id)
         self._arm_share_session(group_id, member_id, timeouts.share_session_timeout_ms)
@@ -168,9 +168,8 @@ class ShareProtocol(ShardState):
     def _bump_share_epoch(self, group: ShareGroup, records: list[Record]) -> None:
         """The next group epoch, with the hash of the topics it is for: a heartbeat moves the
         epoch again only when the members' subscriptions or those topics change."""
-        key = shr.ShareKey(shr.GROUP_EPOCH, group.group_id)
-        value = shr.encode_group_epoch(group.group_epoch + 1, self._share_topics_hash(group))
-        _emit(group, records, (shr.encode_key(key), value))
+        value = shr.GroupEpoch(group.group_epoch + 1, self._share_topics_hash(group))
+        emit(group, records, GROUP_EPOCH.record(GroupKey(group.group_id), value))
 
     def _share_assign(self, group: ShareGroup, records: list[Record]) -> None:
         topics = self._share_topics(group)
@@ -182,17 +181,15 @@ class ShareProtocol(ShardState):
         new_target = assign(subscriptions, partitions, group.target)
         for member_id, target in new_target.items():
             if group.target.get(member_id) != target:
-                key = shr.ShareKey(shr.TARGET_MEMBER, group.group_id, member_id)
-                _emit(group, records, (shr.encode_key(key), shr.encode_target(target)))
-        key = shr.ShareKey(shr.TARGET_EPOCH, group.group_id)
-        _emit(group, records, (shr.encode_key(key), shr.encode_assignment_epoch(group.group_epoch)))
+                key = MemberKey(group.group_id, member_id)
+                emit(group, records, TARGET_MEMBER.record(key, target))
+        emit(group, records, TARGET_EPOCH.record(GroupKey(group.group_id), group.group_epoch))
 
     def _remove_share_member(
         self, group: ShareGroup, member_id: str, records: list[Record]
     ) -> None:
-        for kind in (shr.TARGET_MEMBER, shr.CURRENT_ASSIGNMENT, shr.MEMBER_METADATA):
-            key = shr.ShareKey(kind, group.group_id, member_id)
-            _emit(group, records, (shr.encode_key(key), None))
+        for record_type in (TARGET_MEMBER, CURRENT_ASSIGNMENT, MEMBER_METADATA):
+            emit(group, records, record_type.tombstone(MemberKey(group.group_id, member_id)))
         self._bump_share_epoch(group, records)
         if group.members:
             self._share_assign(group, records)
@@ -267,12 +264,9 @@ class ShareProtocol(ShardState):
         )
         records: list[Record] = []
         if group is None:
-            epoch = shr.ShareKey(shr.GROUP_EPOCH, group_id)
-            target = shr.ShareKey(shr.TARGET_EPOCH, group_id)
-            records.append((shr.encode_key(epoch), shr.encode_group_epoch(1)))
-            records.append((shr.encode_key(target), shr.encode_assignment_epoch(1)))
-        key = shr.ShareKey(shr.STATE_PARTITIONS, group_id)
-        records.append((shr.encode_key(key), shr.encode_state_partitions(value)))
+            records.append(GROUP_EPOCH.record(GroupKey(group_id), shr.GroupEpoch(1)))
+            records.append(TARGET_EPOCH.record(GroupKey(group_id), 1))
+        records.append(STATE_PARTITIONS.record(GroupKey(group_id), value))
         return Result(records, (ErrorCode.none, None))
 
     def share_offsets_problem(
@@ -301,18 +295,18 @@ class ShareProtocol(ShardState):
         return "missing"
 
     def share_group_tombstones(self, group: ShareGroup) -> list[Record]:
-        keys = [
-            shr.ShareKey(kind, group.group_id, m)
+        gid = group.group_id
+        records = [
+            record_type.tombstone(MemberKey(gid, m))
             for m in group.members
-            for kind in (shr.CURRENT_ASSIGNMENT, shr.MEMBER_METADATA)
+            for record_type in (CURRENT_ASSIGNMENT, MEMBER_METADATA)
         ]
-        keys += [shr.ShareKey(shr.TARGET_MEMBER, group.group_id, m) for m in group.target]
-        keys += [
-            shr.ShareKey(shr.TARGET_EPOCH, group.group_id),
-            shr.ShareKey(shr.STATE_PARTITIONS, group.group_id),
-            shr.ShareKey(shr.GROUP_EPOCH, group.group_id),
+        records += [TARGET_MEMBER.tombstone(MemberKey(gid, m)) for m in group.target]
+        records += [
+            record_type.tombstone(GroupKey(gid))
+            for record_type in (TARGET_EPOCH, STATE_PARTITIONS, GROUP_EPOCH)
         ]
-        return [(shr.encode_key(key), None) for key in keys]
+        return records
 
 
 def _not_found(group_id: str) -> str:
@@ -332,20 +326,10 @@ def _metadata(member: ShareMember) -> tuple[Any, ...]:
 
 
 def _member_record(group_id: str, member: ShareMember) -> Record:
-    key = shr.ShareKey(shr.MEMBER_METADATA, group_id, member.member_id)
     value = shr.MemberMetadata(
         member.rack_id, member.client_id, member.client_host, member.subscribed_topic_names
     )
-    return shr.encode_key(key), shr.encode_member(value)
-
-
-def _emit(group: ShareGroup, records: list[Record], record: Record) -> None:
-    key, value = record
-    assert key is not None
-    decoded = shr.decode_key(key)
-    assert decoded is not None
-    apply_record(group, decoded, value)
-    records.append(record)
+    return MEMBER_METADATA.record(MemberKey(group_id, member.member_id), value)
 
 
 def _validate(request: dict[str, Any]) -> None:

@@ -1,7 +1,7 @@
 """Streams groups (KIP-1071: StreamsGroupHeartbeat) on a group coordinator shard.
 
 As for consumer groups, a heartbeat works on a copy of its group; every change is a
-record (streams_records.py) applied to the copy at once and to the shard's state by
+record (streams.py) applied to the copy at once and to the shard's state by
 `replay` once written, and loading replays the same records.
 
 A member joins with epoch 0 and the application's topology; the first one
@@ -24,16 +24,17 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from odradek.coordinator.group import records as rec
 from odradek.coordinator.group import streams_records as sr
+from odradek.coordinator.group.classic import GROUP_METADATA
 from odradek.coordinator.group.heartbeat_errors import HeartbeatError
+from odradek.coordinator.group.record_codecs import GroupKey
+from odradek.coordinator.group.record_types import emit
 from odradek.coordinator.group.shard_state import now_ms
 from odradek.coordinator.group.streams import (
     EMPTY,
     GROUP_STABLE,
     StreamsGroup,
     StreamsMember,
-    apply_record,
     current_record,
     member_record,
     member_tombstones,
@@ -77,27 +78,6 @@ NONE, RECOMPUTE, REFINED = 0, 1, 2
 
 
 class StreamsProtocol(StreamsMembership):
-    # -- replay ------------------------------------------------------------------
-
-    def _replay_streams(self, key: sr.StreamsKey, value: bytes | None) -> None:
-        if key.kind == sr.LEGACY_PARTITION_METADATA:
-            return
-        group = self.streams_groups.get(key.group)
-        if group is None:
-            if value is None:
-                return
-            group = self.streams_groups[key.group] = StreamsGroup(key.group)
-            classic = self.groups.get(key.group)
-            if classic is not None and classic.is_empty():
-                del self.groups[key.group]  # an empty classic group became this one
-        apply_record(group, key, value)
-        if key.kind == sr.MEMBER_METADATA and value is None:
-            self.streams_task_offsets.get(key.group, {}).pop(key.member, None)
-        if key.kind == sr.GROUP_METADATA and value is None:
-            self.streams_task_offsets.pop(key.group, None)
-            del self.streams_groups[key.group]
-            self.streams_configured.pop(key.group, None)
-
     # -- StreamsGroupHeartbeat -----------------------------------------------------
 
     def streams_group_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
@@ -130,7 +110,7 @@ class StreamsProtocol(StreamsMembership):
             return working_copy(live)
         classic = self.groups.get(group_id)
         if classic is not None and classic.is_empty() and joining:
-            records.append((rec.encode_key(rec.GroupKey(group_id)), None))
+            records.append(GROUP_METADATA.tombstone(GroupKey(group_id)))
         elif (
             classic is not None
             or group_id in self.consumer_groups
@@ -163,7 +143,7 @@ class StreamsProtocol(StreamsMembership):
         updated = with_request(member, request, joining)
         change = NONE
         if updated != member:
-            _emit(group, records, member_record(group_id, updated))
+            emit(group, records, member_record(group_id, updated))
             instance_id = request.get("instance_id")
             if instance_id is None or _epoch_relevant(member, updated):
                 change = RECOMPUTE
@@ -203,7 +183,7 @@ class StreamsProtocol(StreamsMembership):
         epoch = before.group_epoch
         if change != NONE:
             epoch += 1
-            _emit(group, records, metadata_record(group, epoch, hash_value, validated, configs))
+            emit(group, records, metadata_record(group, epoch, hash_value, validated, configs))
         if before.state == EMPTY and settings.streams_initial_rebalance_delay_ms > 0:
             self._arm_initial_delay(group_id, settings.streams_initial_rebalance_delay_ms)
         target_epoch, targets = self._streams_target(
@@ -226,7 +206,7 @@ class StreamsProtocol(StreamsMembership):
                 owned,
             )
             if reconciled != after:
-                _emit(group, records, current_record(group_id, reconciled))
+                emit(group, records, current_record(group_id, reconciled))
                 self._arm_streams_rebalance(group_id, reconciled)
             after = reconciled
         self._arm_streams_session(group_id, member_id, settings.streams_session_timeout_ms)
@@ -307,10 +287,10 @@ class StreamsProtocol(StreamsMembership):
             )
             target = group.target.get(static.member_id, sr.TargetTasks())
             for record in member_tombstones(group.group_id, static.member_id):
-                _emit(group, records, record)
-            _emit(group, records, member_record(group.group_id, member))
-            _emit(group, records, target_record(group.group_id, member_id, target))
-            _emit(group, records, current_record(group.group_id, member))
+                emit(group, records, record)
+            emit(group, records, member_record(group.group_id, member))
+            emit(group, records, target_record(group.group_id, member_id, target))
+            emit(group, records, current_record(group.group_id, member))
             self._cancel_streams_timers(group.group_id, static.member_id)
             return member, static if static.member_id != member_id else None
         if static is None:
@@ -338,7 +318,7 @@ class StreamsProtocol(StreamsMembership):
         if asked.epoch < 0:
             raise TopologyFailure("Topology epoch must be non-negative.")
         if known is None:
-            _emit(group, records, topology_record(group.group_id, asked))
+            emit(group, records, topology_record(group.group_id, asked))
             return asked
         if known.epoch > asked.epoch:
             return known
@@ -395,7 +375,7 @@ class StreamsProtocol(StreamsMembership):
         if before.assignment_epoch >= epoch:
             return before.assignment_epoch, dict(group.target)
         if refine_only and before.assignment_epoch >= before.group_epoch:
-            _emit(
+            emit(
                 group,
                 records,
                 target_epoch_record(group.group_id, epoch, before.assignment_timestamp),
@@ -433,8 +413,8 @@ class StreamsProtocol(StreamsMembership):
             targets = {m: sr.TargetTasks() for m in group.members}
         for member_id, target in targets.items():
             if group.target.get(member_id) != target:
-                _emit(group, records, target_record(group.group_id, member_id, target))
-        _emit(group, records, target_epoch_record(group.group_id, epoch, now))
+                emit(group, records, target_record(group.group_id, member_id, target))
+        emit(group, records, target_epoch_record(group.group_id, epoch, now))
         return epoch, targets
 
     # -- timers ----------------------------------------------------------------------
@@ -470,15 +450,6 @@ class StreamsProtocol(StreamsMembership):
 
 def _initial_delay_timer(group_id: str) -> str:
     return f"stinitial:{group_id}"
-
-
-def _emit(group: StreamsGroup, records: list[Record], record: Record) -> None:
-    key, value = record
-    assert key is not None
-    decoded = sr.decode_key(key)
-    assert decoded is not None
-    apply_record(group, decoded, value)
-    records.append(record)
 
 
 def _epoch_relevant(before: StreamsMember, after: StreamsMember) -> bool:
