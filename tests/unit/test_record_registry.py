@@ -19,6 +19,7 @@ from odradek.coordinator.group.record_types import REGISTRY
 from odradek.coordinator.group.shard import GroupConfig, GroupShard
 from odradek.coordinator.registry import Registry
 from odradek.coordinator.txn import records as txn
+from odradek.coordinator.txn import shard as txn_shard
 from odradek.protocol.codec import RecordFormatError
 
 T1 = uuid.UUID("12345678-1234-5678-1234-567812345678")
@@ -267,6 +268,13 @@ def cases() -> dict[str, tuple[Any, Any, Any]]:
         ),
         "streams current": (streams.CURRENT_ASSIGNMENT, app_m, current),
         "streams topology": (streams.TOPOLOGY, app, TOPOLOGY),
+        "transaction": (
+            txn_shard.TRANSACTION,
+            "tx-1",
+            txn.TxnValue(
+                42, 3, 60000, txn.ONGOING, {"b": [], "orders": [0, 2]}, 1700000000003, 1700000000000
+            ),
+        ),
     }
 
 
@@ -275,36 +283,29 @@ def _written(name: str) -> tuple[bytes, bytes | None]:
     return bytes.fromhex(key), None if value is None else bytes.fromhex(value)
 
 
-GROUP_CASES = sorted(set(WRITTEN) - {"transaction"})
+def _registry(name: str) -> Registry[Any]:
+    return txn_shard.REGISTRY if name == "transaction" else REGISTRY
 
 
-@pytest.mark.parametrize("name", GROUP_CASES)
+@pytest.mark.parametrize("name", sorted(WRITTEN))
 def test_the_bytes_are_those_written_before(name: str) -> None:
     record_type, key, value = cases()[name]
     record = record_type.tombstone(key) if value is None else record_type.record(key, value)
     assert record == _written(name)
 
 
-@pytest.mark.parametrize("name", GROUP_CASES)
+@pytest.mark.parametrize("name", sorted(WRITTEN))
 def test_the_bytes_written_before_read_back(name: str) -> None:
     record_type, key, value = cases()[name]
     raw_key, raw_value = _written(name)
-    assert REGISTRY.decode(raw_key, raw_value) == (record_type, key, value)
-
-
-def test_transaction_bytes_are_those_written_before() -> None:
-    value = txn.TxnValue(
-        42, 3, 60000, txn.ONGOING, {"b": [], "orders": [0, 2]}, 1700000000003, 1700000000000
-    )
-    record = txn.encode_key("tx-1"), txn.encode_value(value)
-    assert record == _written("transaction")
-    assert txn.decode_value(txn.encode_value(value)) == value
+    assert _registry(name).decode(raw_key, raw_value) == (record_type, key, value)
 
 
 def test_every_record_type_is_covered() -> None:
     covered = {record_type for record_type, _, _ in cases().values()}
-    # type 0, the legacy offset commit key, is read as type 1 is (see below)
-    assert set(REGISTRY.types.values()) - covered <= {offsets.LEGACY_OFFSET_COMMIT}
+    for registry in (REGISTRY, txn_shard.REGISTRY):
+        # type 0, the legacy offset commit key, is read as type 1 is (see below)
+        assert set(registry.types.values()) - covered <= {offsets.LEGACY_OFFSET_COMMIT}
 
 
 def test_a_legacy_offset_commit_key_reads_as_an_offset_commit() -> None:
@@ -315,9 +316,11 @@ def test_a_legacy_offset_commit_key_reads_as_an_offset_commit() -> None:
     assert found[1:] == REGISTRY.decode(key, value)[1:]  # type: ignore[index]
 
 
-def test_unknown_types_are_skipped_by_the_group_registry() -> None:
+def test_unknown_types_are_skipped_by_the_group_registry_and_errors_elsewhere() -> None:
     for type_id in (9, 16, 24, -1):
         assert REGISTRY.decode(type_id.to_bytes(2, "big", signed=True) + b"\x00\x01g", b"") is None
+    with pytest.raises(RecordFormatError):
+        txn_shard.REGISTRY.decode(b"\x00\x01\x00\x01t", None)
     with pytest.raises(RecordFormatError):
         REGISTRY.decode(b"\x00", None)
 
