@@ -91,7 +91,7 @@ AnyRecordType = RecordType[S, Any, Any, Any]
 
 class Registry(Generic[S]):
     """The record types of one kind of shard, by type id. Keys of types it does not
-    know are errors, or skipped when `skip_unknown` (records other brokers own)."""
+    know are errors, or skipped when `skip_unknown` (types this broker does not have)."""
 
     def __init__(
         self, name: str, types: Iterable[AnyRecordType[S]], skip_unknown: bool = False
