@@ -9,7 +9,8 @@ from helpers.wire import WireClient
 from odradek.coordinator.group import records as rec
 from odradek.coordinator.group.classic import ClassicGroup, Member
 from odradek.coordinator.group.offsets import OFFSET_COMMIT
-from odradek.coordinator.group.record_codecs import OFFSET_KEY, OffsetKey
+from odradek.coordinator.group.record_codecs import OffsetKey
+from odradek.coordinator.group.record_types import REGISTRY
 from odradek.coordinator.group.shard import GroupConfig, GroupShard
 
 from .wiregroup import NONE, commit, fetch
@@ -55,7 +56,7 @@ def test_offsets_of_an_empty_group_expire_after_retention() -> None:
     _commit_record(shard, 1, "idle", "t", commit_ms=1_000)
     _commit_record(shard, 2, "recent", "t", commit_ms=50_000)
     records = shard.expired_offset_records(now=61_001)
-    keys = {OFFSET_KEY.decode(k) for k, v in records if k is not None and v is None}
+    keys = {REGISTRY.decode(k, v)[1] for k, v in records if v is None}  # type: ignore[index]
     assert OffsetKey("idle", "t", 0) in keys
     assert OffsetKey("recent", "t", 0) not in keys
     for key, value in records:
