@@ -30,7 +30,6 @@ from odradek.coordinator.group.consumer import (
     UNREVOKED_PARTITIONS,
     ConsumerGroup,
     ConsumerMember,
-    working_copy,
 )
 from odradek.coordinator.group.consumer_protocol import ConsumerProtocol
 from odradek.coordinator.group.consumer_records import ClassicMetadata
@@ -88,7 +87,7 @@ class ClassicMembers(ClassicProtocol, ConsumerProtocol):
         live = self.consumer_groups.get(group_id)
         if live is None or not live.members:
             return super().leave_group(group_id, leaving)
-        group = working_copy(live)
+        group = live.copy()
         records: list[Record] = []
         answers = []
         for member_id, instance_id in leaving:
@@ -128,7 +127,7 @@ class ClassicMembers(ClassicProtocol, ConsumerProtocol):
             return error(ErrorCode.inconsistent_group_protocol)
         if not member_id and instance_id is None and request["require_known_member_id"]:
             return error(ErrorCode.member_id_required, member_id=str(uuid.uuid4()))
-        group = working_copy(live)
+        group = live.copy()
         records: list[Record] = []
         try:
             member = self._classic_joiner(group, member_id, instance_id, records)

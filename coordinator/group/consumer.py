@@ -19,6 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from odradek.coordinator.group import consumer_records as cr
 from odradek.coordinator.group.consumer_records import ClassicMetadata, TopicMetadata
+from odradek.coordinator.group.modern import (
+    ModernGroup,
+    apply_current,
+    apply_member,
+    apply_target,
+    apply_target_epoch,
+    value_of,
+)
 from odradek.coordinator.group.record_codecs import (
     EPOCH_VALUE,
     GROUP_KEY,
@@ -63,12 +71,7 @@ class ConsumerMember:
 
 
 @dataclass
-class ConsumerGroup:
-    group_id: str
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    members: dict[str, ConsumerMember] = field(default_factory=dict)
-    target: dict[str, TopicPartitions] = field(default_factory=dict)
+class ConsumerGroup(ModernGroup[ConsumerMember, TopicPartitions]):
     # the subscribed topics as of the group epoch: a change means a new epoch
     topics: list[TopicMetadata] = field(default_factory=list)
 
@@ -84,6 +87,12 @@ class ConsumerGroup:
         ):
             return RECONCILING
         return GROUP_STABLE
+
+    def new_member(self, member_id: str) -> ConsumerMember:
+        return ConsumerMember(member_id)
+
+    def unassigned(self, member: ConsumerMember) -> ConsumerMember:
+        return dataclasses.replace(member, member_epoch=0, assigned={}, pending_revocation={})
 
     def static_member(self, instance_id: str) -> ConsumerMember | None:
         for member in self.members.values():
@@ -199,17 +208,7 @@ def _moved(
 
 def member_metadata(member: ConsumerMember) -> cr.MemberMetadata:
     """What the member metadata record holds of a member."""
-    return cr.MemberMetadata(
-        member.instance_id,
-        member.rack_id,
-        member.client_id,
-        member.client_host,
-        member.subscribed_topic_names,
-        member.subscribed_topic_regex,
-        member.rebalance_timeout_ms,
-        member.server_assignor,
-        member.classic,
-    )
+    return value_of(cr.MemberMetadata, member)
 
 
 def member_record(group_id: str, member: ConsumerMember) -> Record:
@@ -217,13 +216,7 @@ def member_record(group_id: str, member: ConsumerMember) -> Record:
 
 
 def current_record(group_id: str, member: ConsumerMember) -> Record:
-    value = cr.CurrentAssignment(
-        member.member_epoch,
-        member.previous_member_epoch,
-        member.state,
-        member.assigned,
-        member.pending_revocation,
-    )
+    value = value_of(cr.CurrentAssignment, member)
     return CURRENT_ASSIGNMENT.record(MemberKey(group_id, member.member_id), value)
 
 
@@ -231,9 +224,7 @@ def target_record(group_id: str, member_id: str, target: TopicPartitions) -> Rec
     return TARGET_MEMBER.record(MemberKey(group_id, member_id), target)
 
 
-# -- how each record changes a group: the same for a heartbeat's working copy, a live
-# replay and loading. Members are replaced, never changed in place: a working copy
-# shares them with the live group.
+# -- how the consumer group's own records change it (the others: modern.py)
 
 
 def _group_epoch(group: ConsumerGroup, key: GroupKey, epoch: int | None) -> None:
@@ -242,53 +233,6 @@ def _group_epoch(group: ConsumerGroup, key: GroupKey, epoch: int | None) -> None
 
 def _topics(group: ConsumerGroup, key: GroupKey, topics: list[TopicMetadata] | None) -> None:
     group.topics = topics if topics is not None else []
-
-
-def _target_epoch(group: ConsumerGroup, key: GroupKey, epoch: int | None) -> None:
-    group.assignment_epoch = epoch if epoch is not None else 0
-
-
-def _target(group: ConsumerGroup, key: MemberKey, target: TopicPartitions | None) -> None:
-    if target is None:
-        group.target.pop(key.member, None)
-    else:
-        group.target[key.member] = target
-
-
-def _member(group: ConsumerGroup, key: MemberKey, meta: cr.MemberMetadata | None) -> None:
-    if meta is None:
-        group.members.pop(key.member, None)
-        return
-    group.members[key.member] = dataclasses.replace(
-        group.members.get(key.member) or ConsumerMember(key.member),
-        instance_id=meta.instance_id,
-        rack_id=meta.rack_id,
-        client_id=meta.client_id,
-        client_host=meta.client_host,
-        subscribed_topic_names=meta.subscribed_topic_names,
-        subscribed_topic_regex=meta.subscribed_topic_regex,
-        rebalance_timeout_ms=meta.rebalance_timeout_ms,
-        server_assignor=meta.server_assignor,
-        classic=meta.classic,
-    )
-
-
-def _current(group: ConsumerGroup, key: MemberKey, current: cr.CurrentAssignment | None) -> None:
-    known = group.members.get(key.member)
-    if current is None:
-        if known is not None:
-            group.members[key.member] = dataclasses.replace(
-                known, member_epoch=0, assigned={}, pending_revocation={}
-            )
-        return
-    group.members[key.member] = dataclasses.replace(
-        known or ConsumerMember(key.member),
-        member_epoch=current.member_epoch,
-        previous_member_epoch=current.previous_member_epoch,
-        state=current.state,
-        assigned=current.assigned,
-        pending_revocation=current.pending_revocation,
-    )
 
 
 def _replay(
@@ -315,16 +259,26 @@ PARTITION_METADATA = RecordType(
     4, "ConsumerGroupPartitionMetadata", GROUP_KEY, cr.TOPICS_VALUE, _topics, _replay
 )
 MEMBER_METADATA = RecordType(
-    5, "ConsumerGroupMemberMetadata", MEMBER_KEY, cr.MEMBER_VALUE, _member, _replay
+    5, "ConsumerGroupMemberMetadata", MEMBER_KEY, cr.MEMBER_VALUE, apply_member, _replay
 )
 TARGET_EPOCH = RecordType(
-    6, "ConsumerGroupTargetAssignmentMetadata", GROUP_KEY, EPOCH_VALUE, _target_epoch, _replay
+    6,
+    "ConsumerGroupTargetAssignmentMetadata",
+    GROUP_KEY,
+    EPOCH_VALUE,
+    apply_target_epoch,
+    _replay,
 )
 TARGET_MEMBER = RecordType(
-    7, "ConsumerGroupTargetAssignmentMember", MEMBER_KEY, TARGET_VALUE, _target, _replay
+    7, "ConsumerGroupTargetAssignmentMember", MEMBER_KEY, TARGET_VALUE, apply_target, _replay
 )
 CURRENT_ASSIGNMENT = RecordType(
-    8, "ConsumerGroupCurrentMemberAssignment", MEMBER_KEY, cr.CURRENT_VALUE, _current, _replay
+    8,
+    "ConsumerGroupCurrentMemberAssignment",
+    MEMBER_KEY,
+    cr.CURRENT_VALUE,
+    apply_current,
+    _replay,
 )
 RECORD_TYPES = (
     GROUP_EPOCH,
@@ -334,16 +288,3 @@ RECORD_TYPES = (
     TARGET_MEMBER,
     CURRENT_ASSIGNMENT,
 )
-
-
-def working_copy(group: ConsumerGroup) -> ConsumerGroup:
-    """A copy a heartbeat may change freely: records replace members and map entries,
-    never change them in place, so copying the maps is enough."""
-    return ConsumerGroup(
-        group.group_id,
-        group.group_epoch,
-        group.assignment_epoch,
-        dict(group.members),
-        dict(group.target),
-        list(group.topics),
-    )

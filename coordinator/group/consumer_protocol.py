@@ -36,7 +36,6 @@ from odradek.coordinator.group.consumer import (
     member_record,
     reconcile,
     target_record,
-    working_copy,
 )
 from odradek.coordinator.group.heartbeat_errors import (
     HeartbeatError,
@@ -93,7 +92,7 @@ class ConsumerProtocol(ShardState):
                 )
             elif classic is not None:  # an empty classic group becomes a consumer group
                 records.append(self._classic_tombstone(group_id))
-        group = working_copy(live) if live is not None else ConsumerGroup(group_id)
+        group = live.copy() if live is not None else ConsumerGroup(group_id)
         if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group, request, records)
         member = self._member_for(group, request, records)
@@ -399,7 +398,7 @@ class ConsumerProtocol(ShardState):
             member.member_epoch != epoch or member.state != UNREVOKED_PARTITIONS
         ):
             return Result()
-        group = working_copy(live)
+        group = live.copy()
         records: list[Record] = []
         self._cancel_consumer_timers(group_id, member_id)
         if not self._maybe_downgrade(group, member_id, records):

@@ -15,6 +15,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from odradek.coordinator.group import share_records as shr
+from odradek.coordinator.group.modern import (
+    ModernGroup,
+    apply_current,
+    apply_member,
+    apply_target,
+    apply_target_epoch,
+)
 from odradek.coordinator.group.record_codecs import (
     EPOCH_VALUE,
     GROUP_KEY,
@@ -45,12 +52,7 @@ class ShareMember:
 
 
 @dataclass
-class ShareGroup:
-    group_id: str
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    members: dict[str, ShareMember] = field(default_factory=dict)
-    target: dict[str, TopicPartitions] = field(default_factory=dict)
+class ShareGroup(ModernGroup[ShareMember, TopicPartitions]):
     # the hash of the subscribed topics (topics_hash) the group epoch was computed for
     metadata_hash: int = 0
     state_partitions: shr.StatePartitions = field(default_factory=shr.StatePartitions)
@@ -63,9 +65,11 @@ class ShareGroup:
             return ASSIGNING
         return STABLE
 
-    def copy(self) -> ShareGroup:
-        """A copy a heartbeat may change: records replace members, never change them."""
-        return dataclasses.replace(self, members=dict(self.members), target=dict(self.target))
+    def new_member(self, member_id: str) -> ShareMember:
+        return ShareMember(member_id)
+
+    def unassigned(self, member: ShareMember) -> ShareMember:
+        return dataclasses.replace(member, member_epoch=0, assigned={})
 
 
 def topics_hash(topics: Mapping[str, tuple[uuid.UUID, int]]) -> int:
@@ -77,49 +81,11 @@ def topics_hash(topics: Mapping[str, tuple[uuid.UUID, int]]) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), signed=True)
 
 
-# -- how each record changes a group, the same live, on a working copy and loading
+# -- how the share group's own records change it (the others: modern.py)
 
 
 def _group_epoch(group: ShareGroup, key: GroupKey, value: shr.GroupEpoch | None) -> None:
     group.group_epoch, group.metadata_hash = value if value is not None else (0, 0)
-
-
-def _target_epoch(group: ShareGroup, key: GroupKey, epoch: int | None) -> None:
-    group.assignment_epoch = epoch if epoch is not None else 0
-
-
-def _target(group: ShareGroup, key: MemberKey, target: TopicPartitions | None) -> None:
-    if target is None:
-        group.target.pop(key.member, None)
-    else:
-        group.target[key.member] = target
-
-
-def _member(group: ShareGroup, key: MemberKey, meta: shr.MemberMetadata | None) -> None:
-    if meta is None:
-        group.members.pop(key.member, None)
-        return
-    group.members[key.member] = dataclasses.replace(
-        group.members.get(key.member) or ShareMember(key.member),
-        rack_id=meta.rack_id,
-        client_id=meta.client_id,
-        client_host=meta.client_host,
-        subscribed_topic_names=meta.subscribed_topic_names,
-    )
-
-
-def _current(group: ShareGroup, key: MemberKey, current: shr.CurrentAssignment | None) -> None:
-    known = group.members.get(key.member)
-    if current is None:
-        if known is not None:
-            group.members[key.member] = dataclasses.replace(known, member_epoch=0, assigned={})
-        return
-    group.members[key.member] = dataclasses.replace(
-        known or ShareMember(key.member),
-        member_epoch=current.member_epoch,
-        previous_member_epoch=current.previous_member_epoch,
-        assigned=current.assigned,
-    )
 
 
 def _state_partitions(group: ShareGroup, key: GroupKey, value: shr.StatePartitions | None) -> None:
@@ -145,19 +111,24 @@ def _replay(
 
 
 MEMBER_METADATA = RecordType(
-    10, "ShareGroupMemberMetadata", MEMBER_KEY, shr.MEMBER_VALUE, _member, _replay
+    10, "ShareGroupMemberMetadata", MEMBER_KEY, shr.MEMBER_VALUE, apply_member, _replay
 )
 GROUP_EPOCH = RecordType(
     11, "ShareGroupMetadata", GROUP_KEY, shr.GROUP_EPOCH_VALUE, _group_epoch, _replay
 )
 TARGET_EPOCH = RecordType(
-    12, "ShareGroupTargetAssignmentMetadata", GROUP_KEY, EPOCH_VALUE, _target_epoch, _replay
+    12, "ShareGroupTargetAssignmentMetadata", GROUP_KEY, EPOCH_VALUE, apply_target_epoch, _replay
 )
 TARGET_MEMBER = RecordType(
-    13, "ShareGroupTargetAssignmentMember", MEMBER_KEY, TARGET_VALUE, _target, _replay
+    13, "ShareGroupTargetAssignmentMember", MEMBER_KEY, TARGET_VALUE, apply_target, _replay
 )
 CURRENT_ASSIGNMENT = RecordType(
-    14, "ShareGroupCurrentMemberAssignment", MEMBER_KEY, shr.CURRENT_VALUE, _current, _replay
+    14,
+    "ShareGroupCurrentMemberAssignment",
+    MEMBER_KEY,
+    shr.CURRENT_VALUE,
+    apply_current,
+    _replay,
 )
 STATE_PARTITIONS = RecordType(
     15,

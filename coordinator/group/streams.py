@@ -16,6 +16,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from odradek.coordinator.group import streams_records as sr
+from odradek.coordinator.group.modern import (
+    ModernGroup,
+    apply_current,
+    apply_member,
+    apply_target,
+    value_of,
+    with_fields,
+)
 from odradek.coordinator.group.record_codecs import GROUP_KEY, MEMBER_KEY, GroupKey, MemberKey
 from odradek.coordinator.group.streams_records import AssignedTasks, TargetTasks, Topology
 from odradek.coordinator.registry import RAW, RecordType, ignore
@@ -57,44 +65,19 @@ class StreamsMember:
     assigned: AssignedTasks = NO_TASKS
     pending_revocation: AssignedTasks = NO_TASKS
 
-    def metadata(self) -> sr.MemberMetadata:
-        return sr.MemberMetadata(
-            self.instance_id,
-            self.rack_id,
-            self.client_id,
-            self.client_host,
-            self.rebalance_timeout_ms,
-            self.topology_epoch,
-            self.process_id,
-            self.user_endpoint,
-            self.client_tags,
-        )
-
-    def current(self) -> sr.CurrentAssignment:
-        return sr.CurrentAssignment(
-            self.member_epoch,
-            self.previous_member_epoch,
-            self.state,
-            self.assigned,
-            self.pending_revocation,
-        )
-
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == STABLE and self.member_epoch == epoch
 
 
 @dataclass
-class StreamsGroup:
-    group_id: str
+class StreamsGroup(ModernGroup[StreamsMember, TargetTasks]):
     group_epoch: int = 1
+    assignment_epoch: int = 1
     metadata_hash: int = 0
     validated_topology_epoch: int = -1
     assignment_configs: tuple[tuple[str, str], ...] = ()
-    assignment_epoch: int = 1
     assignment_timestamp: int = 0
     topology: Topology | None = None
-    members: dict[str, StreamsMember] = field(default_factory=dict)
-    target: dict[str, TargetTasks] = field(default_factory=dict)
     # not written down, as on Kafka: lost when the coordinator moves or restarts
     endpoint_epoch: int = 0
     shutdown_requested_by: str | None = None
@@ -110,6 +93,24 @@ class StreamsGroup:
         if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
             return RECONCILING
         return GROUP_STABLE
+
+    def new_member(self, member_id: str) -> StreamsMember:
+        return StreamsMember(member_id)
+
+    def unassigned(self, member: StreamsMember) -> StreamsMember:
+        return dataclasses.replace(
+            member,
+            member_epoch=-1,
+            previous_member_epoch=-1,
+            assigned=NO_TASKS,
+            pending_revocation=NO_TASKS,
+        )
+
+    def with_current(self, member: StreamsMember, current: sr.CurrentAssignment) -> StreamsMember:
+        updated = with_fields(member, current)
+        if current.state in MEMBER_STATES:
+            return updated
+        return dataclasses.replace(updated, state=UNKNOWN)
 
     def static_member(self, instance_id: str | None) -> StreamsMember | None:
         if instance_id is None:
@@ -142,20 +143,17 @@ class Owners:
     warmup: dict[tuple[str, int], set[str]] = field(default_factory=dict)
 
 
-def working_copy(group: StreamsGroup) -> StreamsGroup:
-    """A copy a heartbeat may change: records replace members and map entries."""
-    return dataclasses.replace(group, members=dict(group.members), target=dict(group.target))
-
-
 # -- the records that describe a group --------------------------------------------------
 
 
 def member_record(group_id: str, member: StreamsMember) -> Record:
-    return MEMBER_METADATA.record(MemberKey(group_id, member.member_id), member.metadata())
+    value = value_of(sr.MemberMetadata, member)
+    return MEMBER_METADATA.record(MemberKey(group_id, member.member_id), value)
 
 
 def current_record(group_id: str, member: StreamsMember) -> Record:
-    return CURRENT_ASSIGNMENT.record(MemberKey(group_id, member.member_id), member.current())
+    value = value_of(sr.CurrentAssignment, member)
+    return CURRENT_ASSIGNMENT.record(MemberKey(group_id, member.member_id), value)
 
 
 def target_record(group_id: str, member_id: str, target: TargetTasks) -> Record:
@@ -194,8 +192,7 @@ def group_tombstones(group: StreamsGroup) -> list[Record]:
     return records
 
 
-# -- how each record changes a group: the same for a heartbeat's working copy, a live
-# replay and loading. Members are replaced, never changed in place.
+# -- how the streams group's own records change it (the others: modern.py)
 
 
 def _metadata(group: StreamsGroup, key: GroupKey, value: sr.GroupMetadata | None) -> None:
@@ -213,53 +210,6 @@ def _topology(group: StreamsGroup, key: GroupKey, topology: Topology | None) -> 
 
 def _target_epoch(group: StreamsGroup, key: GroupKey, value: sr.TargetEpoch | None) -> None:
     group.assignment_epoch, group.assignment_timestamp = value if value is not None else (-1, 0)
-
-
-def _target(group: StreamsGroup, key: MemberKey, target: TargetTasks | None) -> None:
-    if target is None:
-        group.target.pop(key.member, None)
-    else:
-        group.target[key.member] = target
-
-
-def _member(group: StreamsGroup, key: MemberKey, meta: sr.MemberMetadata | None) -> None:
-    if meta is None:
-        group.members.pop(key.member, None)
-        return
-    group.members[key.member] = dataclasses.replace(
-        group.members.get(key.member) or StreamsMember(key.member),
-        instance_id=meta.instance_id,
-        rack_id=meta.rack_id,
-        client_id=meta.client_id,
-        client_host=meta.client_host,
-        rebalance_timeout_ms=meta.rebalance_timeout_ms,
-        topology_epoch=meta.topology_epoch,
-        process_id=meta.process_id,
-        user_endpoint=meta.user_endpoint,
-        client_tags=meta.client_tags,
-    )
-
-
-def _current(group: StreamsGroup, key: MemberKey, current: sr.CurrentAssignment | None) -> None:
-    known = group.members.get(key.member)
-    if current is None:
-        if known is not None:
-            group.members[key.member] = dataclasses.replace(
-                known,
-                member_epoch=-1,
-                previous_member_epoch=-1,
-                assigned=NO_TASKS,
-                pending_revocation=NO_TASKS,
-            )
-        return
-    group.members[key.member] = dataclasses.replace(
-        known or StreamsMember(key.member),
-        member_epoch=current.member_epoch,
-        previous_member_epoch=current.previous_member_epoch,
-        state=current.state if current.state in MEMBER_STATES else UNKNOWN,
-        assigned=current.assigned,
-        pending_revocation=current.pending_revocation,
-    )
 
 
 def _ignored(group: StreamsGroup, key: GroupKey, value: bytes | None) -> None:
@@ -301,7 +251,7 @@ LEGACY_PARTITION_METADATA = RecordType(
     18, "StreamsGroupPartitionMetadata", GROUP_KEY, RAW, _ignored, ignore
 )
 MEMBER_METADATA = RecordType(
-    19, "StreamsGroupMemberMetadata", MEMBER_KEY, sr.MEMBER_VALUE, _member, _replay
+    19, "StreamsGroupMemberMetadata", MEMBER_KEY, sr.MEMBER_VALUE, apply_member, _replay
 )
 TARGET_EPOCH = RecordType(
     20,
@@ -312,10 +262,15 @@ TARGET_EPOCH = RecordType(
     _replay,
 )
 TARGET_MEMBER = RecordType(
-    21, "StreamsGroupTargetAssignmentMember", MEMBER_KEY, sr.TARGET_VALUE, _target, _replay
+    21, "StreamsGroupTargetAssignmentMember", MEMBER_KEY, sr.TARGET_VALUE, apply_target, _replay
 )
 CURRENT_ASSIGNMENT = RecordType(
-    22, "StreamsGroupCurrentMemberAssignment", MEMBER_KEY, sr.CURRENT_VALUE, _current, _replay
+    22,
+    "StreamsGroupCurrentMemberAssignment",
+    MEMBER_KEY,
+    sr.CURRENT_VALUE,
+    apply_current,
+    _replay,
 )
 TOPOLOGY = RecordType(23, "StreamsGroupTopology", GROUP_KEY, sr.TOPOLOGY_VALUE, _topology, _replay)
 RECORD_TYPES = (

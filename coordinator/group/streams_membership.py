@@ -21,7 +21,6 @@ from odradek.coordinator.group.streams import (
     member_tombstones,
     metadata_record,
     target_epoch_record,
-    working_copy,
 )
 from odradek.coordinator.group.streams_heartbeat import STATIC_LEAVE_EPOCH
 from odradek.coordinator.runtime import Record, Result
@@ -60,7 +59,7 @@ class StreamsMembership(ShardState):
             "endpoint_information_epoch": 0,
         }
         instance_id = request.get("instance_id")
-        group = working_copy(live)
+        group = live.copy()
         if instance_id is None:
             if member_id not in group.members:
                 raise HeartbeatError(

@@ -42,7 +42,6 @@ from odradek.coordinator.group.streams import (
     target_epoch_record,
     target_record,
     topology_record,
-    working_copy,
 )
 from odradek.coordinator.group.streams_assignor import MemberSpec, SubtopologySpec, assign
 from odradek.coordinator.group.streams_configs import MemberTaskOffsets, assignment_configs
@@ -107,7 +106,7 @@ class StreamsProtocol(StreamsMembership):
         group_id, joining = request["group_id"], request["member_epoch"] == 0
         live = self.streams_groups.get(group_id)
         if live is not None:
-            return working_copy(live)
+            return live.copy()
         classic = self.groups.get(group_id)
         if classic is not None and classic.is_empty() and joining:
             records.append(GROUP_METADATA.tombstone(GroupKey(group_id)))
@@ -130,7 +129,7 @@ class StreamsProtocol(StreamsMembership):
         joining = request["member_epoch"] == 0
         group = self._streams_group_for(request, records)
         new_group = group_id not in self.streams_groups
-        before = working_copy(group)  # the group as the heartbeat found it
+        before = group.copy()  # the group as the heartbeat found it
         settings = self.config.timeouts(group_id)
         if joining and group.static_member(request.get("instance_id")) is None:
             limit = self.config.streams_max_size
@@ -431,7 +430,7 @@ class StreamsProtocol(StreamsMembership):
             configured = shard.streams_configured.get(group_id)
             if configured is None:
                 return Result()
-            group = working_copy(live)
+            group = live.copy()
             records: list[Record] = []
             shard._streams_target(
                 group,
