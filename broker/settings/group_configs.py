@@ -17,7 +17,7 @@ from pathlib import Path
 
 from odradek.broker.settings.config import BrokerConfig, streams_list
 from odradek.broker.settings.iso_duration import parse_duration_ms
-from odradek.coordinator.group.shard_state import GroupTimeouts
+from odradek.coordinator.group.context import GroupTimeouts
 from odradek.storage.checkpoint import write_atomic
 
 FILE_NAME = "group-configs.json"

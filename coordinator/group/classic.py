@@ -1,6 +1,6 @@
-"""A classic consumer group: its members, where it stands in a rebalance, and how its
-record (GroupMetadata: the generation, protocol, leader, members and assignments)
-replays into a shard.
+"""A classic consumer group: its members, where it stands in a rebalance, its record
+(GroupMetadata: the generation, protocol, leader, members and assignments) and how
+that replays into the shard's classic groups (classic_groups.py).
 
     Empty -> PreparingRebalance -> CompletingRebalance -> Stable
     (any) -> Dead when deleted
@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from odradek.coordinator.group import records as rec
+from odradek.coordinator.group.context import now_ms
 from odradek.coordinator.group.record_codecs import GROUP_KEY, GroupKey
-from odradek.coordinator.registry import RecordType, into_state
+from odradek.coordinator.registry import RecordType
+from odradek.coordinator.runtime import Record
 
 if TYPE_CHECKING:
-    from odradek.coordinator.group.shard_state import ShardState
+    from odradek.coordinator.group.classic_groups import ClassicGroups
+    from odradek.coordinator.group.shard import GroupShard
 
 EMPTY = "Empty"
 PREPARING_REBALANCE = "PreparingRebalance"
@@ -161,17 +164,70 @@ def parse_subscription(metadata: bytes) -> set[str] | None:
         return None
 
 
-def _apply_metadata(state: ShardState, key: GroupKey, value: rec.GroupValue | None) -> None:
+def tombstone(group_id: str) -> Record:
+    """The record that deletes the group."""
+    return GROUP_METADATA.tombstone(GroupKey(group_id))
+
+
+def group_record(group: ClassicGroup) -> Record:
+    """The group's metadata record: its generation, protocol, leader and members."""
+    value = rec.GroupValue(
+        protocol_type=group.protocol_type or "",
+        generation=group.generation,
+        protocol=group.protocol,
+        leader=group.leader,
+        state_timestamp=now_ms(),
+        members=[
+            rec.MemberValue(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata_for(group.protocol),
+                m.assignment,
+            )
+            for m in group.members.values()
+        ],
+    )
+    return GROUP_METADATA.record(GroupKey(group.group_id), value)
+
+
+def described(group: ClassicGroup) -> dict[str, Any]:
+    """The group as DescribeGroups gives it: as Kafka, the protocol, metadata and
+    assignments only once the group is stable."""
+    stable = group.state == STABLE
+    return {
+        "group_id": group.group_id,
+        "group_state": group.state,
+        "protocol_type": group.protocol_type or "",
+        "protocol_data": (group.protocol or "") if stable else "",
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_metadata": m.metadata_for(group.protocol) if stable else b"",
+                "member_assignment": m.assignment if stable else b"",
+            }
+            for m in group.members.values()
+        ],
+    }
+
+
+def _apply_metadata(part: ClassicGroups, key: GroupKey, value: rec.GroupValue | None) -> None:
     group_id = key.group
     if value is None:
-        gone = state.groups.pop(group_id, None)
+        gone = part.groups.pop(group_id, None)
         if gone is not None:
             gone.state = DEAD
         return
-    group = state.groups.get(group_id)
+    group = part.groups.get(group_id)
     if group is None:
         group = ClassicGroup(group_id)
-        state.groups[group_id] = group
+        part.groups[group_id] = group
     group.generation = value.generation
     group.protocol_type = value.protocol_type or None
     group.protocol = value.protocol
@@ -193,7 +249,7 @@ def _apply_metadata(state: ShardState, key: GroupKey, value: rec.GroupValue | No
             )
             group.add(member)
         member.assignment = m.assignment
-    if state.runtime is None or not state.runtime.loaded:
+    if part.context.loading:
         # loading: the record is the whole truth about the group
         for member_id in [mid for mid in group.members if mid not in persisted]:
             group.remove(member_id)
@@ -201,6 +257,17 @@ def _apply_metadata(state: ShardState, key: GroupKey, value: rec.GroupValue | No
         group.state = STABLE if group.members else EMPTY
 
 
+def _replay(
+    shard: GroupShard,
+    record_type: RecordType[GroupShard, ClassicGroups, GroupKey, rec.GroupValue],
+    key: GroupKey,
+    value: rec.GroupValue | None,
+    offset: int,
+    producer_id: int,
+) -> None:
+    record_type.apply(shard.classic, key, value)
+
+
 GROUP_METADATA = RecordType(
-    2, "GroupMetadata", GROUP_KEY, rec.GROUP_VALUE, _apply_metadata, into_state
+    2, "GroupMetadata", GROUP_KEY, rec.GROUP_VALUE, _apply_metadata, _replay
 )

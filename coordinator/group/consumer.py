@@ -15,16 +15,17 @@ import dataclasses
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from odradek.coordinator.group import consumer_records as cr
 from odradek.coordinator.group.consumer_records import ClassicMetadata, TopicMetadata
 from odradek.coordinator.group.modern import (
     ModernGroup,
+    ModernRecords,
     apply_current,
     apply_member,
     apply_target,
     apply_target_epoch,
+    replay_in,
     value_of,
 )
 from odradek.coordinator.group.record_codecs import (
@@ -38,9 +39,6 @@ from odradek.coordinator.group.record_codecs import (
 )
 from odradek.coordinator.registry import RecordType
 from odradek.coordinator.runtime import Record
-
-if TYPE_CHECKING:
-    from odradek.coordinator.group.shard_state import ShardState
 
 STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS = 0, 1, 2
 MEMBER_STATES = {STABLE: "Stable", UNREVOKED_PARTITIONS: "UnrevokedPartitions",
@@ -235,24 +233,7 @@ def _topics(group: ConsumerGroup, key: GroupKey, topics: list[TopicMetadata] | N
     group.topics = topics if topics is not None else []
 
 
-def _replay(
-    state: ShardState,
-    record_type: RecordType[ShardState, ConsumerGroup, Any, Any],
-    key: GroupKey | MemberKey,
-    value: object,
-    offset: int,
-    producer_id: int,
-) -> None:
-    group = state.consumer_groups.get(key.group)
-    if group is None:
-        if value is None:
-            return
-        group = state.consumer_groups[key.group] = ConsumerGroup(key.group)
-    record_type.apply(group, key, value)
-    if record_type is GROUP_EPOCH and value is None:
-        del state.consumer_groups[key.group]
-        state.subscribed_names.pop(key.group, None)
-
+_replay = replay_in(lambda shard: shard.consumer)
 
 GROUP_EPOCH = RecordType(3, "ConsumerGroupMetadata", GROUP_KEY, EPOCH_VALUE, _group_epoch, _replay)
 PARTITION_METADATA = RecordType(
@@ -279,6 +260,14 @@ CURRENT_ASSIGNMENT = RecordType(
     cr.CURRENT_VALUE,
     apply_current,
     _replay,
+)
+RECORDS = ModernRecords(
+    GROUP_EPOCH,
+    MEMBER_METADATA,
+    TARGET_MEMBER,
+    CURRENT_ASSIGNMENT,
+    (TARGET_MEMBER, CURRENT_ASSIGNMENT, MEMBER_METADATA),
+    (TARGET_EPOCH, PARTITION_METADATA, GROUP_EPOCH),
 )
 RECORD_TYPES = (
     GROUP_EPOCH,

@@ -13,10 +13,12 @@ the live group.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 from odradek.coordinator.group.record_codecs import GroupKey, MemberKey
+from odradek.coordinator.registry import AnyRecordType
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -112,3 +114,28 @@ def apply_target(group: ModernGroup[Any, A], key: MemberKey, target: A | None) -
 
 def apply_target_epoch(group: ModernGroup[Any, Any], key: GroupKey, epoch: int | None) -> None:
     group.assignment_epoch = epoch if epoch is not None else 0
+
+
+@dataclass(frozen=True)
+class ModernRecords:
+    """The record types of one modern group type that its part of the shard uses the
+    same way for every type (modern_groups.py)."""
+
+    group: AnyRecordType[Any]  # the group's own: the tombstone of this one drops the group
+    member: AnyRecordType[Any]  # a member's metadata
+    target: AnyRecordType[Any]  # a member's target assignment
+    current: AnyRecordType[Any]  # a member's current assignment
+    member_gone: tuple[AnyRecordType[Any], ...]  # a member's records, deleted in this order
+    group_gone: tuple[AnyRecordType[Any], ...]  # the group's own records, deleted in this order
+
+
+def replay_in(part: Callable[[Any], Any]) -> Callable[[Any, Any, Any, Any, int, int], None]:
+    """The replay of a modern type's records into `part(shard)`, the shard's part that
+    holds the groups of that type (see ModernGroups.replay)."""
+
+    def replay(
+        shard: Any, record_type: Any, key: Any, value: Any, offset: int, producer_id: int
+    ) -> None:
+        part(shard).replay(record_type, key, value)
+
+    return replay

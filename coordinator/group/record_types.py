@@ -1,6 +1,6 @@
 """Every record type of `__consumer_offsets`, by type id (Kafka's key version): the
 registry the group shard replays through. Each type is declared beside what its
-records change:
+records change, and its replay finds the shard's part that holds that:
 
     0, 1    offset commits           offsets.py
     2       classic group metadata   classic.py
@@ -13,12 +13,16 @@ Other type ids (records of features this broker does not have) are skipped.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from odradek.coordinator.group import classic, consumer, offsets, share, streams
-from odradek.coordinator.group.shard_state import ShardState
 from odradek.coordinator.registry import Registry
 from odradek.coordinator.runtime import Record
 
-REGISTRY: Registry[ShardState] = Registry(
+if TYPE_CHECKING:
+    from odradek.coordinator.group.shard import GroupShard
+
+REGISTRY: Registry[GroupShard] = Registry(
     "group",
     (
         *offsets.RECORD_TYPES,

@@ -12,15 +12,16 @@ import hashlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from odradek.coordinator.group import share_records as shr
 from odradek.coordinator.group.modern import (
     ModernGroup,
+    ModernRecords,
     apply_current,
     apply_member,
     apply_target,
     apply_target_epoch,
+    replay_in,
 )
 from odradek.coordinator.group.record_codecs import (
     EPOCH_VALUE,
@@ -28,13 +29,9 @@ from odradek.coordinator.group.record_codecs import (
     MEMBER_KEY,
     TARGET_VALUE,
     GroupKey,
-    MemberKey,
     TopicPartitions,
 )
 from odradek.coordinator.registry import RecordType
-
-if TYPE_CHECKING:
-    from odradek.coordinator.group.shard_state import ShardState
 
 EMPTY, STABLE, ASSIGNING = "Empty", "Stable", "Assigning"
 
@@ -92,23 +89,7 @@ def _state_partitions(group: ShareGroup, key: GroupKey, value: shr.StatePartitio
     group.state_partitions = value if value is not None else shr.StatePartitions()
 
 
-def _replay(
-    state: ShardState,
-    record_type: RecordType[ShardState, ShareGroup, Any, Any],
-    key: GroupKey | MemberKey,
-    value: object,
-    offset: int,
-    producer_id: int,
-) -> None:
-    group = state.share_groups.get(key.group)
-    if group is None:
-        if value is None:
-            return
-        group = state.share_groups[key.group] = ShareGroup(key.group)
-    record_type.apply(group, key, value)
-    if record_type is GROUP_EPOCH and value is None:
-        del state.share_groups[key.group]
-
+_replay = replay_in(lambda shard: shard.share)
 
 MEMBER_METADATA = RecordType(
     10, "ShareGroupMemberMetadata", MEMBER_KEY, shr.MEMBER_VALUE, apply_member, _replay
@@ -137,6 +118,14 @@ STATE_PARTITIONS = RecordType(
     shr.STATE_PARTITIONS_VALUE,
     _state_partitions,
     _replay,
+)
+RECORDS = ModernRecords(
+    GROUP_EPOCH,
+    MEMBER_METADATA,
+    TARGET_MEMBER,
+    CURRENT_ASSIGNMENT,
+    (TARGET_MEMBER, CURRENT_ASSIGNMENT, MEMBER_METADATA),
+    (TARGET_EPOCH, STATE_PARTITIONS, GROUP_EPOCH),
 )
 RECORD_TYPES = (
     MEMBER_METADATA,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from odradek.coordinator.group import streams_records as sr
 from odradek.coordinator.group.modern import (
     ModernGroup,
+    ModernRecords,
     apply_current,
     apply_member,
     apply_target,
@@ -30,7 +31,7 @@ from odradek.coordinator.registry import RAW, RecordType, ignore
 from odradek.coordinator.runtime import Record
 
 if TYPE_CHECKING:
-    from odradek.coordinator.group.shard_state import ShardState
+    from odradek.coordinator.group.shard import GroupShard
 
 STABLE, UNREVOKED_TASKS, UNRELEASED_TASKS, UNKNOWN = 1, 2, 3, 127
 MEMBER_STATES = {STABLE: "Stable", UNREVOKED_TASKS: "UnrevokedTasks",
@@ -174,12 +175,6 @@ def topology_record(group_id: str, topology: Topology) -> Record:
     return TOPOLOGY.record(GroupKey(group_id), topology)
 
 
-def member_tombstones(group_id: str, member_id: str) -> list[Record]:
-    """A member's records, deleted in Kafka's order."""
-    key = MemberKey(group_id, member_id)
-    return [t.tombstone(key) for t in (CURRENT_ASSIGNMENT, TARGET_MEMBER, MEMBER_METADATA)]
-
-
 def group_tombstones(group: StreamsGroup) -> list[Record]:
     """Every record of the group, deleted in Kafka's order (the epoch and the topology
     last: replay drops the group with the epoch)."""
@@ -217,30 +212,17 @@ def _ignored(group: StreamsGroup, key: GroupKey, value: bytes | None) -> None:
 
 
 def _replay(
-    state: ShardState,
-    record_type: RecordType[ShardState, StreamsGroup, Any, Any],
+    shard: GroupShard,
+    record_type: RecordType[GroupShard, StreamsGroup, Any, Any],
     key: GroupKey | MemberKey,
     value: object,
     offset: int,
     producer_id: int,
 ) -> None:
-    group = state.streams_groups.get(key.group)
-    if group is None:
-        if value is None:
-            return
-        group = state.streams_groups[key.group] = StreamsGroup(key.group)
-        classic = state.groups.get(key.group)
+    if shard.streams.replay(record_type, key, value):
+        classic = shard.classic.groups.get(key.group)
         if classic is not None and classic.is_empty():
-            del state.groups[key.group]  # an empty classic group became this one
-    record_type.apply(group, key, value)
-    if value is not None:
-        return
-    if isinstance(key, MemberKey) and record_type is MEMBER_METADATA:
-        state.streams_task_offsets.get(key.group, {}).pop(key.member, None)
-    elif record_type is GROUP_METADATA:
-        state.streams_task_offsets.pop(key.group, None)
-        del state.streams_groups[key.group]
-        state.streams_configured.pop(key.group, None)
+            del shard.classic.groups[key.group]  # an empty classic group became this one
 
 
 GROUP_METADATA = RecordType(
@@ -273,6 +255,14 @@ CURRENT_ASSIGNMENT = RecordType(
     _replay,
 )
 TOPOLOGY = RecordType(23, "StreamsGroupTopology", GROUP_KEY, sr.TOPOLOGY_VALUE, _topology, _replay)
+RECORDS = ModernRecords(
+    GROUP_METADATA,
+    MEMBER_METADATA,
+    TARGET_MEMBER,
+    CURRENT_ASSIGNMENT,
+    (CURRENT_ASSIGNMENT, TARGET_MEMBER, MEMBER_METADATA),
+    (GROUP_METADATA, TOPOLOGY),
+)
 RECORD_TYPES = (
     GROUP_METADATA,
     LEGACY_PARTITION_METADATA,

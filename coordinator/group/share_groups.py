@@ -1,7 +1,7 @@
-"""Share groups (KIP-932: ShareGroupHeartbeat) on a group coordinator shard.
+"""The shard's share groups (KIP-932: ShareGroupHeartbeat).
 
 As for consumer groups, a heartbeat works on a copy of its group and every change is
-a record (share.py) applied to the copy at once and to the shard's state by
+a record (share.py) applied to the copy at once and to the shard's groups by
 `replay` once written; loading replays the same records.
 
 A member joins with epoch 0, its own member id and the topics it subscribes to; a new
@@ -17,18 +17,25 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from odradek.coordinator.group import share
 from odradek.coordinator.group import share_records as shr
-from odradek.coordinator.group.heartbeat_errors import HeartbeatError, fenced_message
+from odradek.coordinator.group.heartbeat_errors import (
+    HeartbeatError,
+    fenced,
+    not_found,
+    not_of_kind,
+    unknown_member,
+)
+from odradek.coordinator.group.modern import value_of
+from odradek.coordinator.group.modern_groups import ModernGroups
 from odradek.coordinator.group.record_codecs import GroupKey, MemberKey
 from odradek.coordinator.group.record_types import emit
-from odradek.coordinator.group.shard_state import ShardState
 from odradek.coordinator.group.share import (
     CURRENT_ASSIGNMENT,
     GROUP_EPOCH,
     MEMBER_METADATA,
     STATE_PARTITIONS,
     TARGET_EPOCH,
-    TARGET_MEMBER,
     ShareGroup,
     ShareMember,
     topics_hash,
@@ -44,18 +51,21 @@ def _invalid(message: str) -> HeartbeatError:
     return HeartbeatError(ErrorCode.invalid_request, message)
 
 
-class ShareProtocol(ShardState):
+class ShareGroups(ModernGroups[ShareGroup]):
+    kind = "share"
+    types = share.RECORDS
+    session_timer = "ssession"
+    # what share groups have read is the share coordinator's, not committed offsets
+    has_offsets = False
+
+    def new_group(self, group_id: str) -> ShareGroup:
+        return ShareGroup(group_id)
+
     # -- ShareGroupHeartbeat -------------------------------------------------------
 
-    def share_group_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
+    def _heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
         """request: group_id, member_id, member_epoch, rack_id, subscribed_topic_names,
         client_id, client_host."""
-        try:
-            return self._share_heartbeat(request)
-        except HeartbeatError as exc:
-            return Result([], {"error_code": exc.code, "error_message": str(exc)})
-
-    def _share_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
         _validate(request)
         group_id, member_id, epoch = (
             request["group_id"],
@@ -63,18 +73,15 @@ class ShareProtocol(ShardState):
             request["member_epoch"],
         )
         if self._is_other_group_type(group_id):
-            raise HeartbeatError(ErrorCode.group_id_not_found, _not_share(group_id))
+            raise HeartbeatError(ErrorCode.group_id_not_found, not_of_kind(group_id, "share"))
         records: list[Record] = []
-        live = self.share_groups.get(group_id)
+        live = self.groups.get(group_id)
         group = live.copy() if live is not None else ShareGroup(group_id)
         if epoch == LEAVE_EPOCH:
             if member_id not in group.members:
-                raise HeartbeatError(
-                    ErrorCode.unknown_member_id,
-                    f"Member {member_id} is not a member of group {group_id}.",
-                )
-            self._cancel(_session_timer(group_id, member_id))
-            self._remove_share_member(group, member_id, records)
+                raise unknown_member(group_id, member_id)
+            self.context.cancel(self._session_key(group_id, member_id))
+            self._leave(group, member_id, records)
             return Result(
                 records,
                 {
@@ -85,7 +92,7 @@ class ShareProtocol(ShardState):
                     "assignment": None,
                 },
             )
-        member = self._share_member_for(group, request)
+        member = self._member_for(group, request)
         before = member.assigned
         updated = ShareMember(
             member.member_id,
@@ -100,13 +107,15 @@ class ShareProtocol(ShardState):
             member.assigned,
         )
         stored = group.members.get(member_id)
-        if stored is None or _metadata(stored) != _metadata(updated):
-            emit(group, records, _member_record(group_id, updated))
+        metadata = value_of(shr.MemberMetadata, updated)
+        if stored is None or value_of(shr.MemberMetadata, stored) != metadata:
+            key = MemberKey(group_id, member_id)
+            emit(group, records, MEMBER_METADATA.record(key, metadata))
         bump = stored is None or stored.subscribed_topic_names != updated.subscribed_topic_names
-        if bump or group.group_epoch == 0 or self._share_topics_hash(group) != group.metadata_hash:
-            self._bump_share_epoch(group, records)
+        if bump or group.group_epoch == 0 or self._topics_hash(group) != group.metadata_hash:
+            self._bump(group, records)
         if group.group_epoch > group.assignment_epoch:
-            self._share_assign(group, records)
+            self._assign(group, records)
         after = group.members[member_id]
         target = group.target.get(member_id, {})
         if after.member_epoch != group.assignment_epoch or after.assigned != target:
@@ -114,8 +123,8 @@ class ShareProtocol(ShardState):
             key = MemberKey(group_id, member_id)
             emit(group, records, CURRENT_ASSIGNMENT.record(key, current))
             after = group.members[member_id]
-        timeouts = self.config.timeouts(group_id)
-        self._arm_share_session(group_id, member_id, timeouts.share_session_timeout_ms)
+        timeouts = self.context.config.timeouts(group_id)
+        self._arm_session(group_id, member_id, timeouts.share_session_timeout_ms)
         full = epoch == 0 or request.get("subscribed_topic_names") is not None
         return Result(
             records,
@@ -129,114 +138,86 @@ class ShareProtocol(ShardState):
         )
 
     def _is_other_group_type(self, group_id: str) -> bool:
-        if group_id in self.consumer_groups or group_id in self.streams_groups:
+        if self.context.holds(group_id, "consumer", "streams"):
             return True
-        classic = self.groups.get(group_id)
+        classic = self.context.find(group_id, "classic")
         return classic is not None and not classic.is_empty()
 
-    def _share_member_for(self, group: ShareGroup, request: dict[str, Any]) -> ShareMember:
+    def _member_for(self, group: ShareGroup, request: dict[str, Any]) -> ShareMember:
         member_id, epoch = request["member_id"], request["member_epoch"]
         member = group.members.get(member_id)
         if epoch == 0:
-            if member is None and len(group.members) >= self.config.share_max_size:
+            limit = self.context.config.share_max_size
+            if member is None and len(group.members) >= limit:
                 raise HeartbeatError(
                     ErrorCode.group_max_size_reached,
-                    f"The share group has reached its maximum of {self.config.share_max_size} "
-                    "members.",
+                    f"The share group has reached its maximum of {limit} members.",
                 )
             return member or ShareMember(member_id)
         if member is None:
-            raise HeartbeatError(
-                ErrorCode.unknown_member_id,
-                f"Member {member_id} is not a member of group {group.group_id}.",
-            )
+            raise unknown_member(group.group_id, member_id)
         if epoch != member.member_epoch:
-            raise HeartbeatError(
-                ErrorCode.fenced_member_epoch,
-                fenced_message("share", epoch, member.member_epoch),
-            )
+            raise fenced("share", epoch, member.member_epoch)
         return member
 
-    def _share_topics(self, group: ShareGroup) -> dict[str, tuple[Any, int]]:
-        existing = self.topics_view()
+    def _topics(self, group: ShareGroup) -> dict[str, tuple[Any, int]]:
+        existing = self.context.topics_view()
         names = {n for m in group.members.values() for n in m.subscribed_topic_names}
         return {n: existing[n] for n in sorted(names) if n in existing}
 
-    def _share_topics_hash(self, group: ShareGroup) -> int:
-        return topics_hash(self._share_topics(group))
+    def _topics_hash(self, group: ShareGroup) -> int:
+        return topics_hash(self._topics(group))
 
-    def _bump_share_epoch(self, group: ShareGroup, records: list[Record]) -> None:
+    def _bump(self, group: ShareGroup, records: list[Record]) -> None:
         """The next group epoch, with the hash of the topics it is for: a heartbeat moves the
         epoch again only when the members' subscriptions or those topics change."""
-        value = shr.GroupEpoch(group.group_epoch + 1, self._share_topics_hash(group))
+        value = shr.GroupEpoch(group.group_epoch + 1, self._topics_hash(group))
         emit(group, records, GROUP_EPOCH.record(GroupKey(group.group_id), value))
 
-    def _share_assign(self, group: ShareGroup, records: list[Record]) -> None:
-        topics = self._share_topics(group)
+    def _assign(self, group: ShareGroup, records: list[Record]) -> None:
+        topics = self._topics(group)
         subscriptions = {
             m.member_id: frozenset(topics[n][0] for n in m.subscribed_topic_names if n in topics)
             for m in group.members.values()
         }
         partitions = {topic_id: count for topic_id, count in topics.values()}
-        new_target = assign(subscriptions, partitions, group.target)
-        for member_id, target in new_target.items():
-            if group.target.get(member_id) != target:
-                key = MemberKey(group.group_id, member_id)
-                emit(group, records, TARGET_MEMBER.record(key, target))
+        self._write_target(group, assign(subscriptions, partitions, group.target), records)
         emit(group, records, TARGET_EPOCH.record(GroupKey(group.group_id), group.group_epoch))
 
-    def _remove_share_member(
-        self, group: ShareGroup, member_id: str, records: list[Record]
-    ) -> None:
-        for record_type in (TARGET_MEMBER, CURRENT_ASSIGNMENT, MEMBER_METADATA):
-            emit(group, records, record_type.tombstone(MemberKey(group.group_id, member_id)))
-        self._bump_share_epoch(group, records)
+    def _leave(self, group: ShareGroup, member_id: str, records: list[Record]) -> None:
+        """The member leaves (or is fenced): a new epoch, and a target for the rest."""
+        self.remove_member(group, member_id, records)
+        self._bump(group, records)
         if group.members:
-            self._share_assign(group, records)
+            self._assign(group, records)
 
     # -- timers --------------------------------------------------------------------
 
-    def _arm_share_session(self, group_id: str, member_id: str, timeout_ms: int) -> None:
-        def expire(shard: ShareProtocol) -> Result[None]:
-            live = shard.share_groups.get(group_id)
-            if live is None or member_id not in live.members:
-                return Result()
-            group = live.copy()
-            records: list[Record] = []
-            shard._remove_share_member(group, member_id, records)
-            return Result(records)
+    def _session_expired(self, group_id: str, member_id: str) -> Result[None]:
+        live = self.groups.get(group_id)
+        if live is None or member_id not in live.members:
+            return Result()
+        group = live.copy()
+        records: list[Record] = []
+        self._leave(group, member_id, records)
+        return Result(records)
 
-        self._schedule(_session_timer(group_id, member_id), timeout_ms, expire)
-
-    def on_share_groups_loaded(self) -> None:
-        for group in self.share_groups.values():
-            for member_id in group.members:
-                self._arm_share_session(
-                    group.group_id,
-                    member_id,
-                    self.config.timeouts(group.group_id).share_session_timeout_ms,
-                )
+    def _arm_timers(self, group: ShareGroup, member: ShareMember) -> None:
+        timeout = self.context.config.timeouts(group.group_id).share_session_timeout_ms
+        self._arm_session(group.group_id, member.member_id, timeout)
 
     # -- describe and delete ----------------------------------------------------------
 
-    def describe_share_group(self, group_id: str) -> Result[dict[str, Any] | str]:
-        """The group, or (no share group of that id) the reason GROUP_ID_NOT_FOUND gives."""
-        group = self.share_groups.get(group_id)
-        if group is None:
-            status = self._share_group_status(group_id)
-            return Result([], _not_share(group_id) if status == "other" else _not_found(group_id))
-        return Result(
-            [],
-            {
-                "group_id": group_id,
-                "group_state": group.state,
-                "group_epoch": group.group_epoch,
-                "assignment_epoch": group.assignment_epoch,
-                "assignor_name": "simple",
-                "members": list(group.members.values()),
-                "topic_names": {tid: name for name, (tid, _) in self.topics_view().items()},
-            },
-        )
+    def described(self, group: ShareGroup) -> dict[str, Any]:
+        return {
+            "group_id": group.group_id,
+            "group_state": group.state,
+            "group_epoch": group.group_epoch,
+            "assignment_epoch": group.assignment_epoch,
+            "assignor_name": "simple",
+            "members": list(group.members.values()),
+            "topic_names": {tid: name for name, (tid, _) in self.context.topics_view().items()},
+        }
 
     def prepare_share_offsets_alter(
         self, group_id: str, topics: dict[uuid.UUID, tuple[str, frozenset[int]]]
@@ -250,7 +231,7 @@ class ShareProtocol(ShardState):
             return Result([], problem)
         if not topics:
             return Result([], (ErrorCode.none, None))
-        group = self.share_groups.get(group_id)
+        group = self.groups.get(group_id)
         known = group.state_partitions if group is not None else shr.StatePartitions()
         initialized = {t.topic_id: t for t in known.initialized}
         for topic_id, (name, partitions) in topics.items():
@@ -277,9 +258,9 @@ class ShareProtocol(ShardState):
         or it has members."""
         status = self._share_group_status(group_id)
         if status == "other":
-            return Result([], (ErrorCode.group_id_not_found, _not_share(group_id)))
+            return Result([], (ErrorCode.group_id_not_found, not_of_kind(group_id, "share")))
         if status == "missing" and not may_be_missing:
-            return Result([], (ErrorCode.group_id_not_found, _not_found(group_id)))
+            return Result([], (ErrorCode.group_id_not_found, not_found(group_id)))
         if status == "share":
             return Result([], (ErrorCode.non_empty_group, "The group is not empty."))
         return Result([], None)
@@ -287,49 +268,10 @@ class ShareProtocol(ShardState):
     def _share_group_status(self, group_id: str) -> str:
         """ "share" (with members), "empty" (a share group without any), "missing", or
         "other" (a group of another type)."""
-        group = self.share_groups.get(group_id)
+        group = self.groups.get(group_id)
         if group is not None:
             return "share" if group.members else "empty"
-        if any(group_id in g for g in (self.groups, self.consumer_groups, self.streams_groups)):
-            return "other"
-        return "missing"
-
-    def share_group_tombstones(self, group: ShareGroup) -> list[Record]:
-        gid = group.group_id
-        records = [
-            record_type.tombstone(MemberKey(gid, m))
-            for m in group.members
-            for record_type in (CURRENT_ASSIGNMENT, MEMBER_METADATA)
-        ]
-        records += [TARGET_MEMBER.tombstone(MemberKey(gid, m)) for m in group.target]
-        records += [
-            record_type.tombstone(GroupKey(gid))
-            for record_type in (TARGET_EPOCH, STATE_PARTITIONS, GROUP_EPOCH)
-        ]
-        return records
-
-
-def _not_found(group_id: str) -> str:
-    return f"Group {group_id} not found."
-
-
-def _not_share(group_id: str) -> str:
-    return f"Group {group_id} is not a share group."
-
-
-def _session_timer(group_id: str, member_id: str) -> str:
-    return f"ssession:{group_id}:{member_id}"
-
-
-def _metadata(member: ShareMember) -> tuple[Any, ...]:
-    return (member.rack_id, member.client_id, member.client_host, member.subscribed_topic_names)
-
-
-def _member_record(group_id: str, member: ShareMember) -> Record:
-    value = shr.MemberMetadata(
-        member.rack_id, member.client_id, member.client_host, member.subscribed_topic_names
-    )
-    return MEMBER_METADATA.record(MemberKey(group_id, member.member_id), value)
+        return "other" if self.context.held_elsewhere(group_id, self.kind) else "missing"
 
 
 def _validate(request: dict[str, Any]) -> None:
