@@ -75,6 +75,9 @@ class RecordType(Generic[S, T, K, V]):
         return self._prefix + self.key.encode(key), None
 
 
+AnyRecordType = RecordType[S, Any, Any, Any]
+
+
 def into_state(
     state: S, record_type: RecordType[S, S, K, V], key: K, value: V | None, offset: int, pid: int
 ) -> None:
@@ -82,11 +85,22 @@ def into_state(
     record_type.apply(state, key, value)
 
 
+def into_part(
+    part: Callable[[Any], Any],
+) -> Callable[[Any, AnyRecordType[Any], Any, Any, int, int], None]:
+    """The replay of a record type whose records change `part(state)`, one part of a
+    shard's state."""
+
+    def replay(
+        state: Any, record_type: AnyRecordType[Any], key: Any, value: Any, offset: int, pid: int
+    ) -> None:
+        record_type.apply(part(state), key, value)
+
+    return replay
+
+
 def ignore(state: Any, record_type: Any, key: Any, value: Any, offset: int, pid: int) -> None:
     """The replay of a record type that is read and ignored."""
-
-
-AnyRecordType = RecordType[S, Any, Any, Any]
 
 
 class Registry(Generic[S]):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from odradek.coordinator.group import records as rec
 from odradek.coordinator.group.context import now_ms
 from odradek.coordinator.group.record_codecs import GROUP_KEY, GroupKey
-from odradek.coordinator.registry import RecordType
+from odradek.coordinator.registry import RecordType, into_part
 from odradek.coordinator.runtime import Record
 
 if TYPE_CHECKING:
@@ -217,6 +217,10 @@ def described(group: ClassicGroup) -> dict[str, Any]:
     }
 
 
+def _classic_groups(shard: GroupShard) -> ClassicGroups:
+    return shard.classic
+
+
 def _apply_metadata(part: ClassicGroups, key: GroupKey, value: rec.GroupValue | None) -> None:
     group_id = key.group
     if value is None:
@@ -257,17 +261,6 @@ def _apply_metadata(part: ClassicGroups, key: GroupKey, value: rec.GroupValue | 
         group.state = STABLE if group.members else EMPTY
 
 
-def _replay(
-    shard: GroupShard,
-    record_type: RecordType[GroupShard, ClassicGroups, GroupKey, rec.GroupValue],
-    key: GroupKey,
-    value: rec.GroupValue | None,
-    offset: int,
-    producer_id: int,
-) -> None:
-    record_type.apply(shard.classic, key, value)
-
-
 GROUP_METADATA = RecordType(
-    2, "GroupMetadata", GROUP_KEY, rec.GROUP_VALUE, _apply_metadata, _replay
+    2, "GroupMetadata", GROUP_KEY, rec.GROUP_VALUE, _apply_metadata, into_part(_classic_groups)
 )

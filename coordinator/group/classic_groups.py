@@ -140,16 +140,20 @@ class ClassicGroups:
             group.initial_delay_until = time.monotonic() + delay / 1000
             if delay > 0:
                 timeout = max(min(delay, timeout or delay), 0)
+        self._arm_join_timeout(group, timeout)
+        return self._maybe_complete_join(group)
+
+    def _arm_join_timeout(self, group: ClassicGroup, timeout_ms: int) -> None:
+        """The join phase ends when this timer fires, if it has not ended before."""
         group_id, generation = group.group_id, group.generation
 
-        def rebalance_timeout() -> Result[None]:
+        def join_timeout() -> Result[None]:
             g = self.groups.get(group_id)
             if g is None or g.state != PREPARING_REBALANCE or g.generation != generation:
                 return Result()
             return Result(self._complete_join(g))
 
-        self.context.schedule(f"join:{group.group_id}", timeout, rebalance_timeout)
-        return self._maybe_complete_join(group)
+        self.context.schedule(f"join:{group_id}", timeout_ms, join_timeout)
 
     def _join_or_rebalance(self, group: ClassicGroup) -> list[Record]:
         """A member now waits to join: end the join phase if it can, or start one."""
@@ -183,16 +187,8 @@ class ClassicGroups:
         if group.members and not joined:
             # Only absent static members: wait another rebalance timeout (their sessions
             # expire meanwhile) instead of starting a generation nobody would sync.
-            group_id, generation = group.group_id, group.generation
-
-            def retry() -> Result[None]:
-                g = self.groups.get(group_id)
-                if g is None or g.state != PREPARING_REBALANCE or g.generation != generation:
-                    return Result()
-                return Result(self._complete_join(g))
-
             timeout = max(m.rebalance_timeout_ms for m in group.members.values())
-            self.context.schedule(f"join:{group.group_id}", timeout, retry)
+            self._arm_join_timeout(group, timeout)
             return []
         group.generation += 1
         if not group.members:

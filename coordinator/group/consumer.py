@@ -142,25 +142,13 @@ def reconcile(
 ) -> ConsumerMember:
     """The member's next state towards ``target`` (of ``target_epoch``), given what it
     reported owning in this heartbeat (None when it did not say)."""
-    if member.state == STABLE:
-        if member.member_epoch == target_epoch:
-            return member
-        return _next(member, member.member_epoch, target_epoch, target, owned, held_by_another)
+    epoch = member.member_epoch
+    if member.state == STABLE and epoch == target_epoch:
+        return member
     if member.state == UNREVOKED_PARTITIONS:
         if owns_any(owned, member.pending_revocation):
             return member
-        return _next(member, member.member_epoch + 1, target_epoch, target, owned, held_by_another)
-    return _next(member, member.member_epoch, target_epoch, target, owned, held_by_another)
-
-
-def _next(
-    member: ConsumerMember,
-    epoch: int,
-    target_epoch: int,
-    target: TopicPartitions,
-    owned: Mapping[uuid.UUID, frozenset[int]] | None,
-    held_by_another: Callable[[uuid.UUID, int], bool],
-) -> ConsumerMember:
+        epoch += 1
     keep: TopicPartitions = {}
     revoke: TopicPartitions = {}
     take: TopicPartitions = {}
@@ -243,29 +231,16 @@ MEMBER_METADATA = RecordType(
     5, "ConsumerGroupMemberMetadata", MEMBER_KEY, cr.MEMBER_VALUE, apply_member, _replay
 )
 TARGET_EPOCH = RecordType(
-    6,
-    "ConsumerGroupTargetAssignmentMetadata",
-    GROUP_KEY,
-    EPOCH_VALUE,
-    apply_target_epoch,
-    _replay,
+    6, "ConsumerGroupTargetAssignmentMetadata", GROUP_KEY, EPOCH_VALUE, apply_target_epoch, _replay
 )
 TARGET_MEMBER = RecordType(
     7, "ConsumerGroupTargetAssignmentMember", MEMBER_KEY, TARGET_VALUE, apply_target, _replay
 )
 CURRENT_ASSIGNMENT = RecordType(
-    8,
-    "ConsumerGroupCurrentMemberAssignment",
-    MEMBER_KEY,
-    cr.CURRENT_VALUE,
-    apply_current,
-    _replay,
+    8, "ConsumerGroupCurrentMemberAssignment", MEMBER_KEY, cr.CURRENT_VALUE, apply_current, _replay
 )
 RECORDS = ModernRecords(
     GROUP_EPOCH,
-    MEMBER_METADATA,
-    TARGET_MEMBER,
-    CURRENT_ASSIGNMENT,
     (TARGET_MEMBER, CURRENT_ASSIGNMENT, MEMBER_METADATA),
     (TARGET_EPOCH, PARTITION_METADATA, GROUP_EPOCH),
 )

@@ -381,9 +381,6 @@ class ConsumerGroups(ModernGroups[ConsumerGroup]):
     def _session_expired(self, group_id: str, member_id: str) -> Result[None]:
         return self.fence(group_id, member_id, None, "session timeout")
 
-    def _arm_timers(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        self.arm_timers(group, member)
-
     def cancel_timers(self, group_id: str, member_id: str) -> None:
         # csession: session; revoke: revocation; cjoin/csync: a classic member's rejoin
         for timer in ("csession", "revoke", "cjoin", "csync"):

@@ -15,19 +15,9 @@ A null value is a tombstone. Partitions are given per topic id.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from odradek.coordinator.group.record_codecs import (
-    TopicPartitions,
-    read_current,
-    read_partitions,
-    read_strings,
-    read_value,
-    start_current,
-    start_value,
-    write_partitions,
-    write_strings,
-)
+from odradek.coordinator.group import record_codecs as rc
 from odradek.coordinator.registry import Codec
 from odradek.protocol.codec import Writer
 
@@ -61,17 +51,12 @@ class MemberMetadata:
     classic: ClassicMetadata | None = None
 
 
-@dataclass(frozen=True)
-class CurrentAssignment:
-    member_epoch: int
-    previous_member_epoch: int
-    state: int
-    assigned: TopicPartitions = field(default_factory=dict)
-    pending_revocation: TopicPartitions = field(default_factory=dict)
+# a member's current assignment: partitions it owns and (pending_revocation) must give up
+CurrentAssignment = rc.CurrentAssignment
 
 
 def _encode_partition_metadata(topics: list[TopicMetadata]) -> bytes:
-    writer = start_value().compact_length(len(topics))
+    writer = rc.start_value().compact_length(len(topics))
     for topic in topics:
         writer.uuid(topic.topic_id).compact_string(topic.name).int32(topic.partitions)
         writer.compact_length(0).no_tags()  # no racks
@@ -79,7 +64,7 @@ def _encode_partition_metadata(topics: list[TopicMetadata]) -> bytes:
 
 
 def _decode_partition_metadata(raw: bytes) -> list[TopicMetadata]:
-    reader = read_value(raw)
+    reader = rc.read_value(raw)
     topics = []
     for _ in range(reader.compact_length()):
         topic_id, name, partitions = reader.uuid(), reader.compact_string(), reader.int32()
@@ -94,14 +79,10 @@ def _decode_partition_metadata(raw: bytes) -> list[TopicMetadata]:
 
 
 def _encode_member(value: MemberMetadata) -> bytes:
-    writer = (
-        start_value()
-        .compact_string(value.instance_id)
-        .compact_string(value.rack_id)
-        .compact_string(value.client_id)
-        .compact_string(value.client_host)
+    writer = rc.start_with_strings(
+        value.instance_id, value.rack_id, value.client_id, value.client_host
     )
-    write_strings(writer, value.subscribed_topic_names)
+    rc.write_strings(writer, value.subscribed_topic_names)
     writer.compact_string(value.subscribed_topic_regex)
     writer.int32(value.rebalance_timeout_ms).compact_string(value.server_assignor)
     if value.classic is None:
@@ -116,10 +97,10 @@ def _encode_member(value: MemberMetadata) -> bytes:
 
 
 def _decode_member(raw: bytes) -> MemberMetadata:
-    reader = read_value(raw)
+    reader = rc.read_value(raw)
     instance_id, rack_id = reader.compact_string(), reader.compact_string()
     client_id, client_host = reader.compact_string() or "", reader.compact_string() or ""
-    names = read_strings(reader)
+    names = rc.read_strings(reader)
     regex = reader.compact_string()
     rebalance_timeout_ms = reader.int32()
     assignor = reader.compact_string()
@@ -150,17 +131,17 @@ def _decode_member(raw: bytes) -> MemberMetadata:
     )
 
 
-def _encode_current(value: CurrentAssignment) -> bytes:
-    writer = start_current(value.member_epoch, value.previous_member_epoch, value.state)
-    write_partitions(writer, value.assigned)
-    write_partitions(writer, value.pending_revocation)
+def _encode_current(value: CurrentAssignment[rc.TopicPartitions]) -> bytes:
+    writer = rc.start_current(value.member_epoch, value.previous_member_epoch, value.state)
+    rc.write_partitions(writer, value.assigned)
+    rc.write_partitions(writer, value.pending_revocation or {})
     return writer.no_tags().done()
 
 
-def _decode_current(raw: bytes) -> CurrentAssignment:
-    reader, member_epoch, previous, state = read_current(raw)
-    assigned = read_partitions(reader)
-    pending = read_partitions(reader)
+def _decode_current(raw: bytes) -> CurrentAssignment[rc.TopicPartitions]:
+    reader, member_epoch, previous, state = rc.read_current(raw)
+    assigned = rc.read_partitions(reader)
+    pending = rc.read_partitions(reader)
     return CurrentAssignment(member_epoch, previous, state, assigned, pending)
 
 

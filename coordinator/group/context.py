@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from odradek.coordinator.runtime import Record, Result, ShardRuntime
@@ -89,21 +89,16 @@ class GroupKind(Protocol):
         ...
 
 
+@dataclass
 class ShardContext:
     """What every part of a group shard uses: its runtime's timers, the settings, the
     topics that exist, and the parts that hold each type of group."""
 
-    def __init__(
-        self,
-        runtime: ShardRuntime | None,
-        config: GroupConfig,
-        topics_view: Callable[[], Mapping[str, tuple[uuid.UUID, int]]] = no_topics,
-    ) -> None:
-        self.runtime = runtime
-        self.config = config
-        # topic name -> (id, partition count) of the topics that exist now
-        self.topics_view = topics_view
-        self.kinds: dict[str, GroupKind] = {}  # by kind: "classic", "consumer", ...
+    runtime: ShardRuntime | None
+    config: GroupConfig
+    # topic name -> (id, partition count) of the topics that exist now
+    topics_view: Callable[[], Mapping[str, tuple[uuid.UUID, int]]] = no_topics
+    kinds: dict[str, GroupKind] = field(default_factory=dict)  # "classic", "consumer", ...
 
     @property
     def loading(self) -> bool:

@@ -13,6 +13,7 @@ the live group.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
@@ -118,24 +119,34 @@ def apply_target_epoch(group: ModernGroup[Any, Any], key: GroupKey, epoch: int |
 
 @dataclass(frozen=True)
 class ModernRecords:
-    """The record types of one modern group type that its part of the shard uses the
-    same way for every type (modern_groups.py)."""
+    """The record types of one modern group type, as its part of the shard uses them
+    (modern_groups.py): the group's own record whose tombstone drops the group, a
+    member's records and the group's own, each in the order Kafka deletes them."""
 
-    group: AnyRecordType[Any]  # the group's own: the tombstone of this one drops the group
-    member: AnyRecordType[Any]  # a member's metadata
-    target: AnyRecordType[Any]  # a member's target assignment
-    current: AnyRecordType[Any]  # a member's current assignment
-    member_gone: tuple[AnyRecordType[Any], ...]  # a member's records, deleted in this order
-    group_gone: tuple[AnyRecordType[Any], ...]  # the group's own records, deleted in this order
+    group: AnyRecordType[Any]
+    member_gone: tuple[AnyRecordType[Any], ...]
+    group_gone: tuple[AnyRecordType[Any], ...]
+
+    def _applied_by(self, apply: Callable[..., None]) -> AnyRecordType[Any]:
+        return next(t for t in self.member_gone if t.apply is apply)
+
+    @functools.cached_property
+    def member(self) -> AnyRecordType[Any]:
+        return self._applied_by(apply_member)
+
+    @functools.cached_property
+    def target(self) -> AnyRecordType[Any]:
+        return self._applied_by(apply_target)
+
+    @functools.cached_property
+    def current(self) -> AnyRecordType[Any]:
+        return self._applied_by(apply_current)
 
 
 def replay_in(part: Callable[[Any], Any]) -> Callable[[Any, Any, Any, Any, int, int], None]:
     """The replay of a modern type's records into `part(shard)`, the shard's part that
     holds the groups of that type (see ModernGroups.replay)."""
 
-    def replay(
-        shard: Any, record_type: Any, key: Any, value: Any, offset: int, producer_id: int
-    ) -> None:
-        part(shard).replay(record_type, key, value)
-
-    return replay
+    return lambda shard, record_type, key, value, offset, pid: part(shard).replay(
+        record_type, key, value
+    )

@@ -113,9 +113,9 @@ class ModernGroups(Generic[G]):
     def on_loaded(self) -> None:
         for group in self.groups.values():
             for member in group.members.values():
-                self._arm_timers(group, member)
+                self.arm_timers(group, member)
 
-    def _arm_timers(self, group: G, member: Any) -> None:
+    def arm_timers(self, group: G, member: Any) -> None:
         """A member's timers, as its last heartbeat (or the log) left it."""
         raise NotImplementedError
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Generic, NamedTuple, TypeVar
 
 from odradek.coordinator.registry import Codec
 from odradek.protocol.codec import Reader, RecordFormatError, Writer
@@ -20,6 +21,7 @@ _I32 = struct.Struct(">i")
 
 # topic id -> partitions
 TopicPartitions = dict[uuid.UUID, frozenset[int]]
+A = TypeVar("A")  # what a member holds, as the group type has it
 
 
 # Named tuples, not frozen dataclasses: every offset commit makes and replays a key,
@@ -111,6 +113,18 @@ def read_value(raw: bytes) -> Reader:
     return reader
 
 
+@dataclass(frozen=True)
+class CurrentAssignment(Generic[A]):
+    """A member's current assignment: its epoch, its previous epoch and its state, what
+    it holds and (consumer and streams groups) what it still has to give up."""
+
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned: A
+    pending_revocation: A | None = None
+
+
 def start_current(member_epoch: int, previous_member_epoch: int, state: int) -> Writer:
     """A member's current assignment: its epoch, its previous epoch and its state, then
     what it holds (as the group type has it)."""
@@ -123,6 +137,14 @@ def read_current(raw: bytes) -> tuple[Reader, int, int, int]:
     return reader, reader.int32(), reader.int32(), reader.int8()
 
 
+def start_with_strings(*values: str | None) -> Writer:
+    """A value whose first fields are these (nullable) compact strings, in this order."""
+    writer = start_value()
+    for value in values:
+        writer.compact_string(value)
+    return writer
+
+
 def write_strings(writer: Writer, values: Sequence[str]) -> None:
     writer.compact_length(len(values))
     for value in values:
@@ -133,13 +155,18 @@ def read_strings(reader: Reader) -> tuple[str, ...]:
     return tuple(reader.compact_string() or "" for _ in range(reader.compact_length()))
 
 
+def write_int32s(writer: Writer, values: Collection[int]) -> Writer:
+    """A compact array of int32s, in order (partitions, task ids)."""
+    writer.compact_length(len(values))
+    for value in sorted(values):
+        writer.int32(value)
+    return writer
+
+
 def write_partitions(writer: Writer, partitions: TopicPartitions) -> None:
     writer.compact_length(len(partitions))
     for topic_id, parts in sorted(partitions.items()):
-        writer.uuid(topic_id).compact_length(len(parts))
-        for partition in sorted(parts):
-            writer.int32(partition)
-        writer.no_tags()
+        write_int32s(writer.uuid(topic_id), parts).no_tags()
 
 
 def read_partitions(reader: Reader) -> TopicPartitions:

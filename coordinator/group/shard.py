@@ -73,6 +73,12 @@ class GroupShard:
         self.modern: tuple[ModernGroups[Any], ...] = (self.share, self.streams, self.consumer)
         kinds: tuple[GroupKind, ...] = (self.classic, self.consumer, self.share, self.streams)
         self.context.kinds.update((part.kind, part) for part in kinds)
+        # the parts' maps, as the broker and tests read them (no part replaces its own)
+        self.offsets: dict[str, Offsets] = self.committed.offsets
+        self.groups: dict[str, ClassicGroup] = self.classic.groups
+        self.consumer_groups: dict[str, ConsumerGroup] = self.consumer.groups
+        self.share_groups: dict[str, ShareGroup] = self.share.groups
+        self.streams_groups: dict[str, StreamsGroup] = self.streams.groups
 
     # -- replay ------------------------------------------------------------------
 
@@ -192,7 +198,7 @@ class GroupShard:
     ) -> Result[tuple[int, dict[TopicPartition, ErrorCode]]]:
         found = self._modern_group(group_id)
         classic = self.classic.groups.get(group_id)
-        if (found is None and classic is None and group_id not in self.offsets) or (
+        if (found is None and classic is None and group_id not in self.committed.offsets) or (
             found is not None and not found[0].has_offsets
         ):
             return Result([], (ErrorCode.group_id_not_found, {}))
@@ -211,7 +217,7 @@ class GroupShard:
                 answers[tp] = ErrorCode.group_subscribed_to_topic
             else:
                 answers[tp] = ErrorCode.none
-                if tp in self.offsets.get(group_id, {}):
+                if tp in self.committed.offsets.get(group_id, {}):
                     deletable.append(tp)
         return Result(self.committed.tombstones(group_id, deletable), (ErrorCode.none, answers))
 
@@ -262,7 +268,7 @@ class GroupShard:
                 answers[group_id] = ErrorCode.none
                 continue
             classic = self.classic.groups.get(group_id)
-            if classic is None and group_id not in self.offsets:
+            if classic is None and group_id not in self.committed.offsets:
                 answers[group_id] = ErrorCode.group_id_not_found
                 continue
             if classic is not None and (classic.members or classic.state == DEAD):
@@ -280,7 +286,7 @@ class GroupShard:
         return self._describe(self.classic, group_id)
 
     def describe_consumer_group(self, group_id: str) -> Result[dict[str, Any] | str]:
-        return self._describe(self.consumer, group_id, group_id in self.offsets)
+        return self._describe(self.consumer, group_id, group_id in self.committed.offsets)
 
     def describe_share_group(self, group_id: str) -> Result[dict[str, Any] | str]:
         return self._describe(self.share, group_id)
@@ -309,10 +315,10 @@ class GroupShard:
         for part in (self.consumer, self.share, self.streams):
             listed += [(g.group_id, part.kind, g.state, part.kind) for g in part.groups.values()]
         known = {listed_group[0] for listed_group in listed}
-        listed += [(g, "", EMPTY, "classic") for g in self.offsets if g not in known]
+        listed += [(g, "", EMPTY, "classic") for g in self.committed.offsets if g not in known]
         return Result([], listed)
 
-    # -- the parts' state, read (and in tests, set) through the shard ------------------
+    # -- the topics the parts see (tests change them), and what tests call directly -----
 
     @property
     def topics_view(self) -> Callable[[], Mapping[str, tuple[uuid.UUID, int]]]:
@@ -321,26 +327,6 @@ class GroupShard:
     @topics_view.setter
     def topics_view(self, view: Callable[[], Mapping[str, tuple[uuid.UUID, int]]]) -> None:
         self.context.topics_view = view
-
-    @property
-    def offsets(self) -> dict[str, Offsets]:
-        return self.committed.offsets
-
-    @property
-    def groups(self) -> dict[str, ClassicGroup]:
-        return self.classic.groups
-
-    @property
-    def consumer_groups(self) -> dict[str, ConsumerGroup]:
-        return self.consumer.groups
-
-    @property
-    def share_groups(self) -> dict[str, ShareGroup]:
-        return self.share.groups
-
-    @property
-    def streams_groups(self) -> dict[str, StreamsGroup]:
-        return self.streams.groups
 
     def _group_record(self, group: ClassicGroup) -> Record:
         return group_record(group)

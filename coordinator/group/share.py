@@ -104,12 +104,7 @@ TARGET_MEMBER = RecordType(
     13, "ShareGroupTargetAssignmentMember", MEMBER_KEY, TARGET_VALUE, apply_target, _replay
 )
 CURRENT_ASSIGNMENT = RecordType(
-    14,
-    "ShareGroupCurrentMemberAssignment",
-    MEMBER_KEY,
-    shr.CURRENT_VALUE,
-    apply_current,
-    _replay,
+    14, "ShareGroupCurrentMemberAssignment", MEMBER_KEY, shr.CURRENT_VALUE, apply_current, _replay
 )
 STATE_PARTITIONS = RecordType(
     15,
@@ -121,9 +116,6 @@ STATE_PARTITIONS = RecordType(
 )
 RECORDS = ModernRecords(
     GROUP_EPOCH,
-    MEMBER_METADATA,
-    TARGET_MEMBER,
-    CURRENT_ASSIGNMENT,
     (TARGET_MEMBER, CURRENT_ASSIGNMENT, MEMBER_METADATA),
     (TARGET_EPOCH, STATE_PARTITIONS, GROUP_EPOCH),
 )

@@ -202,7 +202,7 @@ class ShareGroups(ModernGroups[ShareGroup]):
         self._leave(group, member_id, records)
         return Result(records)
 
-    def _arm_timers(self, group: ShareGroup, member: ShareMember) -> None:
+    def arm_timers(self, group: ShareGroup, member: ShareMember) -> None:
         timeout = self.context.config.timeouts(group.group_id).share_session_timeout_ms
         self._arm_session(group.group_id, member.member_id, timeout)
 

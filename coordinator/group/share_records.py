@@ -14,20 +14,10 @@ A null value is a tombstone. Partitions are given per topic id.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
-from odradek.coordinator.group.record_codecs import (
-    TopicPartitions,
-    read_current,
-    read_partitions,
-    read_strings,
-    read_value,
-    start_current,
-    start_value,
-    write_partitions,
-    write_strings,
-)
+from odradek.coordinator.group import record_codecs as rc
 from odradek.coordinator.registry import Codec
 from odradek.protocol.codec import Reader, Writer
 
@@ -45,12 +35,8 @@ class MemberMetadata:
     subscribed_topic_names: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class CurrentAssignment:
-    member_epoch: int
-    previous_member_epoch: int
-    state: int
-    assigned: TopicPartitions = field(default_factory=dict)
+# a member's current assignment: the partitions it reads (nothing to give up)
+CurrentAssignment = rc.CurrentAssignment
 
 
 @dataclass(frozen=True)
@@ -71,52 +57,44 @@ class StatePartitions:
 
 
 def _encode_group_epoch(value: GroupEpoch) -> bytes:
-    return start_value().int32(value.epoch).int64(value.metadata_hash).no_tags().done()
+    return rc.start_value().int32(value.epoch).int64(value.metadata_hash).no_tags().done()
 
 
 def _decode_group_epoch(raw: bytes) -> GroupEpoch:
-    reader = read_value(raw)
+    reader = rc.read_value(raw)
     return GroupEpoch(reader.int32(), reader.int64())
 
 
 def _encode_member(value: MemberMetadata) -> bytes:
-    writer = (
-        start_value()
-        .compact_string(value.rack_id)
-        .compact_string(value.client_id)
-        .compact_string(value.client_host)
-    )
-    write_strings(writer, value.subscribed_topic_names)
+    writer = rc.start_with_strings(value.rack_id, value.client_id, value.client_host)
+    rc.write_strings(writer, value.subscribed_topic_names)
     return writer.no_tags().done()
 
 
 def _decode_member(raw: bytes) -> MemberMetadata:
-    reader = read_value(raw)
+    reader = rc.read_value(raw)
     rack_id = reader.compact_string()
     client_id, client_host = reader.compact_string() or "", reader.compact_string() or ""
-    names = read_strings(reader)
+    names = rc.read_strings(reader)
     return MemberMetadata(rack_id, client_id, client_host, names)
 
 
-def _encode_current(value: CurrentAssignment) -> bytes:
-    writer = start_current(value.member_epoch, value.previous_member_epoch, value.state)
-    write_partitions(writer, value.assigned)
+def _encode_current(value: CurrentAssignment[rc.TopicPartitions]) -> bytes:
+    writer = rc.start_current(value.member_epoch, value.previous_member_epoch, value.state)
+    rc.write_partitions(writer, value.assigned)
     return writer.no_tags().done()
 
 
-def _decode_current(raw: bytes) -> CurrentAssignment:
-    reader, member_epoch, previous, state = read_current(raw)
-    return CurrentAssignment(member_epoch, previous, state, read_partitions(reader))
+def _decode_current(raw: bytes) -> CurrentAssignment[rc.TopicPartitions]:
+    reader, member_epoch, previous, state = rc.read_current(raw)
+    return CurrentAssignment(member_epoch, previous, state, rc.read_partitions(reader))
 
 
 def _write_named(writer: Writer, topics: tuple[TopicPartitionsNamed, ...]) -> None:
     writer.compact_length(len(topics))
     for topic in topics:
         writer.uuid(topic.topic_id).compact_string(topic.name)
-        writer.compact_length(len(topic.partitions))
-        for partition in sorted(topic.partitions):
-            writer.int32(partition)
-        writer.no_tags()
+        rc.write_int32s(writer, topic.partitions).no_tags()
 
 
 def _read_named(reader: Reader) -> tuple[TopicPartitionsNamed, ...]:
@@ -130,7 +108,7 @@ def _read_named(reader: Reader) -> tuple[TopicPartitionsNamed, ...]:
 
 
 def _encode_state_partitions(value: StatePartitions) -> bytes:
-    writer = start_value()
+    writer = rc.start_value()
     _write_named(writer, value.initializing)
     _write_named(writer, value.initialized)
     writer.compact_length(len(value.deleting))
@@ -140,7 +118,7 @@ def _encode_state_partitions(value: StatePartitions) -> bytes:
 
 
 def _decode_state_partitions(raw: bytes) -> StatePartitions:
-    reader = read_value(raw)
+    reader = rc.read_value(raw)
     initializing, initialized = _read_named(reader), _read_named(reader)
     deleting = []
     for _ in range(reader.compact_length()):

@@ -247,19 +247,11 @@ TARGET_MEMBER = RecordType(
     21, "StreamsGroupTargetAssignmentMember", MEMBER_KEY, sr.TARGET_VALUE, apply_target, _replay
 )
 CURRENT_ASSIGNMENT = RecordType(
-    22,
-    "StreamsGroupCurrentMemberAssignment",
-    MEMBER_KEY,
-    sr.CURRENT_VALUE,
-    apply_current,
-    _replay,
+    22, "StreamsGroupCurrentMemberAssignment", MEMBER_KEY, sr.CURRENT_VALUE, apply_current, _replay
 )
 TOPOLOGY = RecordType(23, "StreamsGroupTopology", GROUP_KEY, sr.TOPOLOGY_VALUE, _topology, _replay)
 RECORDS = ModernRecords(
     GROUP_METADATA,
-    MEMBER_METADATA,
-    TARGET_MEMBER,
-    CURRENT_ASSIGNMENT,
     (CURRENT_ASSIGNMENT, TARGET_MEMBER, MEMBER_METADATA),
     (GROUP_METADATA, TOPOLOGY),
 )

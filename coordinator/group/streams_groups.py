@@ -547,7 +547,7 @@ class StreamsGroups(ModernGroups[StreamsGroup]):
         for timer in ("stsession", "strevoke"):
             self.context.cancel(f"{timer}:{group_id}:{member_id}")
 
-    def _arm_timers(self, group: StreamsGroup, member: StreamsMember) -> None:
+    def arm_timers(self, group: StreamsGroup, member: StreamsMember) -> None:
         timeout = self.context.config.timeouts(group.group_id).streams_session_timeout_ms
         self._arm_session(group.group_id, member.member_id, timeout)
         self._arm_rebalance(group.group_id, member)

@@ -22,14 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
-from odradek.coordinator.group.record_codecs import (
-    read_current,
-    read_strings,
-    read_value,
-    start_current,
-    start_value,
-    write_strings,
-)
+from odradek.coordinator.group import record_codecs as rc
 from odradek.coordinator.registry import Codec
 from odradek.protocol.codec import Reader, Writer
 
@@ -90,13 +83,8 @@ class AssignedTasks:
         return {s: frozenset(parts) for s, parts in self.active.items()}
 
 
-@dataclass(frozen=True)
-class CurrentAssignment:
-    member_epoch: int
-    previous_member_epoch: int
-    state: int
-    assigned: AssignedTasks = field(default_factory=AssignedTasks)
-    pending_revocation: AssignedTasks = field(default_factory=AssignedTasks)
+# a member's current assignment: the tasks it holds and (pending_revocation) must give up
+CurrentAssignment = rc.CurrentAssignment
 
 
 @dataclass(frozen=True)
@@ -199,7 +187,7 @@ def _array(reader: Reader, item: Callable[[Reader], T]) -> tuple[T, ...]:
 
 
 def _encode_group_metadata(value: GroupMetadata) -> bytes:
-    writer = start_value().int32(value.epoch).int64(value.metadata_hash)
+    writer = rc.start_value().int32(value.epoch).int64(value.metadata_hash)
     tagged = []
     if value.validated_topology_epoch != -1:
         tagged.append((0, Writer().int32(value.validated_topology_epoch).done()))
@@ -210,7 +198,7 @@ def _encode_group_metadata(value: GroupMetadata) -> bytes:
 
 
 def _decode_group_metadata(raw: bytes) -> GroupMetadata:
-    reader = read_value(raw)
+    reader = rc.read_value(raw)
     epoch, metadata_hash = reader.int32(), reader.int64()
     tags = _read_tags(reader)
     validated = tags[0].int32() if 0 in tags else -1
@@ -222,16 +210,11 @@ def _decode_group_metadata(raw: bytes) -> GroupMetadata:
 
 
 def _encode_member(value: MemberMetadata) -> bytes:
-    writer = (
-        start_value()
-        .compact_string(value.instance_id)
-        .compact_string(value.rack_id)
-        .compact_string(value.client_id)
-        .compact_string(value.client_host)
-        .int32(value.rebalance_timeout_ms)
-        .int32(value.topology_epoch)
-        .compact_string(value.process_id)
+    writer = rc.start_with_strings(
+        value.instance_id, value.rack_id, value.client_id, value.client_host
     )
+    writer.int32(value.rebalance_timeout_ms).int32(value.topology_epoch)
+    writer.compact_string(value.process_id)
     if value.user_endpoint is None:
         writer.int8(-1)
     else:
@@ -243,7 +226,7 @@ def _encode_member(value: MemberMetadata) -> bytes:
 
 
 def _decode_member(raw: bytes) -> MemberMetadata:
-    reader = read_value(raw)
+    reader = rc.read_value(raw)
     instance_id, rack_id = reader.compact_string(), reader.compact_string()
     client_id, client_host = reader.compact_string() or "", reader.compact_string() or ""
     rebalance_timeout_ms, topology_epoch = reader.int32(), reader.int32()
@@ -271,13 +254,13 @@ def _decode_member(raw: bytes) -> MemberMetadata:
 
 
 def _encode_target_epoch(value: TargetEpoch) -> bytes:
-    writer = start_value().int32(value.epoch)
+    writer = rc.start_value().int32(value.epoch)
     timestamp = value.timestamp
     return _tags(writer, [(0, Writer().int64(timestamp).done())] if timestamp else [])
 
 
 def _decode_target_epoch(raw: bytes) -> TargetEpoch:
-    reader = read_value(raw)
+    reader = rc.read_value(raw)
     epoch = reader.int32()
     tags = _read_tags(reader)
     return TargetEpoch(epoch, tags[0].int64() if 0 in tags else 0)
@@ -286,19 +269,14 @@ def _decode_target_epoch(raw: bytes) -> TargetEpoch:
 def _write_tasks(writer: Writer, tasks: Tasks) -> None:
     writer.compact_length(len(tasks))
     for subtopology, parts in sorted(tasks.items()):
-        writer.compact_string(subtopology).compact_length(len(parts))
-        for partition in sorted(parts):
-            writer.int32(partition)
-        writer.no_tags()
+        rc.write_int32s(writer.compact_string(subtopology), parts).no_tags()
 
 
 def _write_active(writer: Writer, tasks: ActiveTasks) -> None:
     """Active tasks, with the epoch each was assigned at (tagged field 0)."""
     writer.compact_length(len(tasks))
     for subtopology, epochs in sorted(tasks.items()):
-        writer.compact_string(subtopology).compact_length(len(epochs))
-        for partition in sorted(epochs):
-            writer.int32(partition)
+        rc.write_int32s(writer.compact_string(subtopology), epochs)
         tagged = Writer().compact_length(len(epochs))
         for partition in sorted(epochs):
             tagged.int32(epochs[partition])
@@ -336,31 +314,31 @@ def _read_active(reader: Reader, member_epoch: int) -> dict[str, dict[int, int]]
 
 
 def _encode_target(value: TargetTasks) -> bytes:
-    writer = start_value()
+    writer = rc.start_value()
     for tasks in (value.active, value.standby, value.warmup):
         _write_tasks(writer, tasks)
     return writer.no_tags().done()
 
 
 def _decode_target(raw: bytes) -> TargetTasks:
-    reader = read_value(raw)
+    reader = rc.read_value(raw)
     return TargetTasks(_read_tasks(reader), _read_tasks(reader), _read_tasks(reader))
 
 
 # -- 22: a member's current assignment -------------------------------------------------
 
 
-def _encode_current(value: CurrentAssignment) -> bytes:
-    writer = start_current(value.member_epoch, value.previous_member_epoch, value.state)
-    for tasks in (value.assigned, value.pending_revocation):
+def _encode_current(value: CurrentAssignment[AssignedTasks]) -> bytes:
+    writer = rc.start_current(value.member_epoch, value.previous_member_epoch, value.state)
+    for tasks in (value.assigned, value.pending_revocation or AssignedTasks()):
         _write_active(writer, tasks.active)
         _write_tasks(writer, tasks.standby)
         _write_tasks(writer, tasks.warmup)
     return writer.no_tags().done()
 
 
-def _decode_current(raw: bytes) -> CurrentAssignment:
-    reader, member_epoch, previous, state = read_current(raw)
+def _decode_current(raw: bytes) -> CurrentAssignment[AssignedTasks]:
+    reader, member_epoch, previous, state = rc.read_current(raw)
     assigned = AssignedTasks(
         _read_active(reader, member_epoch), _read_tasks(reader), _read_tasks(reader)
     )
@@ -402,9 +380,9 @@ def _read_copartition_group(reader: Reader) -> CopartitionGroup:
 
 def _read_subtopology(reader: Reader) -> Subtopology:
     subtopology_id = reader.compact_string() or ""
-    sources, regexes = read_strings(reader), read_strings(reader)
+    sources, regexes = rc.read_strings(reader), rc.read_strings(reader)
     changelogs = _array(reader, _read_topic_info)
-    sinks = read_strings(reader)
+    sinks = rc.read_strings(reader)
     repartition_sources = _array(reader, _read_topic_info)
     copartition = _array(reader, _read_copartition_group)
     reader.skip_tags()
@@ -414,13 +392,13 @@ def _read_subtopology(reader: Reader) -> Subtopology:
 
 
 def _encode_topology(value: Topology) -> bytes:
-    writer = start_value().int32(value.epoch).compact_length(len(value.subtopologies))
+    writer = rc.start_value().int32(value.epoch).compact_length(len(value.subtopologies))
     for sub in value.subtopologies:
         writer.compact_string(sub.subtopology_id)
-        write_strings(writer, sub.source_topics)
-        write_strings(writer, sub.source_topic_regex)
+        rc.write_strings(writer, sub.source_topics)
+        rc.write_strings(writer, sub.source_topic_regex)
         _write_topic_infos(writer, sub.state_changelog_topics)
-        write_strings(writer, sub.repartition_sink_topics)
+        rc.write_strings(writer, sub.repartition_sink_topics)
         _write_topic_infos(writer, sub.repartition_source_topics)
         writer.compact_length(len(sub.copartition_groups))
         for group in sub.copartition_groups:
@@ -433,7 +411,7 @@ def _encode_topology(value: Topology) -> bytes:
 
 
 def _decode_topology(raw: bytes) -> Topology:
-    reader = read_value(raw)
+    reader = rc.read_value(raw)
     epoch = reader.int32()
     return Topology(epoch, _array(reader, _read_subtopology))
 
