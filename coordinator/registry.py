@@ -3,8 +3,9 @@
 A record's key starts with an int16, its type id (on `__consumer_offsets`, what Kafka
 calls the key's version); the rest of the key and the whole value (which starts with
 its own int16 version) are its type's codecs'. A record type also says how a record
-of it is replayed: `replay` finds what the record changes in a shard's state (a
-group, a group's offsets, or the state itself) and `apply` makes the change.
+of it is replayed: `replay` finds what the record changes in a shard's state (the
+part of the shard that holds it, and there a group or a group's offsets; or the
+state itself) and `apply` makes the change.
 
 A registry maps type ids to record types and replays one record at a time: nothing
 in it assumes a whole log, so a shard can be loaded in slices.
