@@ -73,7 +73,7 @@ class GroupShard:
         self.modern: tuple[ModernGroups[Any], ...] = (self.share, self.streams, self.consumer)
         kinds: tuple[GroupKind, ...] = (self.classic, self.consumer, self.share, self.streams)
         self.context.kinds.update((part.kind, part) for part in kinds)
-        # the parts' maps, as the broker and tests read them (no part replaces its own)
+        # the parts' maps, by the names tests read them by (no part replaces its own)
         self.offsets: dict[str, Offsets] = self.committed.offsets
         self.groups: dict[str, ClassicGroup] = self.classic.groups
         self.consumer_groups: dict[str, ConsumerGroup] = self.consumer.groups
