@@ -47,8 +47,8 @@ from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.feature_store import FeatureStore
 from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings
 from odradek.broker.settings.listeners import Listener, ListenError
+from odradek.coordinator.group.context import GroupTimeouts
 from odradek.coordinator.group.shard import GroupConfig, GroupShard
-from odradek.coordinator.group.shard_state import GroupTimeouts
 from odradek.coordinator.runtime import CoordinatorRuntime, control_batch
 from odradek.protocol import messages
 from odradek.protocol.batch import BatchHeader, iter_batches
@@ -295,7 +295,7 @@ class Broker:
     def _share_groups(self) -> dict[str, int]:
         states: dict[str, int] = {}
         for runtime in list(self.groups.shards.values()):
-            for group in list(runtime.shard.share_groups.values()):
+            for group in list(runtime.shard.share.groups.values()):
                 states[group.state] = states.get(group.state, 0) + 1
         return states
 

@@ -11,24 +11,15 @@ from typing import Any
 
 from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
 
-from odradek.broker.handlers.authorization import NOT_REQUESTED
 from odradek.broker.handlers.base import Reply, RequestContext
-from odradek.broker.handlers.groups_common import describe_each
-from odradek.protocol.errors import ErrorCode
+from odradek.broker.handlers.groups_common import describe_each, described_group, missing_group
 
 MIN_VERSION, MAX_VERSION = 0, 1
 # v0 and v1 have the same fields: typed as the newest
 
 
 async def handle(ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> Reply:
-    groups = await describe_each(
-        ctx,
-        request.group_ids,
-        request.include_authorized_operations,
-        _describe,
-        _described,
-        _missing,
-    )
+    groups = await describe_each(ctx, request, _describe, _described, missing_group)
     return {"throttle_time": 0, "groups": groups}
 
 
@@ -49,43 +40,20 @@ def _assignment(
 
 def _described(group: dict[str, Any]) -> dict[str, Any]:
     names = group["topic_names"]
-    return {
-        "error_code": ErrorCode.none,
-        "error_message": None,
-        "group_id": group["group_id"],
-        "group_state": group["group_state"],
-        "group_epoch": group["group_epoch"],
-        "assignment_epoch": group["assignment_epoch"],
-        "assignor_name": group["assignor_name"],
-        "members": [
-            {
-                "member_id": m["member_id"],
-                "instance_id": m["instance_id"],
-                "rack_id": m["rack_id"],
-                "member_epoch": m["member_epoch"],
-                "client_id": m["client_id"],
-                "client_host": m["client_host"],
-                "subscribed_topic_names": list(m["subscribed_topic_names"]),
-                "subscribed_topic_regex": m["subscribed_topic_regex"] or "",
-                "assignment": _assignment(m["assignment"], names),
-                "target_assignment": _assignment(m["target_assignment"], names),
-                "member_type": 0 if m["classic"] else 1,  # classic or consumer protocol
-            }
-            for m in group["members"]
-        ],
-        "authorized_operations": NOT_REQUESTED,
-    }
-
-
-def _missing(group_id: str, code: int, message: str | None) -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "error_message": message,
-        "group_id": group_id,
-        "group_state": "",
-        "group_epoch": 0,
-        "assignment_epoch": 0,
-        "assignor_name": "",
-        "members": [],
-        "authorized_operations": NOT_REQUESTED,
-    }
+    members = [
+        {
+            "member_id": m["member_id"],
+            "instance_id": m["instance_id"],
+            "rack_id": m["rack_id"],
+            "member_epoch": m["member_epoch"],
+            "client_id": m["client_id"],
+            "client_host": m["client_host"],
+            "subscribed_topic_names": list(m["subscribed_topic_names"]),
+            "subscribed_topic_regex": m["subscribed_topic_regex"] or "",
+            "assignment": _assignment(m["assignment"], names),
+            "target_assignment": _assignment(m["target_assignment"], names),
+            "member_type": 0 if m["classic"] else 1,  # classic or consumer protocol
+        }
+        for m in group["members"]
+    ]
+    return described_group(group, members)

@@ -3,7 +3,7 @@
 A member joins with epoch 0 and its subscription, then heartbeats with its epoch and,
 when they changed, what it owns; the answer carries its new epoch and, when it
 changed, the partitions it should own. Epoch -1 leaves, -2 leaves for a while (a static
-member). The group's shard does the work (coordinator/group/consumer_protocol.py);
+member). The group's shard does the work (coordinator/group/consumer_groups.py);
 here the request becomes a dict and the answer a response. With ACLs the group needs
 READ: GROUP_AUTHORIZATION_FAILED otherwise.
 """

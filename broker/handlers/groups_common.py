@@ -7,12 +7,17 @@ import asyncio
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from odradek.broker.handlers.authorization import allowed_names, authorized_operations
+from odradek.broker.handlers.authorization import (
+    NOT_REQUESTED,
+    allowed_names,
+    authorized_operations,
+)
 from odradek.broker.handlers.base import RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.coordinator.runtime import CoordinatorError
+from odradek.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from odradek.broker.handlers.offset_commit import OffsetCommitRequest
@@ -81,20 +86,27 @@ def heartbeat_error(code: int, message: str | None) -> dict[str, Any]:
     }
 
 
+class DescribeRequest(Protocol):
+    @property
+    def group_ids(self) -> Sequence[str]: ...
+
+    @property
+    def include_authorized_operations(self) -> bool: ...
+
+
 async def describe_each(
     ctx: RequestContext,
-    group_ids: Sequence[str],
-    include_authorized_operations: bool,
+    request: DescribeRequest,
     describe: Callable[[str], Callable[[Any], Any]],
     shape: Callable[[dict[str, Any]], dict[str, Any]],
     missing: Callable[[str, int, str | None], dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """ConsumerGroupDescribe and ShareGroupDescribe: each group described by its shard
-    (`describe(group_id)` is the operation; it gives the group, or why there is none),
-    `shape`d for the answer; a group not described (unknown, not of the kind, not
-    authorized, an empty id) is `missing` with its error and message."""
+    """ConsumerGroupDescribe, ShareGroupDescribe and StreamsGroupDescribe: each group
+    described by its shard (`describe(group_id)` is the operation; it gives the group,
+    or why there is none), `shape`d for the answer; a group not described (unknown, not
+    of the kind, not authorized, an empty id) is `missing` with its error and message."""
     groups = []
-    for group_id in group_ids:
+    for group_id in request.group_ids:
         if not ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
             groups.append(missing(group_id, GROUP_AUTHORIZATION_FAILED, None))
             continue
@@ -106,12 +118,43 @@ async def describe_each(
             groups.append(missing(group_id, code or GROUP_ID_NOT_FOUND, described))
             continue
         answer = shape(described)
-        if include_authorized_operations:
+        if request.include_authorized_operations:
             answer["authorized_operations"] = authorized_operations(
                 ctx, ResourceType.GROUP, group_id
             )
         groups.append(answer)
     return groups
+
+
+def described_group(group: dict[str, Any], members: list[dict[str, Any]]) -> dict[str, Any]:
+    """A group of ConsumerGroupDescribe or ShareGroupDescribe, as its shard described
+    it, with its members as the API shows them."""
+    return {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "group_id": group["group_id"],
+        "group_state": group["group_state"],
+        "group_epoch": group["group_epoch"],
+        "assignment_epoch": group["assignment_epoch"],
+        "assignor_name": group["assignor_name"],
+        "members": members,
+        "authorized_operations": NOT_REQUESTED,
+    }
+
+
+def missing_group(group_id: str, code: int, message: str | None) -> dict[str, Any]:
+    """A group ConsumerGroupDescribe or ShareGroupDescribe could not describe."""
+    return {
+        "error_code": code,
+        "error_message": message,
+        "group_id": group_id,
+        "group_state": "",
+        "group_epoch": 0,
+        "assignment_epoch": 0,
+        "assignor_name": "",
+        "members": [],
+        "authorized_operations": NOT_REQUESTED,
+    }
 
 
 TopicPartition = tuple[str, int]

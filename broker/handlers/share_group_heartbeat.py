@@ -7,7 +7,7 @@ group, and only that: records the member holds are given back when its share ses
 closes (a ShareFetch or ShareAcknowledge with the final epoch, which a closing
 consumer sends), when its connection closes, or when their acquisition locks run
 out, as on Kafka. The shard does the work
-(coordinator/group/share_protocol.py). The group's own `share.session.timeout.ms` and
+(coordinator/group/share_groups.py). The group's own `share.session.timeout.ms` and
 `share.heartbeat.interval.ms` (group configs) win over the broker's. With ACLs the
 group needs READ (GROUP_AUTHORIZATION_FAILED) and the subscribed topics DESCRIBE
 (TOPIC_AUTHORIZATION_FAILED).

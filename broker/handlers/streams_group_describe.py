@@ -19,9 +19,8 @@ from typing import Any, cast
 
 from kio.schema.streams_group_describe.v0.request import StreamsGroupDescribeRequest as RequestV0
 
-from odradek.broker.handlers.authorization import NOT_REQUESTED
 from odradek.broker.handlers.base import Reply, RequestContext
-from odradek.broker.handlers.groups_common import describe_each
+from odradek.broker.handlers.groups_common import describe_each, described_group, missing_group
 from odradek.broker.handlers.streams_group_heartbeat import streams_enabled
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.schemas.streams_group_describe.v1.request import (
@@ -46,12 +45,7 @@ async def handle(ctx: RequestContext, request: Request) -> Reply:
     asked = ctx.version >= 1 and cast(RequestV1, request).include_topology_description
     status = NOT_STORED if asked else NOT_REQUESTED_DESCRIPTION
     groups = await describe_each(
-        ctx,
-        request.group_ids,
-        request.include_authorized_operations,
-        _describe,
-        lambda group: _described(ctx, group, status),
-        _missing,
+        ctx, request, _describe, lambda group: _described(ctx, group, status), _missing
     )
     return {"throttle_time": 0, "groups": groups}
 
@@ -61,34 +55,19 @@ def _describe(group_id: str) -> Callable[[Any], Any]:
 
 
 def _described(ctx: RequestContext, group: dict[str, Any], status: int) -> dict[str, Any]:
-    group_id = group["group_id"]
+    assignor = ctx.services.group_settings(group["group_id"]).streams_assignor_name
     return {
-        "error_code": ErrorCode.none,
-        "error_message": None,
-        "group_id": group_id,
-        "group_state": group["group_state"],
-        "group_epoch": group["group_epoch"],
-        "assignment_epoch": group["assignment_epoch"],
+        **described_group({**group, "assignor_name": assignor}, group["members"]),
         "topology": group["topology"],
-        "members": group["members"],
-        "authorized_operations": NOT_REQUESTED,
         "topology_description": None,
         "topology_description_status": status,
-        "assignor_name": ctx.services.group_settings(group_id).streams_assignor_name,
     }
 
 
 def _missing(group_id: str, code: int, message: str | None) -> dict[str, Any]:
     return {
-        "error_code": code,
-        "error_message": message,
-        "group_id": group_id,
-        "group_state": "",
-        "group_epoch": 0,
-        "assignment_epoch": 0,
+        **missing_group(group_id, code, message),
         "topology": None,
-        "members": [],
-        "authorized_operations": NOT_REQUESTED,
         "topology_description": None,
         "topology_description_status": NOT_REQUESTED_DESCRIPTION,
         "assignor_name": None,

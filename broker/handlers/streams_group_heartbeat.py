@@ -5,7 +5,7 @@ epoch and, when they changed, the tasks it owns; the answer carries its epoch, t
 tasks it should own when they changed, statuses (missing topics, a delayed
 assignment, a stale topology, a shutdown asked for), and the endpoint-to-partitions
 map for interactive queries when its endpoint epoch is behind. The group's shard does
-the work (coordinator/group/streams_protocol.py). Internal topics the topology needs
+the work (coordinator/group/streams_groups.py). Internal topics the topology needs
 and that are missing are created here, as Kafka's broker does, with the partitions
 and configs the coordinator worked out. Checked first, as on Kafka: the protocol is
 enabled (`group.coordinator.rebalance.protocols` has "streams"), the group may be READ,

@@ -17,7 +17,7 @@ from pathlib import Path
 from odradek.broker.settings.config import BrokerConfig, streams_list
 from odradek.broker.settings.iso_duration import parse_duration_ms
 from odradek.broker.settings.named_configs import NamedConfigs
-from odradek.coordinator.group.shard_state import GroupTimeouts
+from odradek.coordinator.group.context import GroupTimeouts
 
 FILE_NAME = "group-configs.json"
 OFFSET_RESET_WORDS = ("earliest", "latest")

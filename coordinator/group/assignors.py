@@ -89,13 +89,7 @@ def _uniform_same_topics(
     base, extra = divmod(len(partitions), len(members))
     by_holdings = sorted(members, key=lambda m: (-len(held[m]), m))
     quota = {m: base + (1 if rank < extra else 0) for rank, m in enumerate(by_holdings)}
-    for member in members:
-        excess = len(held[member]) - quota[member]
-        if excess > 0:
-            held[member].sort()
-            for tp in held[member][-excess:]:
-                del owner[tp]
-            del held[member][-excess:]
+    _give_back(owner, held, quota)
     waiting = [(len(held[m]), m) for m in members if len(held[m]) < quota[m]]
     heapq.heapify(waiting)
     for tp in partitions:
@@ -110,6 +104,19 @@ def _uniform_same_topics(
     for tp, member in owner.items():
         _give(assignment, member, tp)
     return assignment
+
+
+def _give_back(
+    owner: dict[Partition, str], held: dict[str, list[Partition]], quotas: dict[str, int]
+) -> None:
+    """A member above its quota gives back its highest partitions."""
+    for member, partitions in held.items():
+        excess = len(partitions) - quotas[member]
+        if excess > 0:
+            partitions.sort()
+            for tp in partitions[-excess:]:
+                del owner[tp]
+            del partitions[-excess:]
 
 
 def _uniform_different_topics(members: list[str], spec: AssignmentSpec) -> Assignment:
@@ -129,15 +136,8 @@ def _uniform_different_topics(members: list[str], spec: AssignmentSpec) -> Assig
                 if member in eligible.get(tp, ()) and tp not in owner:
                     owner[tp] = member
                     held[member].append(tp)
-    # a member above its fair share gives back its highest partitions
     quotas = _quotas(members, eligible)
-    for member in members:
-        excess = len(held[member]) - quotas[member]
-        if excess > 0:
-            held[member].sort()
-            for tp in held[member][-excess:]:
-                del owner[tp]
-            del held[member][-excess:]
+    _give_back(owner, held, quotas)
     for tp, takers in eligible.items():
         if tp not in owner:
             taker = min(takers, key=lambda m: (len(held[m]), m))

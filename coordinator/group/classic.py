@@ -1,4 +1,6 @@
-"""A classic consumer group: its members and where it stands in a rebalance.
+"""A classic consumer group: its members, where it stands in a rebalance, its record
+(GroupMetadata: the generation, protocol, leader, members and assignments) and how
+that replays into the shard's classic groups (classic_groups.py).
 
     Empty -> PreparingRebalance -> CompletingRebalance -> Stable
     (any) -> Dead when deleted
@@ -11,7 +13,17 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from odradek.coordinator.group import records as rec
+from odradek.coordinator.group.context import now_ms
+from odradek.coordinator.group.record_codecs import GROUP_KEY, GroupKey
+from odradek.coordinator.registry import RecordType, into_part
+from odradek.coordinator.runtime import Record
+
+if TYPE_CHECKING:
+    from odradek.coordinator.group.classic_groups import ClassicGroups
+    from odradek.coordinator.group.shard import GroupShard
 
 EMPTY = "Empty"
 PREPARING_REBALANCE = "PreparingRebalance"
@@ -150,3 +162,105 @@ def parse_subscription(metadata: bytes) -> set[str] | None:
         return topics
     except (struct.error, UnicodeDecodeError):
         return None
+
+
+def tombstone(group_id: str) -> Record:
+    """The record that deletes the group."""
+    return GROUP_METADATA.tombstone(GroupKey(group_id))
+
+
+def group_record(group: ClassicGroup) -> Record:
+    """The group's metadata record: its generation, protocol, leader and members."""
+    value = rec.GroupValue(
+        protocol_type=group.protocol_type or "",
+        generation=group.generation,
+        protocol=group.protocol,
+        leader=group.leader,
+        state_timestamp=now_ms(),
+        members=[
+            rec.MemberValue(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata_for(group.protocol),
+                m.assignment,
+            )
+            for m in group.members.values()
+        ],
+    )
+    return GROUP_METADATA.record(GroupKey(group.group_id), value)
+
+
+def described(group: ClassicGroup) -> dict[str, Any]:
+    """The group as DescribeGroups gives it: as Kafka, the protocol, metadata and
+    assignments only once the group is stable."""
+    stable = group.state == STABLE
+    return {
+        "group_id": group.group_id,
+        "group_state": group.state,
+        "protocol_type": group.protocol_type or "",
+        "protocol_data": (group.protocol or "") if stable else "",
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_metadata": m.metadata_for(group.protocol) if stable else b"",
+                "member_assignment": m.assignment if stable else b"",
+            }
+            for m in group.members.values()
+        ],
+    }
+
+
+def _classic_groups(shard: GroupShard) -> ClassicGroups:
+    return shard.classic
+
+
+def _apply_metadata(part: ClassicGroups, key: GroupKey, value: rec.GroupValue | None) -> None:
+    group_id = key.group
+    if value is None:
+        gone = part.groups.pop(group_id, None)
+        if gone is not None:
+            gone.state = DEAD
+        return
+    group = part.groups.get(group_id)
+    if group is None:
+        group = ClassicGroup(group_id)
+        part.groups[group_id] = group
+    group.generation = value.generation
+    group.protocol_type = value.protocol_type or None
+    group.protocol = value.protocol
+    group.leader = value.leader
+    group.state_timestamp = value.state_timestamp
+    persisted = {m.member_id for m in value.members}
+    for m in value.members:
+        member = group.members.get(m.member_id)
+        if member is None:
+            member = Member(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout,
+                m.session_timeout,
+                value.protocol_type,
+                [(value.protocol or "", m.subscription)],
+            )
+            group.add(member)
+        member.assignment = m.assignment
+    if part.context.loading:
+        # loading: the record is the whole truth about the group
+        for member_id in [mid for mid in group.members if mid not in persisted]:
+            group.remove(member_id)
+        group.leader = value.leader
+        group.state = STABLE if group.members else EMPTY
+
+
+GROUP_METADATA = RecordType(
+    2, "GroupMetadata", GROUP_KEY, rec.GROUP_VALUE, _apply_metadata, into_part(_classic_groups)
+)

@@ -1,5 +1,5 @@
-"""A consumer-protocol group (KIP-848), how each of its records changes it, and the
-reconciliation of one member towards its target assignment, as pure state.
+"""A consumer-protocol group (KIP-848), its record types and how each changes it, and
+the reconciliation of one member towards its target assignment, as pure state.
 
 The group epoch counts changes of membership, subscriptions and subscribed topics;
 the target assignment is computed for a group epoch; each member's epoch reaches the
@@ -17,11 +17,27 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from odradek.coordinator.group import consumer_records as cr
-from odradek.coordinator.group.consumer_records import (
-    ClassicMetadata,
-    TopicMetadata,
+from odradek.coordinator.group.consumer_records import ClassicMetadata, TopicMetadata
+from odradek.coordinator.group.modern import (
+    ModernGroup,
+    ModernRecords,
+    apply_current,
+    apply_member,
+    apply_target,
+    apply_target_epoch,
+    replay_in,
+    value_of,
+)
+from odradek.coordinator.group.record_codecs import (
+    EPOCH_VALUE,
+    GROUP_KEY,
+    MEMBER_KEY,
+    TARGET_VALUE,
+    GroupKey,
+    MemberKey,
     TopicPartitions,
 )
+from odradek.coordinator.registry import RecordType
 from odradek.coordinator.runtime import Record
 
 STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS = 0, 1, 2
@@ -53,12 +69,7 @@ class ConsumerMember:
 
 
 @dataclass
-class ConsumerGroup:
-    group_id: str
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    members: dict[str, ConsumerMember] = field(default_factory=dict)
-    target: dict[str, TopicPartitions] = field(default_factory=dict)
+class ConsumerGroup(ModernGroup[ConsumerMember, TopicPartitions]):
     # the subscribed topics as of the group epoch: a change means a new epoch
     topics: list[TopicMetadata] = field(default_factory=list)
 
@@ -74,6 +85,12 @@ class ConsumerGroup:
         ):
             return RECONCILING
         return GROUP_STABLE
+
+    def new_member(self, member_id: str) -> ConsumerMember:
+        return ConsumerMember(member_id)
+
+    def unassigned(self, member: ConsumerMember) -> ConsumerMember:
+        return dataclasses.replace(member, member_epoch=0, assigned={}, pending_revocation={})
 
     def static_member(self, instance_id: str) -> ConsumerMember | None:
         for member in self.members.values():
@@ -125,25 +142,13 @@ def reconcile(
 ) -> ConsumerMember:
     """The member's next state towards ``target`` (of ``target_epoch``), given what it
     reported owning in this heartbeat (None when it did not say)."""
-    if member.state == STABLE:
-        if member.member_epoch == target_epoch:
-            return member
-        return _next(member, member.member_epoch, target_epoch, target, owned, held_by_another)
+    epoch = member.member_epoch
+    if member.state == STABLE and epoch == target_epoch:
+        return member
     if member.state == UNREVOKED_PARTITIONS:
         if owns_any(owned, member.pending_revocation):
             return member
-        return _next(member, member.member_epoch + 1, target_epoch, target, owned, held_by_another)
-    return _next(member, member.member_epoch, target_epoch, target, owned, held_by_another)
-
-
-def _next(
-    member: ConsumerMember,
-    epoch: int,
-    target_epoch: int,
-    target: TopicPartitions,
-    owned: Mapping[uuid.UUID, frozenset[int]] | None,
-    held_by_another: Callable[[uuid.UUID, int], bool],
-) -> ConsumerMember:
+        epoch += 1
     keep: TopicPartitions = {}
     revoke: TopicPartitions = {}
     take: TopicPartitions = {}
@@ -189,105 +194,61 @@ def _moved(
 
 def member_metadata(member: ConsumerMember) -> cr.MemberMetadata:
     """What the member metadata record holds of a member."""
-    return cr.MemberMetadata(
-        member.instance_id,
-        member.rack_id,
-        member.client_id,
-        member.client_host,
-        member.subscribed_topic_names,
-        member.subscribed_topic_regex,
-        member.rebalance_timeout_ms,
-        member.server_assignor,
-        member.classic,
-    )
+    return value_of(cr.MemberMetadata, member)
 
 
 def member_record(group_id: str, member: ConsumerMember) -> Record:
-    key = cr.ConsumerKey(cr.MEMBER_METADATA, group_id, member.member_id)
-    return cr.encode_key(key), cr.encode_member(member_metadata(member))
+    return MEMBER_METADATA.record(MemberKey(group_id, member.member_id), member_metadata(member))
 
 
 def current_record(group_id: str, member: ConsumerMember) -> Record:
-    key = cr.ConsumerKey(cr.CURRENT_ASSIGNMENT, group_id, member.member_id)
-    value = cr.CurrentAssignment(
-        member.member_epoch,
-        member.previous_member_epoch,
-        member.state,
-        member.assigned,
-        member.pending_revocation,
-    )
-    return cr.encode_key(key), cr.encode_current(value)
+    value = value_of(cr.CurrentAssignment, member)
+    return CURRENT_ASSIGNMENT.record(MemberKey(group_id, member.member_id), value)
 
 
-def target_record(group_id: str, member_id: str, target: cr.TopicPartitions) -> Record:
-    key = cr.ConsumerKey(cr.TARGET_MEMBER, group_id, member_id)
-    return cr.encode_key(key), cr.encode_target(target)
+def target_record(group_id: str, member_id: str, target: TopicPartitions) -> Record:
+    return TARGET_MEMBER.record(MemberKey(group_id, member_id), target)
 
 
-# -- records applied to a group -----------------------------------------------------
+# -- how the consumer group's own records change it (the others: modern.py)
 
 
-def apply_record(group: ConsumerGroup, key: cr.ConsumerKey, value: bytes | None) -> None:
-    """One record's change to ``group``: the same for a heartbeat's working copy, a
-    live replay and loading."""
-    kind, member_id = key.kind, key.member
-    if kind == cr.GROUP_EPOCH:
-        group.group_epoch = cr.decode_epoch(value) if value is not None else 0
-    elif kind == cr.PARTITION_METADATA:
-        group.topics = cr.decode_partition_metadata(value) if value is not None else []
-    elif kind == cr.TARGET_EPOCH:
-        group.assignment_epoch = cr.decode_epoch(value) if value is not None else 0
-    elif kind == cr.TARGET_MEMBER:
-        if value is None:
-            group.target.pop(member_id, None)
-        else:
-            group.target[member_id] = cr.decode_target(value)
-    elif kind == cr.MEMBER_METADATA:
-        if value is None:
-            group.members.pop(member_id, None)
-            return
-        meta = cr.decode_member(value)
-        # members are replaced, never changed in place: a heartbeat's working copy
-        # shares them with the live group
-        group.members[member_id] = dataclasses.replace(
-            group.members.get(member_id) or ConsumerMember(member_id),
-            instance_id=meta.instance_id,
-            rack_id=meta.rack_id,
-            client_id=meta.client_id,
-            client_host=meta.client_host,
-            subscribed_topic_names=meta.subscribed_topic_names,
-            subscribed_topic_regex=meta.subscribed_topic_regex,
-            rebalance_timeout_ms=meta.rebalance_timeout_ms,
-            server_assignor=meta.server_assignor,
-            classic=meta.classic,
-        )
-    elif kind == cr.CURRENT_ASSIGNMENT:
-        known = group.members.get(member_id)
-        if value is None:
-            if known is not None:
-                group.members[member_id] = dataclasses.replace(
-                    known, member_epoch=0, assigned={}, pending_revocation={}
-                )
-            return
-        current = cr.decode_current(value)
-        group.members[member_id] = dataclasses.replace(
-            known or ConsumerMember(member_id),
-            member_epoch=current.member_epoch,
-            previous_member_epoch=current.previous_member_epoch,
-            state=current.state,
-            assigned=current.assigned,
-            pending_revocation=current.pending_revocation,
-        )
+def _group_epoch(group: ConsumerGroup, key: GroupKey, epoch: int | None) -> None:
+    group.group_epoch = epoch if epoch is not None else 0
 
 
-def working_copy(group: ConsumerGroup) -> ConsumerGroup:
-    """A copy a heartbeat may change freely: records replace members and map entries,
-    never change them in place, so copying the maps is enough."""
-    return ConsumerGroup(
-        group.group_id,
-        group.group_epoch,
-        group.assignment_epoch,
-        dict(group.members),
-        dict(group.target),
-        list(group.topics),
-    )
+def _topics(group: ConsumerGroup, key: GroupKey, topics: list[TopicMetadata] | None) -> None:
+    group.topics = topics if topics is not None else []
+
+
+_replay = replay_in(lambda shard: shard.consumer)
+
+GROUP_EPOCH = RecordType(3, "ConsumerGroupMetadata", GROUP_KEY, EPOCH_VALUE, _group_epoch, _replay)
+PARTITION_METADATA = RecordType(
+    4, "ConsumerGroupPartitionMetadata", GROUP_KEY, cr.TOPICS_VALUE, _topics, _replay
+)
+MEMBER_METADATA = RecordType(
+    5, "ConsumerGroupMemberMetadata", MEMBER_KEY, cr.MEMBER_VALUE, apply_member, _replay
+)
+TARGET_EPOCH = RecordType(
+    6, "ConsumerGroupTargetAssignmentMetadata", GROUP_KEY, EPOCH_VALUE, apply_target_epoch, _replay
+)
+TARGET_MEMBER = RecordType(
+    7, "ConsumerGroupTargetAssignmentMember", MEMBER_KEY, TARGET_VALUE, apply_target, _replay
+)
+CURRENT_ASSIGNMENT = RecordType(
+    8, "ConsumerGroupCurrentMemberAssignment", MEMBER_KEY, cr.CURRENT_VALUE, apply_current, _replay
+)
+RECORDS = ModernRecords(
+    GROUP_EPOCH,
+    (TARGET_MEMBER, CURRENT_ASSIGNMENT, MEMBER_METADATA),
+    (TARGET_EPOCH, PARTITION_METADATA, GROUP_EPOCH),
+)
+RECORD_TYPES = (
+    GROUP_EPOCH,
+    PARTITION_METADATA,
+    MEMBER_METADATA,
+    TARGET_EPOCH,
+    TARGET_MEMBER,
+    CURRENT_ASSIGNMENT,
+)

@@ -19,12 +19,16 @@ from collections.abc import Mapping
 from odradek.coordinator.group import consumer_records as cr
 from odradek.coordinator.group.classic import STABLE, ClassicGroup, Member
 from odradek.coordinator.group.consumer import (
+    GROUP_EPOCH,
+    PARTITION_METADATA,
+    TARGET_EPOCH,
     ConsumerGroup,
     ConsumerMember,
     current_record,
     member_record,
     target_record,
 )
+from odradek.coordinator.group.record_codecs import GroupKey, TopicPartitions
 from odradek.coordinator.runtime import Record
 from odradek.protocol import embedded_consumer as embedded
 
@@ -40,7 +44,7 @@ def downgrade_allowed(policy: str) -> bool:
     return policy in ("downgrade", "bidirectional")
 
 
-def by_topic_id(partitions: embedded.NamedPartitions, topics: Topics) -> cr.TopicPartitions:
+def by_topic_id(partitions: embedded.NamedPartitions, topics: Topics) -> TopicPartitions:
     """Partitions by topic id; topics that do not exist (any more) are left out."""
     return {
         topics[name][0]: parts for name, parts in partitions.items() if name in topics and parts
@@ -78,14 +82,8 @@ def upgrade_records(classic: ClassicGroup, topics: Topics) -> list[Record]:
         for name in sorted(subscribed)
         if name in topics
     ]
-    records.append(
-        (
-            cr.encode_key(cr.ConsumerKey(cr.PARTITION_METADATA, group_id)),
-            cr.encode_partition_metadata(metadata),
-        )
-    )
-    for kind in (cr.GROUP_EPOCH, cr.TARGET_EPOCH):
-        records.append((cr.encode_key(cr.ConsumerKey(kind, group_id)), cr.encode_epoch(epoch)))
+    records.append(PARTITION_METADATA.record(GroupKey(group_id), metadata))
+    records += [t.record(GroupKey(group_id), epoch) for t in (GROUP_EPOCH, TARGET_EPOCH)]
     return records
 
 

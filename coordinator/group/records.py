@@ -1,10 +1,6 @@
-"""`__consumer_offsets` records in Kafka's own key/value schemas, so kcat or
-Kafka's formatter can read the topic.
+"""The values of `__consumer_offsets` offset and classic group records, in Kafka's own
+schemas, so kcat or Kafka's formatter can read the topic (their keys: record_codecs.py).
 
-Keys (int16 version first):
-    0, 1  OffsetCommitKey     group, topic, partition
-    2     GroupMetadataKey    group
-Values:
     OffsetCommitValue v3 written (v0-v4 read): offset, leader epoch, metadata,
         commit timestamp (v1 also an expire timestamp)
     GroupMetadataValue v3 written (v0-v4 read): protocol type, generation,
@@ -18,28 +14,15 @@ import struct
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from odradek.coordinator.registry import Codec
 from odradek.protocol.codec import Reader, RecordFormatError, Writer
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _OFFSET_V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
-_OFFSET_KEY_V1 = _I16.pack(1)
-_GROUP_KEY_V2 = _I16.pack(2)
 
 
-# Named tuples, not frozen dataclasses: every offset commit makes and replays one of
-# each, and a frozen dataclass pays an attribute-set call per field.
-class OffsetKey(NamedTuple):
-    group: str
-    topic: str
-    partition: int
-
-
-class GroupKey(NamedTuple):
-    group: str
-
-
+# A named tuple, not a frozen dataclass: every offset commit makes and replays one, and
+# a frozen dataclass pays an attribute-set call per field.
 class OffsetValue(NamedTuple):
     offset: int
     leader_epoch: int = -1
@@ -70,57 +53,7 @@ class GroupValue:
     members: list[MemberValue] = field(default_factory=list)
 
 
-def encode_key(key: OffsetKey | GroupKey) -> bytes:
-    group = key.group.encode()
-    if isinstance(key, OffsetKey):
-        topic = key.topic.encode()
-        return b"".join(
-            (
-                _OFFSET_KEY_V1,
-                _I16.pack(len(group)),
-                group,
-                _I16.pack(len(topic)),
-                topic,
-                _I32.pack(key.partition),
-            )
-        )
-    return b"".join((_GROUP_KEY_V2, _I16.pack(len(group)), group))
-
-
-def _string_at(raw: bytes, pos: int) -> tuple[str | None, int]:
-    if pos + 2 > len(raw):
-        raise RecordFormatError("record ends early")
-    (length,) = _I16.unpack_from(raw, pos)
-    pos += 2
-    if length < 0:
-        return None, pos
-    if pos + length > len(raw):
-        raise RecordFormatError("length runs past the record")
-    return raw[pos : pos + length].decode(), pos + length
-
-
-def decode_key(raw: bytes) -> OffsetKey | GroupKey | None:
-    """None for key versions this broker does not own (e.g. KIP-848 records)."""
-    if len(raw) < 2:
-        raise RecordFormatError("record ends early")
-    (version,) = _I16.unpack_from(raw, 0)
-    if version in (0, 1):
-        group, pos = _string_at(raw, 2)
-        topic, pos = _string_at(raw, pos)
-        if pos + 4 > len(raw):
-            raise RecordFormatError("record ends early")
-        if group is None or topic is None:
-            raise RecordFormatError("null group or topic in an offset key")
-        return OffsetKey(group, topic, _I32.unpack_from(raw, pos)[0])
-    if version == 2:
-        group, _pos = _string_at(raw, 2)
-        if group is None:
-            raise RecordFormatError("null group in a group key")
-        return GroupKey(group)
-    return None
-
-
-def encode_offset(value: OffsetValue) -> bytes:
+def _encode_offset(value: OffsetValue) -> bytes:
     metadata = value.metadata.encode()
     return b"".join(
         (
@@ -131,7 +64,7 @@ def encode_offset(value: OffsetValue) -> bytes:
     )
 
 
-def decode_offset(raw: bytes) -> OffsetValue:
+def _decode_offset(raw: bytes) -> OffsetValue:
     if len(raw) >= _OFFSET_V3_HEAD.size and raw[:2] == b"\x00\x03":  # what this broker writes
         _version, offset, epoch, length = _OFFSET_V3_HEAD.unpack_from(raw, 0)
         end = _OFFSET_V3_HEAD.size + max(length, 0)
@@ -156,7 +89,7 @@ def decode_offset(raw: bytes) -> OffsetValue:
     return OffsetValue(offset, epoch, metadata, commit, expire)
 
 
-def encode_group(value: GroupValue) -> bytes:
+def _encode_group(value: GroupValue) -> bytes:
     writer = (
         Writer()
         .int16(3)
@@ -174,7 +107,7 @@ def encode_group(value: GroupValue) -> bytes:
     return writer.done()
 
 
-def decode_group(raw: bytes) -> GroupValue:
+def _decode_group(raw: bytes) -> GroupValue:
     reader = Reader(raw)
     version = reader.int16()
     if version > 4:
@@ -215,3 +148,7 @@ def decode_group(raw: bytes) -> GroupValue:
             )
         )
     return GroupValue(protocol_type, generation, protocol, leader, state_timestamp, members)
+
+
+OFFSET_VALUE = Codec(_encode_offset, _decode_offset)
+GROUP_VALUE = Codec(_encode_group, _decode_group)

@@ -1,226 +1,182 @@
-"""The group coordinator shard for one `__consumer_offsets` partition.
+"""The group coordinator shard for one `__consumer_offsets` partition: the parts that
+hold its state, each the only one to change it, and the operations the broker runs on
+the shard, each sent to the part it is about.
 
-Committed offsets and each group's metadata (generation, protocol, leader,
-members and their assignments) are persistent: operations return them as
-records and `replay` applies them, both live and when loading. The moment-to-
-moment state of a rebalance (who has rejoined, the parked JoinGroup and
-SyncGroup answers, session timers) lives only in memory, as in Kafka: after a
-restart a group comes back with its members and assignment, and its members
-either heartbeat on or time out.
+    committed        CommittedOffsets  committed offsets, and transactional ones
+                                       waiting for their marker (offsets.py)
+    classic          ClassicGroups     classic groups and their protocol
+                                       (classic_groups.py)
+    consumer         ConsumerGroups    consumer groups, KIP-848 (consumer_groups.py)
+    classic_members  ClassicMembers    classic members of consumer groups
+                                       (classic_members.py)
+    share            ShareGroups       share groups, KIP-932 (share_groups.py)
+    streams          StreamsGroups     streams groups, KIP-1071 (streams_groups.py)
+
+The consumer, share and streams parts are ModernGroups (modern_groups.py) of groups
+with one base, ModernGroup (modern.py). What outlives a restart is records: operations
+return them and `replay` applies them through the record registry (record_types.py),
+whose record types find their part, both live and when loading. The moment-to-moment
+state of a rebalance (who has rejoined, the parked JoinGroup and SyncGroup answers,
+session timers) lives only in memory, as in Kafka: after a restart a group comes back
+with its members and assignment, and its members either heartbeat on or time out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import uuid
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from odradek.coordinator.group import consumer_records as cr
-from odradek.coordinator.group import records as rec
-from odradek.coordinator.group import share_records as shr
-from odradek.coordinator.group import streams_records as sr
-from odradek.coordinator.group.classic import (
-    COMPLETING_REBALANCE,
-    DEAD,
-    EMPTY,
-    STABLE,
-    ClassicGroup,
-    Member,
-)
+from odradek.coordinator.group.classic import DEAD, EMPTY, ClassicGroup, group_record, tombstone
+from odradek.coordinator.group.classic_groups import ClassicGroups
 from odradek.coordinator.group.classic_members import ClassicMembers
 from odradek.coordinator.group.consumer import ConsumerGroup
-from odradek.coordinator.group.shard_state import CommittedOffset, GroupConfig, now_ms
-from odradek.coordinator.group.share_protocol import ShareProtocol
-from odradek.coordinator.group.streams import group_tombstones
-from odradek.coordinator.group.streams_admin import StreamsGroups
-from odradek.coordinator.runtime import Record, Result
+from odradek.coordinator.group.consumer_groups import ConsumerGroups
+from odradek.coordinator.group.context import (
+    GroupConfig,
+    GroupKind,
+    ShardContext,
+    no_topics,
+    now_ms,
+)
+from odradek.coordinator.group.heartbeat_errors import not_found, not_of_kind
+from odradek.coordinator.group.modern_groups import ModernGroups
+from odradek.coordinator.group.offsets import CommittedOffset, CommittedOffsets, Offsets
+from odradek.coordinator.group.record_types import REGISTRY
+from odradek.coordinator.group.share import ShareGroup
+from odradek.coordinator.group.share_groups import ShareGroups
+from odradek.coordinator.group.streams import StreamsGroup
+from odradek.coordinator.group.streams_groups import StreamsGroups
+from odradek.coordinator.runtime import Record, Result, ShardRuntime
 from odradek.protocol.errors import ErrorCode
 
 __all__ = ["CommittedOffset", "GroupConfig", "GroupShard"]
 
+TopicPartition = tuple[str, int]
 
-class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
-    """Replay of the shard's records, offsets, and the requests about whole groups."""
+
+class GroupShard:
+    def __init__(
+        self,
+        runtime: ShardRuntime | None,
+        config: GroupConfig,
+        topics_view: Callable[[], Mapping[str, tuple[uuid.UUID, int]]] = no_topics,
+    ) -> None:
+        self.context = ShardContext(runtime, config, topics_view)
+        self.committed = CommittedOffsets(self.context)
+        self.classic = ClassicGroups(self.context)
+        self.consumer = ConsumerGroups(self.context, self.classic)
+        self.classic_members = ClassicMembers(self.consumer)
+        self.share = ShareGroups(self.context)
+        self.streams = StreamsGroups(self.context)
+        # the order in which a group id is looked up among the modern types
+        self.modern: tuple[ModernGroups[Any], ...] = (self.share, self.streams, self.consumer)
+        kinds: tuple[GroupKind, ...] = (self.classic, self.consumer, self.share, self.streams)
+        self.context.kinds.update((part.kind, part) for part in kinds)
+        # the parts' maps, by the names tests read them by (no part replaces its own)
+        self.offsets: dict[str, Offsets] = self.committed.offsets
+        self.groups: dict[str, ClassicGroup] = self.classic.groups
+        self.consumer_groups: dict[str, ConsumerGroup] = self.consumer.groups
+        self.share_groups: dict[str, ShareGroup] = self.share.groups
+        self.streams_groups: dict[str, StreamsGroup] = self.streams.groups
 
     # -- replay ------------------------------------------------------------------
 
     def replay(self, offset: int, key: bytes, value: bytes | None, producer_id: int) -> None:
-        decoded = rec.decode_key(key)
-        if isinstance(decoded, rec.OffsetKey):
-            self._replay_offset(offset, decoded, value, producer_id)
-        elif isinstance(decoded, rec.GroupKey):
-            self._replay_group(decoded.group, value)
-        else:
-            consumer_key = cr.decode_key(key)
-            if consumer_key is not None:
-                self._replay_consumer(consumer_key, value)
-                return
-            share_key = shr.decode_key(key)
-            if share_key is not None:
-                self._replay_share(share_key, value)
-                return
-            streams_key = sr.decode_key(key)
-            if streams_key is not None:
-                self._replay_streams(streams_key, value)
-
-    def _replay_offset(
-        self, offset: int, key: rec.OffsetKey, value: bytes | None, producer_id: int
-    ) -> None:
-        tp = (key.topic, key.partition)
-        if producer_id >= 0:
-            pending = self.pending_txn_offsets.setdefault(producer_id, {})
-            target = pending.setdefault(key.group, {})
-        else:
-            target = self.offsets.setdefault(key.group, {})
-            if (
-                value is not None
-                and key.group not in self.groups
-                and key.group not in self.consumer_groups
-                and key.group not in self.streams_groups
-            ):
-                # a group known only by its offsets (simple commits) is an Empty group
-                self.groups[key.group] = ClassicGroup(key.group)
-        if value is None:
-            target.pop(tp, None)
-            if not target and producer_id < 0:
-                self.offsets.pop(key.group, None)
-            return
-        v = rec.decode_offset(value)
-        target[tp] = CommittedOffset(
-            v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp, offset
-        )
+        REGISTRY.replay(self, offset, key, value, producer_id)
 
     def replay_control(self, producer_id: int, commit: bool) -> None:
-        pending = self.pending_txn_offsets.pop(producer_id, None)
-        if not pending or not commit:
-            return
-        for group_id, offsets in pending.items():
-            self.offsets.setdefault(group_id, {}).update(offsets)
-            if group_id not in self.groups and group_id not in self.streams_groups:
-                self.groups[group_id] = ClassicGroup(group_id)
-
-    def _replay_group(self, group_id: str, value: bytes | None) -> None:
-        if value is None:
-            group = self.groups.pop(group_id, None)
-            if group is not None:
-                group.state = DEAD
-            return
-        v = rec.decode_group(value)
-        group = self.groups.get(group_id)
-        if group is None:
-            group = ClassicGroup(group_id)
-            self.groups[group_id] = group
-        group.generation = v.generation
-        group.protocol_type = v.protocol_type or None
-        group.protocol = v.protocol
-        group.leader = v.leader
-        group.state_timestamp = v.state_timestamp
-        persisted = {m.member_id for m in v.members}
-        for m in v.members:
-            member = group.members.get(m.member_id)
-            if member is None:
-                member = Member(
-                    m.member_id,
-                    m.group_instance_id,
-                    m.client_id,
-                    m.client_host,
-                    m.rebalance_timeout,
-                    m.session_timeout,
-                    v.protocol_type,
-                    [(v.protocol or "", m.subscription)],
-                )
-                group.add(member)
-            member.assignment = m.assignment
-        if self.runtime is None or not self.runtime.loaded:
-            # loading: the record is the whole truth about the group
-            for member_id in [mid for mid in group.members if mid not in persisted]:
-                group.remove(member_id)
-            group.leader = v.leader
-            group.state = STABLE if group.members else EMPTY
+        for group_id in self.committed.replay_control(producer_id, commit):
+            if not self.context.holds(group_id, "classic", "streams"):
+                self.classic.groups[group_id] = ClassicGroup(group_id)
 
     def on_loaded(self) -> None:
-        for group in self.groups.values():
-            for member in group.members.values():
-                self._arm_session(group, member)
-        self.on_consumer_groups_loaded()
-        self.on_share_groups_loaded()
-        self.on_streams_groups_loaded()
+        self.classic.on_loaded()
+        for part in (self.consumer, self.share, self.streams):
+            part.on_loaded()
         self._schedule_offset_expiry()
 
-    # -- offsets -------------------------------------------------------------------
+    # -- the classic protocol: to the consumer group if one with members has the id --
 
-    def commit_offsets(self, request: dict[str, Any]) -> Result[dict[tuple[str, int], ErrorCode]]:
-        """request: group_id, generation, member_id, instance_id, offsets {(t,p): (o, epoch, md)}"""
+    def _with_members(self, group_id: str) -> ConsumerGroup | None:
+        group = self.consumer.groups.get(group_id)
+        return group if group is not None and group.members else None
+
+    def join_group(self, request: dict[str, Any]) -> Result[Any]:
+        """Returns a future: the answer comes when the join phase completes."""
+        group = self._with_members(request["group_id"])
+        if group is not None:
+            return self.classic_members.join_group(group, request)
+        return self.classic.join_group(request)
+
+    def sync_group(self, request: dict[str, Any]) -> Result[Any]:
+        group = self._with_members(request["group_id"])
+        if group is not None:
+            return self.classic_members.sync_group(group, request)
+        return self.classic.sync_group(request)
+
+    def heartbeat(
+        self, group_id: str, member_id: str, instance_id: str | None, generation: int
+    ) -> Result[int]:
+        group = self._with_members(group_id)
+        if group is not None:
+            return self.classic_members.heartbeat(group, member_id, instance_id, generation)
+        return self.classic.heartbeat(group_id, member_id, instance_id, generation)
+
+    def leave_group(
+        self, group_id: str, leaving: list[tuple[str, str | None]]
+    ) -> Result[tuple[int, list[dict[str, Any]]]]:
+        group = self._with_members(group_id)
+        if group is not None:
+            return self.classic_members.leave_group(group, leaving)
+        return self.classic.leave_group(group_id, leaving)
+
+    # -- the modern protocols ----------------------------------------------------
+
+    def consumer_group_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
+        return self.consumer.heartbeat(request)
+
+    def share_group_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
+        return self.share.heartbeat(request)
+
+    def streams_group_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
+        return self.streams.heartbeat(request)
+
+    def prepare_share_offsets_alter(
+        self, group_id: str, topics: dict[uuid.UUID, tuple[str, frozenset[int]]]
+    ) -> Result[tuple[int, str | None]]:
+        return self.share.prepare_share_offsets_alter(group_id, topics)
+
+    def share_offsets_problem(
+        self, group_id: str, may_be_missing: bool = False
+    ) -> Result[tuple[int, str | None] | None]:
+        return self.share.share_offsets_problem(group_id, may_be_missing)
+
+    # -- offsets: the group's part says who may, the offsets' part does it -----------
+
+    def _modern_group(self, group_id: str) -> tuple[ModernGroups[Any], Any] | None:
+        for part in self.modern:
+            group = part.groups.get(group_id)
+            if group is not None:
+                return part, group
+        return None
+
+    def commit_offsets(self, request: dict[str, Any]) -> Result[dict[TopicPartition, ErrorCode]]:
+        """request: group_id, generation, member_id, group_instance_id, offsets
+        {(t,p): (o, epoch, md)}, and for TxnOffsetCommit producer (id, epoch)."""
         group_id = request["group_id"]
-        group = self.groups.get(group_id)
-        generation = request["generation"]
-        producer = request.get("producer")  # (id, epoch) for TxnOffsetCommit
-        member_id = request["member_id"]
-        code = ErrorCode.none
-        consumer_group = self.consumer_groups.get(group_id)
-        if group_id in self.share_groups:
-            return Result([], {tp: ErrorCode.group_id_not_found for tp in request["offsets"]})
-        streams_group = self.streams_groups.get(group_id)
-        if streams_group is not None:
-            code = self.streams_commit_error(streams_group, request)
-            if code != ErrorCode.none:
-                return Result([], {tp: code for tp in request["offsets"]})
-        elif consumer_group is not None:
-            code = _consumer_commit_error(consumer_group, member_id, generation, producer)
-            if code != ErrorCode.none:
-                return Result([], {tp: code for tp in request["offsets"]})
-        elif group is None:
-            if generation >= 0:
-                code = ErrorCode.illegal_generation
-        elif generation < 0 and not member_id and (group.is_empty() or producer is not None):
-            pass  # a simple commit: an admin, an assign()-only consumer, an old EOS client
-        elif group.state == DEAD:
-            code = ErrorCode.coordinator_not_available
+        found = self._modern_group(group_id)
+        if found is None:
+            code = self.classic.commit_error(request)
+        elif not found[0].has_offsets:
+            code = ErrorCode.group_id_not_found
         else:
-            code = self._validate_member(group, member_id, request["group_instance_id"])
-            if code == ErrorCode.none:
-                if generation != group.generation:
-                    code = ErrorCode.illegal_generation
-                elif group.state == COMPLETING_REBALANCE:
-                    code = ErrorCode.rebalance_in_progress
-                elif producer is None:
-                    # an OffsetCommit keeps the member's session alive, as a heartbeat
-                    # does; a transactional one does not (as on Kafka 4.4)
-                    self._arm_session(group, group.members[member_id])
+            code = found[0].commit_error(found[1], request)
         if code != ErrorCode.none:
             return Result([], {tp: code for tp in request["offsets"]})
-        if group is None and consumer_group is None and streams_group is None:
-            self.groups[group_id] = ClassicGroup(group_id)
-        now = now_ms()
-        records: list[Record] = []
-        answers = {}
-        for (topic, partition), (offset, epoch, metadata) in request["offsets"].items():
-            # Kafka measures the metadata in Java chars (UTF-16 units), not bytes
-            if (
-                metadata is not None
-                and len(metadata.encode("utf-16-le")) // 2 > self.config.offset_metadata_max_bytes
-            ):
-                answers[(topic, partition)] = ErrorCode.offset_metadata_too_large
-                continue
-            answers[(topic, partition)] = ErrorCode.none
-            records.append(
-                self._offset_record(group_id, topic, partition, offset, epoch, metadata or "", now)
-            )
-        return Result(records, answers, producer=producer)
-
-    def _offset_record(
-        self,
-        group_id: str,
-        topic: str,
-        partition: int,
-        offset: int,
-        epoch: int,
-        metadata: str,
-        now: int,
-    ) -> Record:
-        return (
-            rec.encode_key(rec.OffsetKey(group_id, topic, partition)),
-            rec.encode_offset(rec.OffsetValue(offset, epoch, metadata, now)),
-        )
+        if found is None and group_id not in self.classic.groups:
+            self.classic.groups[group_id] = ClassicGroup(group_id)
+        return self.committed.commit(group_id, request)
 
     def fetch_offsets(
         self,
@@ -230,101 +186,29 @@ class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
         member: tuple[str | None, int] = (None, -1),
     ) -> Result[dict[str, Any]]:
         """member: (member id, member epoch) as OffsetFetch v9+ sends them."""
-        consumer_group = self.consumer_groups.get(group_id)
-        if consumer_group is not None:
-            code = _consumer_fetch_error(consumer_group, *member)
+        found = self._modern_group(group_id)
+        if found is not None and found[0].has_offsets:
+            code = found[0].fetch_error(found[1], *member)
             if code != ErrorCode.none:
                 return Result([], {"error_code": code, "offsets": []})
-        streams_group = self.streams_groups.get(group_id)
-        if streams_group is not None:
-            code = self.streams_fetch_error(streams_group, *member)
-            if code != ErrorCode.none:
-                return Result([], {"error_code": code, "offsets": []})
-        committed = self.offsets.get(group_id, {})
-        pending = {
-            tp
-            for by_group in self.pending_txn_offsets.values()
-            for tp in by_group.get(group_id, {})
-        }
-        if topics is None:
-            wanted: Iterable[tuple[str, int]] = sorted(committed)
-        else:
-            wanted = [(t, p) for t, parts in topics for p in parts]
-        answers: list[tuple[tuple[str, int], CommittedOffset | None, int]] = []
-        for tp in wanted:
-            if require_stable and tp in pending:
-                answers.append((tp, None, ErrorCode.unstable_offset_commit))
-            else:
-                answers.append((tp, committed.get(tp), ErrorCode.none))
-        return Result([], {"error_code": ErrorCode.none, "offsets": answers})
-
-    def _offset_tombstones(self, group_id: str, which: Iterable[tuple[str, int]]) -> list[Record]:
-        return [(rec.encode_key(rec.OffsetKey(group_id, t, p)), None) for t, p in which]
-
-    def delete_groups(self, group_ids: list[str]) -> Result[dict[str, ErrorCode]]:
-        records: list[Record] = []
-        answers = {}
-        for group_id in group_ids:
-            share_group = self.share_groups.get(group_id)
-            if share_group is not None:
-                if share_group.members:
-                    answers[group_id] = ErrorCode.non_empty_group
-                    continue
-                records += self._offset_tombstones(group_id, self.offsets.get(group_id, {}))
-                records += self.share_group_tombstones(share_group)
-                answers[group_id] = ErrorCode.none
-                continue
-            streams_group = self.streams_groups.get(group_id)
-            if streams_group is not None:
-                if streams_group.members:
-                    answers[group_id] = ErrorCode.non_empty_group
-                    continue
-                records += self._offset_tombstones(group_id, self.offsets.get(group_id, {}))
-                records += group_tombstones(streams_group)
-                answers[group_id] = ErrorCode.none
-                continue
-            consumer_group = self.consumer_groups.get(group_id)
-            if consumer_group is not None:
-                if consumer_group.members:
-                    answers[group_id] = ErrorCode.non_empty_group
-                    continue
-                records += self._offset_tombstones(group_id, self.offsets.get(group_id, {}))
-                records += self.consumer_group_tombstones(consumer_group)
-                answers[group_id] = ErrorCode.none
-                continue
-            group = self.groups.get(group_id)
-            if group is None and group_id not in self.offsets:
-                answers[group_id] = ErrorCode.group_id_not_found
-                continue
-            if group is not None and (group.members or group.state == DEAD):
-                answers[group_id] = (
-                    ErrorCode.non_empty_group if group.members else ErrorCode.group_id_not_found
-                )
-                continue
-            records += self._offset_tombstones(group_id, self.offsets.get(group_id, {}))
-            records.append((rec.encode_key(rec.GroupKey(group_id)), None))
-            answers[group_id] = ErrorCode.none
-        return Result(records, answers)
+        return Result([], self.committed.fetch(group_id, topics, require_stable))
 
     def delete_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]]
-    ) -> Result[tuple[int, dict[tuple[str, int], ErrorCode]]]:
-        group = self.groups.get(group_id)
-        consumer_group = self.consumer_groups.get(group_id)
-        streams_group = self.streams_groups.get(group_id)
-        unknown = group is None and consumer_group is None and group_id not in self.offsets
-        if (unknown and streams_group is None) or group_id in self.share_groups:
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> Result[tuple[int, dict[TopicPartition, ErrorCode]]]:
+        found = self._modern_group(group_id)
+        classic = self.classic.groups.get(group_id)
+        if (found is None and classic is None and group_id not in self.committed.offsets) or (
+            found is not None and not found[0].has_offsets
+        ):
             return Result([], (ErrorCode.group_id_not_found, {}))
         subscribed: set[str] = set()
-        if streams_group is not None:
-            subscribed = self.streams_subscribed(streams_group)
-        elif consumer_group is not None:
-            for member in consumer_group.members.values():
-                subscribed.update(self._member_topics(member))
-        elif group is not None and group.members:
-            if group.protocol_type != "consumer":
+        if found is not None:
+            subscribed = found[0].subscribed_topics(found[1])
+        elif classic is not None and classic.members:
+            if classic.protocol_type != "consumer":
                 return Result([], (ErrorCode.non_empty_group, {}))
-            topics = group.subscribed_topics()
+            topics = classic.subscribed_topics()
             subscribed = topics if topics is not None else {t for t, _ in partitions}
         answers = {}
         deletable = []
@@ -333,124 +217,119 @@ class GroupShard(ClassicMembers, ShareProtocol, StreamsGroups):
                 answers[tp] = ErrorCode.group_subscribed_to_topic
             else:
                 answers[tp] = ErrorCode.none
-                if tp in self.offsets.get(group_id, {}):
+                if tp in self.committed.offsets.get(group_id, {}):
                     deletable.append(tp)
-        return Result(self._offset_tombstones(group_id, deletable), (ErrorCode.none, answers))
+        return Result(self.committed.tombstones(group_id, deletable), (ErrorCode.none, answers))
 
     def delete_topic_offsets(self, topics: set[str]) -> Result[None]:
-        records: list[Record] = []
-        for group_id, offsets in self.offsets.items():
-            records += self._offset_tombstones(group_id, [tp for tp in offsets if tp[0] in topics])
-        return Result(records)
-
-    # -- offset expiry -------------------------------------------------------------
+        return Result(self.committed.of_topics(topics))
 
     def _schedule_offset_expiry(self) -> None:
-        def expire(shard: GroupShard) -> Result[None]:
-            shard._schedule_offset_expiry()
-            return Result(shard.expired_offset_records(now_ms()))
+        def expire() -> Result[None]:
+            self._schedule_offset_expiry()
+            return Result(self.expired_offset_records(now_ms()))
 
-        self._schedule("offset-expiry", self.config.offsets_retention_check_interval_ms, expire)
+        interval = self.context.config.offsets_retention_check_interval_ms
+        self.context.schedule("offset-expiry", interval, expire)
 
     def expired_offset_records(self, now: int) -> list[Record]:
-        """Offsets of groups without members expire retention after their commit."""
+        """Offsets of groups without members expire retention after their commit; a
+        classic group goes with the last of them."""
         records: list[Record] = []
-        for group_id, offsets in self.offsets.items():
-            group = self.groups.get(group_id)
-            if group is not None and group.members:
-                continue
-            streams_group = self.streams_groups.get(group_id)
-            if streams_group is not None and streams_group.members:
-                continue
-            expired = [
-                tp
-                for tp, committed in offsets.items()
-                if (committed.expire_timestamp > 0 and now >= committed.expire_timestamp)
-                or now - committed.commit_timestamp >= self.config.offsets_retention_ms
-            ]
-            records += self._offset_tombstones(group_id, expired)
-            if len(expired) == len(offsets) and group is not None and not group.members:
-                records.append((rec.encode_key(rec.GroupKey(group_id)), None))
+        for group_id, expired, all_of_them in self.committed.expired(now, self._keeps_offsets):
+            records += expired
+            classic = self.classic.groups.get(group_id)
+            if all_of_them and classic is not None and not classic.members:
+                records += self.classic.tombstones(classic)
         return records
 
-    # -- describe and list ------------------------------------------------------------
+    def _keeps_offsets(self, group_id: str) -> bool:
+        """The members of a classic or a streams group keep its offsets from expiring."""
+        classic = self.classic.groups.get(group_id)
+        streams = self.streams.groups.get(group_id)
+        return bool(classic is not None and classic.members) or bool(
+            streams is not None and streams.members
+        )
+
+    # -- whole groups ------------------------------------------------------------------
+
+    def delete_groups(self, group_ids: list[str]) -> Result[dict[str, ErrorCode]]:
+        records: list[Record] = []
+        answers = {}
+        for group_id in group_ids:
+            found = self._modern_group(group_id)
+            if found is not None:
+                part, group = found
+                if group.members:
+                    answers[group_id] = ErrorCode.non_empty_group
+                    continue
+                records += self.committed.tombstones(group_id)
+                records += part.tombstones(group)
+                answers[group_id] = ErrorCode.none
+                continue
+            classic = self.classic.groups.get(group_id)
+            if classic is None and group_id not in self.committed.offsets:
+                answers[group_id] = ErrorCode.group_id_not_found
+                continue
+            if classic is not None and (classic.members or classic.state == DEAD):
+                answers[group_id] = (
+                    ErrorCode.non_empty_group if classic.members else ErrorCode.group_id_not_found
+                )
+                continue
+            records += self.committed.tombstones(group_id)
+            records.append(tombstone(group_id))
+            answers[group_id] = ErrorCode.none
+        return Result(records, answers)
 
     def describe(self, group_id: str) -> Result[dict[str, Any] | str]:
         """The classic group, or why there is none (Kafka's words)."""
-        group = self.groups.get(group_id)
-        if group is None:
-            other_types = (self.consumer_groups, self.share_groups, self.streams_groups)
-            if any(group_id in groups for groups in other_types):
-                return Result([], f"Group {group_id} is not a classic group.")
-            return Result([], f"Group {group_id} not found.")
-        # as Kafka: protocol, metadata and assignments only once the group is stable
-        stable = group.state == STABLE
-        return Result(
-            [],
-            {
-                "group_id": group_id,
-                "group_state": group.state,
-                "protocol_type": group.protocol_type or "",
-                "protocol_data": (group.protocol or "") if stable else "",
-                "members": [
-                    {
-                        "member_id": m.member_id,
-                        "group_instance_id": m.group_instance_id,
-                        "client_id": m.client_id,
-                        "client_host": m.client_host,
-                        "member_metadata": m.metadata_for(group.protocol) if stable else b"",
-                        "member_assignment": m.assignment if stable else b"",
-                    }
-                    for m in group.members.values()
-                ],
-            },
-        )
+        return self._describe(self.classic, group_id)
+
+    def describe_consumer_group(self, group_id: str) -> Result[dict[str, Any] | str]:
+        return self._describe(self.consumer, group_id, group_id in self.committed.offsets)
+
+    def describe_share_group(self, group_id: str) -> Result[dict[str, Any] | str]:
+        return self._describe(self.share, group_id)
+
+    def describe_streams_group(self, group_id: str) -> Result[dict[str, Any] | str]:
+        return self._describe(self.streams, group_id)
+
+    def _describe(
+        self, part: GroupKind, group_id: str, known: bool = False
+    ) -> Result[dict[str, Any] | str]:
+        """The group as its part describes it, or (no group of that type has the id)
+        the reason GROUP_ID_NOT_FOUND gives; `known`: the id is known otherwise."""
+        group = part.groups.get(group_id)
+        if group is not None:
+            return Result([], part.described(group))
+        other = known or self.context.held_elsewhere(group_id, part.kind)
+        return Result([], not_of_kind(group_id, part.kind) if other else not_found(group_id))
 
     def list_groups(self) -> Result[list[tuple[str, str, str, str]]]:
         """(group id, protocol type, state, group type) of every live group."""
         listed = [
             (g.group_id, g.protocol_type or "", g.state, "classic")
-            for g in self.groups.values()
+            for g in self.classic.groups.values()
             if g.state != DEAD
         ]
-        listed += [
-            (g.group_id, "consumer", g.state, "consumer") for g in self.consumer_groups.values()
-        ]
-        listed += [(g.group_id, "share", g.state, "share") for g in self.share_groups.values()]
-        listed += [
-            (g.group_id, "streams", g.state, "streams") for g in self.streams_groups.values()
-        ]
+        for part in (self.consumer, self.share, self.streams):
+            listed += [(g.group_id, part.kind, g.state, part.kind) for g in part.groups.values()]
         known = {listed_group[0] for listed_group in listed}
-        listed += [(g, "", EMPTY, "classic") for g in self.offsets if g not in known]
+        listed += [(g, "", EMPTY, "classic") for g in self.committed.offsets if g not in known]
         return Result([], listed)
 
+    # -- the topics the parts see (tests change them), and what tests call directly -----
 
-def _consumer_commit_error(
-    group: ConsumerGroup, member_id: str, epoch: int, producer: Any
-) -> ErrorCode:
-    """Who may commit offsets of a consumer-protocol group: anyone while it has no
-    members (an admin, a manual assignment), else a member at its current epoch."""
-    if epoch < 0 and not group.members:
-        return ErrorCode.none
-    member = group.members.get(member_id)
-    if member is None:
-        return ErrorCode.unknown_member_id
-    if epoch != member.member_epoch:
-        # a classic member, and any transactional commit, hear it as the classic protocol says
-        classic = member.classic is not None or producer is not None
-        return ErrorCode.illegal_generation if classic else ErrorCode.stale_member_epoch
-    return ErrorCode.none
+    @property
+    def topics_view(self) -> Callable[[], Mapping[str, tuple[uuid.UUID, int]]]:
+        return self.context.topics_view
 
+    @topics_view.setter
+    def topics_view(self, view: Callable[[], Mapping[str, tuple[uuid.UUID, int]]]) -> None:
+        self.context.topics_view = view
 
-def _consumer_fetch_error(group: ConsumerGroup, member_id: str | None, epoch: int) -> ErrorCode:
-    """OffsetFetch v9+ names its member: it must be one, at its current epoch. Without a
-    member (an admin, an older client) anyone may fetch."""
-    if member_id is None and epoch < 0:
-        return ErrorCode.none
-    member = group.members.get(member_id or "")
-    if member is None:
-        return ErrorCode.unknown_member_id
-    if epoch != member.member_epoch:
-        classic = member.classic is not None
-        return ErrorCode.illegal_generation if classic else ErrorCode.stale_member_epoch
-    return ErrorCode.none
+    def _group_record(self, group: ClassicGroup) -> Record:
+        return group_record(group)
+
+    def _fence(self, group_id: str, member_id: str, epoch: int | None, reason: str) -> Result[None]:
+        return self.consumer.fence(group_id, member_id, epoch, reason)

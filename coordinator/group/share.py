@@ -1,4 +1,4 @@
-"""A share group (KIP-932) as pure state, and how one record changes it.
+"""A share group (KIP-932) as pure state, its record types and how each changes it.
 
 Members of a share group may read the same partitions, so there is nothing to revoke:
 a member's assignment is its target assignment as soon as the target is computed,
@@ -14,7 +14,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from odradek.coordinator.group import share_records as shr
-from odradek.coordinator.group.consumer_records import TopicPartitions
+from odradek.coordinator.group.modern import (
+    ModernGroup,
+    ModernRecords,
+    apply_current,
+    apply_member,
+    apply_target,
+    apply_target_epoch,
+    replay_in,
+)
+from odradek.coordinator.group.record_codecs import (
+    EPOCH_VALUE,
+    GROUP_KEY,
+    MEMBER_KEY,
+    TARGET_VALUE,
+    GroupKey,
+    TopicPartitions,
+)
+from odradek.coordinator.registry import RecordType
 
 EMPTY, STABLE, ASSIGNING = "Empty", "Stable", "Assigning"
 
@@ -32,12 +49,7 @@ class ShareMember:
 
 
 @dataclass
-class ShareGroup:
-    group_id: str
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    members: dict[str, ShareMember] = field(default_factory=dict)
-    target: dict[str, TopicPartitions] = field(default_factory=dict)
+class ShareGroup(ModernGroup[ShareMember, TopicPartitions]):
     # the hash of the subscribed topics (topics_hash) the group epoch was computed for
     metadata_hash: int = 0
     state_partitions: shr.StatePartitions = field(default_factory=shr.StatePartitions)
@@ -50,9 +62,11 @@ class ShareGroup:
             return ASSIGNING
         return STABLE
 
-    def copy(self) -> ShareGroup:
-        """A copy a heartbeat may change: records replace members, never change them."""
-        return dataclasses.replace(self, members=dict(self.members), target=dict(self.target))
+    def new_member(self, member_id: str) -> ShareMember:
+        return ShareMember(member_id)
+
+    def unassigned(self, member: ShareMember) -> ShareMember:
+        return dataclasses.replace(member, member_epoch=0, assigned={})
 
 
 def topics_hash(topics: Mapping[str, tuple[uuid.UUID, int]]) -> int:
@@ -64,46 +78,52 @@ def topics_hash(topics: Mapping[str, tuple[uuid.UUID, int]]) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), signed=True)
 
 
-def apply_record(group: ShareGroup, key: shr.ShareKey, value: bytes | None) -> None:
-    """One record's change to `group`, the same live, on a working copy and loading."""
-    kind, member_id = key.kind, key.member
-    if kind == shr.GROUP_EPOCH:
-        group.group_epoch, group.metadata_hash = (
-            shr.decode_group_epoch(value) if value is not None else (0, 0)
-        )
-    elif kind == shr.TARGET_EPOCH:
-        group.assignment_epoch = shr.decode_assignment_epoch(value) if value is not None else 0
-    elif kind == shr.TARGET_MEMBER:
-        if value is None:
-            group.target.pop(member_id, None)
-        else:
-            group.target[member_id] = shr.decode_target(value)
-    elif kind == shr.MEMBER_METADATA:
-        if value is None:
-            group.members.pop(member_id, None)
-            return
-        meta = shr.decode_member(value)
-        group.members[member_id] = dataclasses.replace(
-            group.members.get(member_id) or ShareMember(member_id),
-            rack_id=meta.rack_id,
-            client_id=meta.client_id,
-            client_host=meta.client_host,
-            subscribed_topic_names=meta.subscribed_topic_names,
-        )
-    elif kind == shr.CURRENT_ASSIGNMENT:
-        known = group.members.get(member_id)
-        if value is None:
-            if known is not None:
-                group.members[member_id] = dataclasses.replace(known, member_epoch=0, assigned={})
-            return
-        current = shr.decode_current(value)
-        group.members[member_id] = dataclasses.replace(
-            known or ShareMember(member_id),
-            member_epoch=current.member_epoch,
-            previous_member_epoch=current.previous_member_epoch,
-            assigned=current.assigned,
-        )
-    elif kind == shr.STATE_PARTITIONS:
-        group.state_partitions = (
-            shr.decode_state_partitions(value) if value is not None else shr.StatePartitions()
-        )
+# -- how the share group's own records change it (the others: modern.py)
+
+
+def _group_epoch(group: ShareGroup, key: GroupKey, value: shr.GroupEpoch | None) -> None:
+    group.group_epoch, group.metadata_hash = value if value is not None else (0, 0)
+
+
+def _state_partitions(group: ShareGroup, key: GroupKey, value: shr.StatePartitions | None) -> None:
+    group.state_partitions = value if value is not None else shr.StatePartitions()
+
+
+_replay = replay_in(lambda shard: shard.share)
+
+MEMBER_METADATA = RecordType(
+    10, "ShareGroupMemberMetadata", MEMBER_KEY, shr.MEMBER_VALUE, apply_member, _replay
+)
+GROUP_EPOCH = RecordType(
+    11, "ShareGroupMetadata", GROUP_KEY, shr.GROUP_EPOCH_VALUE, _group_epoch, _replay
+)
+TARGET_EPOCH = RecordType(
+    12, "ShareGroupTargetAssignmentMetadata", GROUP_KEY, EPOCH_VALUE, apply_target_epoch, _replay
+)
+TARGET_MEMBER = RecordType(
+    13, "ShareGroupTargetAssignmentMember", MEMBER_KEY, TARGET_VALUE, apply_target, _replay
+)
+CURRENT_ASSIGNMENT = RecordType(
+    14, "ShareGroupCurrentMemberAssignment", MEMBER_KEY, shr.CURRENT_VALUE, apply_current, _replay
+)
+STATE_PARTITIONS = RecordType(
+    15,
+    "ShareGroupStatePartitionMetadata",
+    GROUP_KEY,
+    shr.STATE_PARTITIONS_VALUE,
+    _state_partitions,
+    _replay,
+)
+RECORDS = ModernRecords(
+    GROUP_EPOCH,
+    (TARGET_MEMBER, CURRENT_ASSIGNMENT, MEMBER_METADATA),
+    (TARGET_EPOCH, STATE_PARTITIONS, GROUP_EPOCH),
+)
+RECORD_TYPES = (
+    MEMBER_METADATA,
+    GROUP_EPOCH,
+    TARGET_EPOCH,
+    TARGET_MEMBER,
+    CURRENT_ASSIGNMENT,
+    STATE_PARTITIONS,
+)

@@ -1,4 +1,4 @@
-"""A streams group (KIP-1071) as pure state, and how each of its records changes it.
+"""A streams group (KIP-1071) as pure state, its record types and how each changes it.
 
 The group is initialized with the topology of its first member; its epoch counts
 changes of membership, member metadata, the topics the topology needs and the
@@ -13,10 +13,25 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from odradek.coordinator.group import streams_records as sr
+from odradek.coordinator.group.modern import (
+    ModernGroup,
+    ModernRecords,
+    apply_current,
+    apply_member,
+    apply_target,
+    value_of,
+    with_fields,
+)
+from odradek.coordinator.group.record_codecs import GROUP_KEY, MEMBER_KEY, GroupKey, MemberKey
 from odradek.coordinator.group.streams_records import AssignedTasks, TargetTasks, Topology
+from odradek.coordinator.registry import RAW, RecordType, ignore
 from odradek.coordinator.runtime import Record
+
+if TYPE_CHECKING:
+    from odradek.coordinator.group.shard import GroupShard
 
 STABLE, UNREVOKED_TASKS, UNRELEASED_TASKS, UNKNOWN = 1, 2, 3, 127
 MEMBER_STATES = {STABLE: "Stable", UNREVOKED_TASKS: "UnrevokedTasks",
@@ -51,44 +66,19 @@ class StreamsMember:
     assigned: AssignedTasks = NO_TASKS
     pending_revocation: AssignedTasks = NO_TASKS
 
-    def metadata(self) -> sr.MemberMetadata:
-        return sr.MemberMetadata(
-            self.instance_id,
-            self.rack_id,
-            self.client_id,
-            self.client_host,
-            self.rebalance_timeout_ms,
-            self.topology_epoch,
-            self.process_id,
-            self.user_endpoint,
-            self.client_tags,
-        )
-
-    def current(self) -> sr.CurrentAssignment:
-        return sr.CurrentAssignment(
-            self.member_epoch,
-            self.previous_member_epoch,
-            self.state,
-            self.assigned,
-            self.pending_revocation,
-        )
-
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == STABLE and self.member_epoch == epoch
 
 
 @dataclass
-class StreamsGroup:
-    group_id: str
+class StreamsGroup(ModernGroup[StreamsMember, TargetTasks]):
     group_epoch: int = 1
+    assignment_epoch: int = 1
     metadata_hash: int = 0
     validated_topology_epoch: int = -1
     assignment_configs: tuple[tuple[str, str], ...] = ()
-    assignment_epoch: int = 1
     assignment_timestamp: int = 0
     topology: Topology | None = None
-    members: dict[str, StreamsMember] = field(default_factory=dict)
-    target: dict[str, TargetTasks] = field(default_factory=dict)
     # not written down, as on Kafka: lost when the coordinator moves or restarts
     endpoint_epoch: int = 0
     shutdown_requested_by: str | None = None
@@ -104,6 +94,24 @@ class StreamsGroup:
         if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
             return RECONCILING
         return GROUP_STABLE
+
+    def new_member(self, member_id: str) -> StreamsMember:
+        return StreamsMember(member_id)
+
+    def unassigned(self, member: StreamsMember) -> StreamsMember:
+        return dataclasses.replace(
+            member,
+            member_epoch=-1,
+            previous_member_epoch=-1,
+            assigned=NO_TASKS,
+            pending_revocation=NO_TASKS,
+        )
+
+    def with_current(self, member: StreamsMember, current: sr.CurrentAssignment) -> StreamsMember:
+        updated = with_fields(member, current)
+        if current.state in MEMBER_STATES:
+            return updated
+        return dataclasses.replace(updated, state=UNKNOWN)
 
     def static_member(self, instance_id: str | None) -> StreamsMember | None:
         if instance_id is None:
@@ -136,123 +144,123 @@ class Owners:
     warmup: dict[tuple[str, int], set[str]] = field(default_factory=dict)
 
 
-def apply_record(group: StreamsGroup, key: sr.StreamsKey, value: bytes | None) -> None:
-    """One record's change to `group`: the same for a heartbeat's working copy, a live
-    replay and loading. Members are replaced, never changed in place."""
-    kind, member_id = key.kind, key.member
-    if kind == sr.GROUP_METADATA:
-        if value is None:
-            return  # the caller drops the group
-        epoch = sr.decode_group_metadata(value)
-        group.group_epoch = epoch.epoch
-        group.metadata_hash = epoch.metadata_hash
-        group.validated_topology_epoch = epoch.validated_topology_epoch
-        group.assignment_configs = epoch.assignment_configs
-    elif kind == sr.TOPOLOGY:
-        group.topology = sr.decode_topology(value) if value is not None else None
-    elif kind == sr.TARGET_EPOCH:
-        if value is None:
-            group.assignment_epoch, group.assignment_timestamp = -1, 0
-        else:
-            group.assignment_epoch, group.assignment_timestamp = sr.decode_target_epoch(value)
-    elif kind == sr.TARGET_MEMBER:
-        if value is None:
-            group.target.pop(member_id, None)
-        else:
-            group.target[member_id] = sr.decode_target(value)
-    elif kind == sr.MEMBER_METADATA:
-        if value is None:
-            group.members.pop(member_id, None)
-            return
-        meta = sr.decode_member(value)
-        group.members[member_id] = dataclasses.replace(
-            group.members.get(member_id) or StreamsMember(member_id),
-            instance_id=meta.instance_id,
-            rack_id=meta.rack_id,
-            client_id=meta.client_id,
-            client_host=meta.client_host,
-            rebalance_timeout_ms=meta.rebalance_timeout_ms,
-            topology_epoch=meta.topology_epoch,
-            process_id=meta.process_id,
-            user_endpoint=meta.user_endpoint,
-            client_tags=meta.client_tags,
-        )
-    elif kind == sr.CURRENT_ASSIGNMENT:
-        known = group.members.get(member_id)
-        if value is None:
-            if known is not None:
-                group.members[member_id] = dataclasses.replace(
-                    known,
-                    member_epoch=-1,
-                    previous_member_epoch=-1,
-                    assigned=NO_TASKS,
-                    pending_revocation=NO_TASKS,
-                )
-            return
-        current = sr.decode_current(value)
-        group.members[member_id] = dataclasses.replace(
-            known or StreamsMember(member_id),
-            member_epoch=current.member_epoch,
-            previous_member_epoch=current.previous_member_epoch,
-            state=current.state if current.state in MEMBER_STATES else UNKNOWN,
-            assigned=current.assigned,
-            pending_revocation=current.pending_revocation,
-        )
-
-
-def working_copy(group: StreamsGroup) -> StreamsGroup:
-    """A copy a heartbeat may change: records replace members and map entries."""
-    return dataclasses.replace(group, members=dict(group.members), target=dict(group.target))
-
-
 # -- the records that describe a group --------------------------------------------------
 
 
 def member_record(group_id: str, member: StreamsMember) -> Record:
-    key = sr.StreamsKey(sr.MEMBER_METADATA, group_id, member.member_id)
-    return sr.encode_key(key), sr.encode_member(member.metadata())
+    value = value_of(sr.MemberMetadata, member)
+    return MEMBER_METADATA.record(MemberKey(group_id, member.member_id), value)
 
 
 def current_record(group_id: str, member: StreamsMember) -> Record:
-    key = sr.StreamsKey(sr.CURRENT_ASSIGNMENT, group_id, member.member_id)
-    return sr.encode_key(key), sr.encode_current(member.current())
+    value = value_of(sr.CurrentAssignment, member)
+    return CURRENT_ASSIGNMENT.record(MemberKey(group_id, member.member_id), value)
 
 
 def target_record(group_id: str, member_id: str, target: TargetTasks) -> Record:
-    key = sr.StreamsKey(sr.TARGET_MEMBER, group_id, member_id)
-    return sr.encode_key(key), sr.encode_target(target)
+    return TARGET_MEMBER.record(MemberKey(group_id, member_id), target)
 
 
 def target_epoch_record(group_id: str, epoch: int, timestamp: int) -> Record:
-    key = sr.StreamsKey(sr.TARGET_EPOCH, group_id)
-    return sr.encode_key(key), sr.encode_target_epoch(epoch, timestamp)
+    return TARGET_EPOCH.record(GroupKey(group_id), sr.TargetEpoch(epoch, timestamp))
 
 
 def metadata_record(group: StreamsGroup, epoch: int, metadata_hash: int,
                     validated: int, configs: tuple[tuple[str, str], ...]) -> Record:  # fmt: skip
-    key = sr.StreamsKey(sr.GROUP_METADATA, group.group_id)
     value = sr.GroupMetadata(epoch, metadata_hash, validated, configs)
-    return sr.encode_key(key), sr.encode_group_metadata(value)
+    return GROUP_METADATA.record(GroupKey(group.group_id), value)
 
 
 def topology_record(group_id: str, topology: Topology) -> Record:
-    key = sr.StreamsKey(sr.TOPOLOGY, group_id)
-    return sr.encode_key(key), sr.encode_topology(topology)
-
-
-def member_tombstones(group_id: str, member_id: str) -> list[Record]:
-    """A member's records, deleted in Kafka's order."""
-    kinds = (sr.CURRENT_ASSIGNMENT, sr.TARGET_MEMBER, sr.MEMBER_METADATA)
-    return [(sr.encode_key(sr.StreamsKey(k, group_id, member_id)), None) for k in kinds]
+    return TOPOLOGY.record(GroupKey(group_id), topology)
 
 
 def group_tombstones(group: StreamsGroup) -> list[Record]:
     """Every record of the group, deleted in Kafka's order (the epoch and the topology
     last: replay drops the group with the epoch)."""
     gid = group.group_id
-    keys = [sr.StreamsKey(sr.CURRENT_ASSIGNMENT, gid, m) for m in group.members]
-    keys += [sr.StreamsKey(sr.TARGET_MEMBER, gid, m) for m in group.members]
-    keys += [sr.StreamsKey(sr.TARGET_EPOCH, gid)]
-    keys += [sr.StreamsKey(sr.MEMBER_METADATA, gid, m) for m in group.members]
-    keys += [sr.StreamsKey(sr.GROUP_METADATA, gid), sr.StreamsKey(sr.TOPOLOGY, gid)]
-    return [(sr.encode_key(key), None) for key in keys]
+    records = [CURRENT_ASSIGNMENT.tombstone(MemberKey(gid, m)) for m in group.members]
+    records += [TARGET_MEMBER.tombstone(MemberKey(gid, m)) for m in group.members]
+    records.append(TARGET_EPOCH.tombstone(GroupKey(gid)))
+    records += [MEMBER_METADATA.tombstone(MemberKey(gid, m)) for m in group.members]
+    records += [GROUP_METADATA.tombstone(GroupKey(gid)), TOPOLOGY.tombstone(GroupKey(gid))]
+    return records
+
+
+# -- how the streams group's own records change it (the others: modern.py)
+
+
+def _metadata(group: StreamsGroup, key: GroupKey, value: sr.GroupMetadata | None) -> None:
+    if value is None:
+        return  # the shard drops the group
+    group.group_epoch = value.epoch
+    group.metadata_hash = value.metadata_hash
+    group.validated_topology_epoch = value.validated_topology_epoch
+    group.assignment_configs = value.assignment_configs
+
+
+def _topology(group: StreamsGroup, key: GroupKey, topology: Topology | None) -> None:
+    group.topology = topology
+
+
+def _target_epoch(group: StreamsGroup, key: GroupKey, value: sr.TargetEpoch | None) -> None:
+    group.assignment_epoch, group.assignment_timestamp = value if value is not None else (-1, 0)
+
+
+def _ignored(group: StreamsGroup, key: GroupKey, value: bytes | None) -> None:
+    pass
+
+
+def _replay(
+    shard: GroupShard,
+    record_type: RecordType[GroupShard, StreamsGroup, Any, Any],
+    key: GroupKey | MemberKey,
+    value: object,
+    offset: int,
+    producer_id: int,
+) -> None:
+    if shard.streams.replay(record_type, key, value):
+        classic = shard.classic.groups.get(key.group)
+        if classic is not None and classic.is_empty():
+            del shard.classic.groups[key.group]  # an empty classic group became this one
+
+
+GROUP_METADATA = RecordType(
+    17, "StreamsGroupMetadata", GROUP_KEY, sr.METADATA_VALUE, _metadata, _replay
+)
+# no longer written by Kafka (the subscribed topics' metadata of Kafka 4.0)
+LEGACY_PARTITION_METADATA = RecordType(
+    18, "StreamsGroupPartitionMetadata", GROUP_KEY, RAW, _ignored, ignore
+)
+MEMBER_METADATA = RecordType(
+    19, "StreamsGroupMemberMetadata", MEMBER_KEY, sr.MEMBER_VALUE, apply_member, _replay
+)
+TARGET_EPOCH = RecordType(
+    20,
+    "StreamsGroupTargetAssignmentMetadata",
+    GROUP_KEY,
+    sr.TARGET_EPOCH_VALUE,
+    _target_epoch,
+    _replay,
+)
+TARGET_MEMBER = RecordType(
+    21, "StreamsGroupTargetAssignmentMember", MEMBER_KEY, sr.TARGET_VALUE, apply_target, _replay
+)
+CURRENT_ASSIGNMENT = RecordType(
+    22, "StreamsGroupCurrentMemberAssignment", MEMBER_KEY, sr.CURRENT_VALUE, apply_current, _replay
+)
+TOPOLOGY = RecordType(23, "StreamsGroupTopology", GROUP_KEY, sr.TOPOLOGY_VALUE, _topology, _replay)
+RECORDS = ModernRecords(
+    GROUP_METADATA,
+    (CURRENT_ASSIGNMENT, TARGET_MEMBER, MEMBER_METADATA),
+    (GROUP_METADATA, TOPOLOGY),
+)
+RECORD_TYPES = (
+    GROUP_METADATA,
+    LEGACY_PARTITION_METADATA,
+    MEMBER_METADATA,
+    TARGET_EPOCH,
+    TARGET_MEMBER,
+    CURRENT_ASSIGNMENT,
+    TOPOLOGY,
+)

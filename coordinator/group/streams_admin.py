@@ -1,5 +1,5 @@
 """Streams groups as the other group APIs see them: StreamsGroupDescribe, who may
-commit and fetch their offsets, and what deleting one writes.
+commit and fetch their offsets, and which topics OffsetDelete may not touch.
 
 Offsets of a streams group are committed by its members (TxnOffsetCommit under
 exactly-once, OffsetCommit otherwise) at their member epoch; a member a step behind
@@ -9,88 +9,79 @@ the group has no members, anyone may commit (an admin resetting offsets).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from odradek.coordinator.group import streams_configs
 from odradek.coordinator.group.streams import EMPTY, StreamsGroup, StreamsMember
-from odradek.coordinator.group.streams_configs import MemberTaskOffsets, described
-from odradek.coordinator.group.streams_membership import not_streams
-from odradek.coordinator.group.streams_protocol import StreamsProtocol
+from odradek.coordinator.group.streams_configs import MemberTaskOffsets
 from odradek.coordinator.group.streams_records import Subtopology, TargetTasks, Tasks, TopicInfo
 from odradek.coordinator.group.streams_topics import ConfiguredTopology, InternalTopic
-from odradek.coordinator.runtime import Result
 from odradek.protocol.errors import ErrorCode
 
 
-class StreamsGroups(StreamsProtocol):
-    def describe_streams_group(self, group_id: str) -> Result[dict[str, Any] | str]:
-        """The group, or (no streams group of that id) the reason GROUP_ID_NOT_FOUND gives."""
-        group = self.streams_groups.get(group_id)
-        if group is None:
-            known = (
-                group_id in self.groups
-                or group_id in self.consumer_groups
-                or (group_id in self.share_groups)
-            )
-            return Result([], not_streams(group_id) if known else f"Group {group_id} not found.")
-        configured = self.streams_configured.get(group_id)
-        offsets = self.streams_task_offsets.get(group_id, {})
-        return Result(
-            [],
-            {
-                "group_id": group_id,
-                "group_state": group.state,
-                "group_epoch": group.group_epoch,
-                "assignment_epoch": group.assignment_epoch,
-                "topology": _described_topology(group, configured),
-                "members": [
-                    _described_member(m, group.target.get(m.member_id), offsets.get(m.member_id))
-                    for m in group.members.values()
-                ],
-            },
-        )
+def described(
+    group: StreamsGroup,
+    configured: ConfiguredTopology | None,
+    offsets: Mapping[str, MemberTaskOffsets],
+) -> dict[str, Any]:
+    """The group as StreamsGroupDescribe gives it: `configured`, its topology as set
+    against the topics, and `offsets`, the task offsets each member reported."""
+    return {
+        "group_id": group.group_id,
+        "group_state": group.state,
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "topology": _described_topology(group, configured),
+        "members": [
+            _described_member(m, group.target.get(m.member_id), offsets.get(m.member_id))
+            for m in group.members.values()
+        ],
+    }
 
-    def streams_commit_error(self, group: StreamsGroup, request: dict[str, Any]) -> ErrorCode:
-        """Why these offsets may not be committed (none: they may). `request` as
-        GroupShard.commit_offsets takes it."""
-        member_id, epoch = request["member_id"], request["generation"]
-        transactional = request.get("producer") is not None
-        if epoch < 0 and not group.members:
-            return ErrorCode.none
-        if transactional and epoch == -1 and not member_id and request["group_instance_id"] is None:
-            return ErrorCode.none
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if not transactional and request.get("version", 9) < 9:
-            # "OffsetCommit version 9 or above must be used by members using the streams
-            # group protocol"
-            return ErrorCode.unsupported_version
-        if epoch == member.member_epoch:
-            return ErrorCode.none
-        stale = ErrorCode.illegal_generation if transactional else ErrorCode.stale_member_epoch
-        if epoch > member.member_epoch:
-            return stale
-        sources = group.topology.source_topic_map() if group.topology is not None else {}
-        for topic, partition in request["offsets"]:
-            if not _assigned_by(member, sources.get(topic), partition, epoch):
-                return stale
+
+def commit_error(group: StreamsGroup, request: dict[str, Any]) -> ErrorCode:
+    """Why these offsets may not be committed (none: they may). `request` as
+    GroupShard.commit_offsets takes it."""
+    member_id, epoch = request["member_id"], request["generation"]
+    transactional = request.get("producer") is not None
+    if epoch < 0 and not group.members:
         return ErrorCode.none
+    if transactional and epoch == -1 and not member_id and request["group_instance_id"] is None:
+        return ErrorCode.none
+    member = group.members.get(member_id)
+    if member is None:
+        return ErrorCode.unknown_member_id
+    if not transactional and request.get("version", 9) < 9:
+        # "OffsetCommit version 9 or above must be used by members using the streams
+        # group protocol"
+        return ErrorCode.unsupported_version
+    if epoch == member.member_epoch:
+        return ErrorCode.none
+    stale = ErrorCode.illegal_generation if transactional else ErrorCode.stale_member_epoch
+    if epoch > member.member_epoch:
+        return stale
+    sources = group.topology.source_topic_map() if group.topology is not None else {}
+    for topic, partition in request["offsets"]:
+        if not _assigned_by(member, sources.get(topic), partition, epoch):
+            return stale
+    return ErrorCode.none
 
-    def streams_fetch_error(
-        self, group: StreamsGroup, member_id: str | None, epoch: int
-    ) -> ErrorCode:
-        if member_id is None and epoch < 0:
-            return ErrorCode.none
-        member = group.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.unknown_member_id
-        return ErrorCode.none if epoch == member.member_epoch else ErrorCode.stale_member_epoch
 
-    def streams_subscribed(self, group: StreamsGroup) -> set[str]:
-        """The topics OffsetDelete may not touch: those the group reads while it has members."""
-        if group.state == EMPTY or group.topology is None:
-            return set()
-        return set(group.topology.source_topic_map())
+def fetch_error(group: StreamsGroup, member_id: str | None, epoch: int) -> ErrorCode:
+    if member_id is None and epoch < 0:
+        return ErrorCode.none
+    member = group.members.get(member_id or "")
+    if member is None:
+        return ErrorCode.unknown_member_id
+    return ErrorCode.none if epoch == member.member_epoch else ErrorCode.stale_member_epoch
+
+
+def subscribed_topics(group: StreamsGroup) -> set[str]:
+    """The topics OffsetDelete may not touch: those the group reads while it has members."""
+    if group.state == EMPTY or group.topology is None:
+        return set()
+    return set(group.topology.source_topic_map())
 
 
 def _assigned_by(member: StreamsMember, sub: str | None, partition: int, epoch: int) -> bool:
@@ -134,8 +125,8 @@ def _described_member(
         if member.user_endpoint is None
         else {"host": member.user_endpoint[0], "port": member.user_endpoint[1]},
         "client_tags": [{"key": k, "value": v} for k, v in member.client_tags],
-        "task_offsets": described(offsets.offsets),
-        "task_end_offsets": described(offsets.end_offsets),
+        "task_offsets": streams_configs.described(offsets.offsets),
+        "task_end_offsets": streams_configs.described(offsets.end_offsets),
         "assignment": _assignment(
             member.assigned.active_ids(), member.assigned.standby, member.assigned.warmup
         ),

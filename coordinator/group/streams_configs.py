@@ -24,7 +24,7 @@ from odradek.coordinator.group.heartbeat_errors import HeartbeatError
 from odradek.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from odradek.coordinator.group.shard_state import GroupTimeouts
+    from odradek.coordinator.group.context import GroupTimeouts
 
 TaskOffsets = dict[tuple[str, int], int]  # (subtopology, partition) -> offset
 

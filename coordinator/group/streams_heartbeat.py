@@ -9,9 +9,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from odradek.coordinator.group.heartbeat_errors import HeartbeatError
+from odradek.coordinator.group.heartbeat_errors import HeartbeatError, fenced
 from odradek.coordinator.group.streams import StreamsGroup, StreamsMember
-from odradek.coordinator.group.streams_records import Tasks, Topology
+from odradek.coordinator.group.streams_records import AssignedTasks, TargetTasks, Tasks, Topology
 from odradek.coordinator.group.streams_topics import (
     ConfiguredSubtopology,
     ConfiguredTopology,
@@ -91,7 +91,7 @@ def check_epoch(member: StreamsMember, request: Mapping[str, Any]) -> None:
     if epoch == 0:
         return
     if epoch > member.member_epoch:
-        raise _fenced("greater", epoch, member.member_epoch)
+        raise fenced("streams", epoch, member.member_epoch)
     if epoch < member.member_epoch:
         held = member.assigned
         contained = all(
@@ -103,20 +103,43 @@ def check_epoch(member: StreamsMember, request: Mapping[str, Any]) -> None:
             )
         )
         if epoch != member.previous_member_epoch or not contained:
-            raise _fenced("smaller", epoch, member.member_epoch)
+            raise fenced("streams", epoch, member.member_epoch)
+
+
+def static_of(group: StreamsGroup, member_id: str, instance_id: str) -> StreamsMember:
+    """The static member of this instance id, which must have this member id."""
+    static = group.static_member(instance_id)
+    if static is None:
+        raise HeartbeatError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
+    if static.member_id != member_id:
+        raise HeartbeatError(
+            ErrorCode.fenced_instance_id,
+            f"Static member {member_id} with instance id {instance_id} was fenced by member "
+            f"{static.member_id}.",
+        )
+    return static
+
+
+def epoch_relevant(before: StreamsMember, after: StreamsMember) -> bool:
+    """For a static member, only these changes move the group to a new epoch."""
+    return (
+        before.topology_epoch != after.topology_epoch
+        or before.rack_id != after.rack_id
+        or dict(before.client_tags) != dict(after.client_tags)
+        or before.process_id != after.process_id
+    )
+
+
+def same_tasks(target: TargetTasks, assigned: AssignedTasks) -> bool:
+    return (
+        dict(target.active) == dict(assigned.active_ids())
+        and dict(target.standby) == dict(assigned.standby)
+        and dict(target.warmup) == dict(assigned.warmup)
+    )
 
 
 def _contains(owned: Tasks, assigned: Tasks) -> bool:
     return all(sub in assigned and parts <= assigned[sub] for sub, parts in owned.items())
-
-
-def _fenced(relation: str, epoch: int, known: int) -> HeartbeatError:
-    return HeartbeatError(
-        ErrorCode.fenced_member_epoch,
-        f"The streams group member has a {relation} member epoch ({epoch}) than the one known "
-        f"by the group coordinator ({known}). The member must abandon all its partitions and "
-        "rejoin.",
-    )
 
 
 def check_owned_tasks(

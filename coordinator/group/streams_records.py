@@ -1,6 +1,5 @@
-"""`__consumer_offsets` records of streams groups (KIP-1071), in Kafka's own schemas.
-Keys are an int16 record type, the group id and, for members, the member id; values
-are version 0, flexible (compact strings and arrays, tagged fields):
+"""The values of `__consumer_offsets` records of streams groups (KIP-1071), in Kafka's
+own schemas (their record types: streams.py; keys and common pieces: record_codecs.py):
 
     17  StreamsGroupMetadata                 group epoch, metadata hash; tagged: the
                                              validated topology epoch, the assignment
@@ -21,16 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
-from odradek.coordinator.group import record_keys
-from odradek.coordinator.group.record_keys import GroupKey
+from odradek.coordinator.group import record_codecs as rc
+from odradek.coordinator.registry import Codec
 from odradek.protocol.codec import Reader, Writer
-
-GROUP_METADATA, LEGACY_PARTITION_METADATA, MEMBER_METADATA = 17, 18, 19
-TARGET_EPOCH, TARGET_MEMBER, CURRENT_ASSIGNMENT, TOPOLOGY = 20, 21, 22, 23
-KINDS = range(GROUP_METADATA, TOPOLOGY + 1)
-_MEMBER_KINDS = (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT)
 
 # subtopology id -> partitions (task ids)
 Tasks = Mapping[str, frozenset[int]]
@@ -38,9 +32,6 @@ Tasks = Mapping[str, frozenset[int]]
 ActiveTasks = Mapping[str, Mapping[int, int]]
 
 T = TypeVar("T")
-
-
-StreamsKey = GroupKey
 
 
 @dataclass(frozen=True)
@@ -62,6 +53,11 @@ class MemberMetadata:
     process_id: str
     user_endpoint: tuple[str, int] | None
     client_tags: tuple[tuple[str, str], ...]
+
+
+class TargetEpoch(NamedTuple):
+    epoch: int
+    timestamp: int = 0  # when it was computed; 0: not written
 
 
 @dataclass(frozen=True)
@@ -87,13 +83,8 @@ class AssignedTasks:
         return {s: frozenset(parts) for s, parts in self.active.items()}
 
 
-@dataclass(frozen=True)
-class CurrentAssignment:
-    member_epoch: int
-    previous_member_epoch: int
-    state: int
-    assigned: AssignedTasks = field(default_factory=AssignedTasks)
-    pending_revocation: AssignedTasks = field(default_factory=AssignedTasks)
+# a member's current assignment: the tasks it holds and (pending_revocation) must give up
+CurrentAssignment = rc.CurrentAssignment
 
 
 @dataclass(frozen=True)
@@ -154,25 +145,7 @@ class Topology:
         return found
 
 
-# -- keys ---------------------------------------------------------------------------
-
-
-def encode_key(key: StreamsKey) -> bytes:
-    return record_keys.encode_key(key, _MEMBER_KINDS)
-
-
-def decode_key(raw: bytes) -> StreamsKey | None:
-    """None for keys of other kinds."""
-    return record_keys.decode_key(raw, KINDS, _MEMBER_KINDS, "streams group")
-
-
 # -- helpers -------------------------------------------------------------------------
-
-
-_start = record_keys.start_value
-
-
-_read = record_keys.read_value
 
 
 def _tags(writer: Writer, fields: list[tuple[int, bytes]]) -> bytes:
@@ -189,16 +162,6 @@ def _read_tags(reader: Reader) -> dict[int, Reader]:
         tag, size = reader.uvarint(), reader.uvarint()
         found[tag] = Reader(reader.bytes_exactly(size))
     return found
-
-
-def _strings(writer: Writer, values: tuple[str, ...] | list[str]) -> None:
-    writer.compact_length(len(values))
-    for value in values:
-        writer.compact_string(value)
-
-
-def _read_strings(reader: Reader) -> tuple[str, ...]:
-    return tuple(reader.compact_string() or "" for _ in range(reader.compact_length()))
 
 
 def _pairs(writer: Writer, pairs: tuple[tuple[str, str], ...]) -> None:
@@ -223,8 +186,8 @@ def _array(reader: Reader, item: Callable[[Reader], T]) -> tuple[T, ...]:
 # -- 17: the group's metadata --------------------------------------------------------
 
 
-def encode_group_metadata(value: GroupMetadata) -> bytes:
-    writer = _start().int32(value.epoch).int64(value.metadata_hash)
+def _encode_group_metadata(value: GroupMetadata) -> bytes:
+    writer = rc.start_value().int32(value.epoch).int64(value.metadata_hash)
     tagged = []
     if value.validated_topology_epoch != -1:
         tagged.append((0, Writer().int32(value.validated_topology_epoch).done()))
@@ -234,8 +197,8 @@ def encode_group_metadata(value: GroupMetadata) -> bytes:
     return _tags(writer, tagged)
 
 
-def decode_group_metadata(raw: bytes) -> GroupMetadata:
-    reader = _read(raw)
+def _decode_group_metadata(raw: bytes) -> GroupMetadata:
+    reader = rc.read_value(raw)
     epoch, metadata_hash = reader.int32(), reader.int64()
     tags = _read_tags(reader)
     validated = tags[0].int32() if 0 in tags else -1
@@ -246,17 +209,12 @@ def decode_group_metadata(raw: bytes) -> GroupMetadata:
 # -- 19: a member's metadata ---------------------------------------------------------
 
 
-def encode_member(value: MemberMetadata) -> bytes:
-    writer = (
-        _start()
-        .compact_string(value.instance_id)
-        .compact_string(value.rack_id)
-        .compact_string(value.client_id)
-        .compact_string(value.client_host)
-        .int32(value.rebalance_timeout_ms)
-        .int32(value.topology_epoch)
-        .compact_string(value.process_id)
+def _encode_member(value: MemberMetadata) -> bytes:
+    writer = rc.start_with_strings(
+        value.instance_id, value.rack_id, value.client_id, value.client_host
     )
+    writer.int32(value.rebalance_timeout_ms).int32(value.topology_epoch)
+    writer.compact_string(value.process_id)
     if value.user_endpoint is None:
         writer.int8(-1)
     else:
@@ -267,8 +225,8 @@ def encode_member(value: MemberMetadata) -> bytes:
     return writer.no_tags().done()
 
 
-def decode_member(raw: bytes) -> MemberMetadata:
-    reader = _read(raw)
+def _decode_member(raw: bytes) -> MemberMetadata:
+    reader = rc.read_value(raw)
     instance_id, rack_id = reader.compact_string(), reader.compact_string()
     client_id, client_host = reader.compact_string() or "", reader.compact_string() or ""
     rebalance_timeout_ms, topology_epoch = reader.int32(), reader.int32()
@@ -295,34 +253,30 @@ def decode_member(raw: bytes) -> MemberMetadata:
 # -- 20 and 21: the target assignment ------------------------------------------------
 
 
-def encode_target_epoch(epoch: int, timestamp: int) -> bytes:
-    writer = _start().int32(epoch)
+def _encode_target_epoch(value: TargetEpoch) -> bytes:
+    writer = rc.start_value().int32(value.epoch)
+    timestamp = value.timestamp
     return _tags(writer, [(0, Writer().int64(timestamp).done())] if timestamp else [])
 
 
-def decode_target_epoch(raw: bytes) -> tuple[int, int]:
-    reader = _read(raw)
+def _decode_target_epoch(raw: bytes) -> TargetEpoch:
+    reader = rc.read_value(raw)
     epoch = reader.int32()
     tags = _read_tags(reader)
-    return epoch, tags[0].int64() if 0 in tags else 0
+    return TargetEpoch(epoch, tags[0].int64() if 0 in tags else 0)
 
 
 def _write_tasks(writer: Writer, tasks: Tasks) -> None:
     writer.compact_length(len(tasks))
     for subtopology, parts in sorted(tasks.items()):
-        writer.compact_string(subtopology).compact_length(len(parts))
-        for partition in sorted(parts):
-            writer.int32(partition)
-        writer.no_tags()
+        rc.write_int32s(writer.compact_string(subtopology), parts).no_tags()
 
 
 def _write_active(writer: Writer, tasks: ActiveTasks) -> None:
     """Active tasks, with the epoch each was assigned at (tagged field 0)."""
     writer.compact_length(len(tasks))
     for subtopology, epochs in sorted(tasks.items()):
-        writer.compact_string(subtopology).compact_length(len(epochs))
-        for partition in sorted(epochs):
-            writer.int32(partition)
+        rc.write_int32s(writer.compact_string(subtopology), epochs)
         tagged = Writer().compact_length(len(epochs))
         for partition in sorted(epochs):
             tagged.int32(epochs[partition])
@@ -359,35 +313,32 @@ def _read_active(reader: Reader, member_epoch: int) -> dict[str, dict[int, int]]
     return tasks
 
 
-def encode_target(value: TargetTasks) -> bytes:
-    writer = _start()
+def _encode_target(value: TargetTasks) -> bytes:
+    writer = rc.start_value()
     for tasks in (value.active, value.standby, value.warmup):
         _write_tasks(writer, tasks)
     return writer.no_tags().done()
 
 
-def decode_target(raw: bytes) -> TargetTasks:
-    reader = _read(raw)
+def _decode_target(raw: bytes) -> TargetTasks:
+    reader = rc.read_value(raw)
     return TargetTasks(_read_tasks(reader), _read_tasks(reader), _read_tasks(reader))
 
 
 # -- 22: a member's current assignment -------------------------------------------------
 
 
-def encode_current(value: CurrentAssignment) -> bytes:
-    writer = _start().int32(value.member_epoch).int32(value.previous_member_epoch)
-    writer.int8(value.state)
-    for tasks in (value.assigned, value.pending_revocation):
+def _encode_current(value: CurrentAssignment[AssignedTasks]) -> bytes:
+    writer = rc.start_current(value.member_epoch, value.previous_member_epoch, value.state)
+    for tasks in (value.assigned, value.pending_revocation or AssignedTasks()):
         _write_active(writer, tasks.active)
         _write_tasks(writer, tasks.standby)
         _write_tasks(writer, tasks.warmup)
     return writer.no_tags().done()
 
 
-def decode_current(raw: bytes) -> CurrentAssignment:
-    reader = _read(raw)
-    member_epoch, previous = reader.int32(), reader.int32()
-    state = reader.int8()
+def _decode_current(raw: bytes) -> CurrentAssignment[AssignedTasks]:
+    reader, member_epoch, previous, state = rc.read_current(raw)
     assigned = AssignedTasks(
         _read_active(reader, member_epoch), _read_tasks(reader), _read_tasks(reader)
     )
@@ -429,9 +380,9 @@ def _read_copartition_group(reader: Reader) -> CopartitionGroup:
 
 def _read_subtopology(reader: Reader) -> Subtopology:
     subtopology_id = reader.compact_string() or ""
-    sources, regexes = _read_strings(reader), _read_strings(reader)
+    sources, regexes = rc.read_strings(reader), rc.read_strings(reader)
     changelogs = _array(reader, _read_topic_info)
-    sinks = _read_strings(reader)
+    sinks = rc.read_strings(reader)
     repartition_sources = _array(reader, _read_topic_info)
     copartition = _array(reader, _read_copartition_group)
     reader.skip_tags()
@@ -440,14 +391,14 @@ def _read_subtopology(reader: Reader) -> Subtopology:
     )
 
 
-def encode_topology(value: Topology) -> bytes:
-    writer = _start().int32(value.epoch).compact_length(len(value.subtopologies))
+def _encode_topology(value: Topology) -> bytes:
+    writer = rc.start_value().int32(value.epoch).compact_length(len(value.subtopologies))
     for sub in value.subtopologies:
         writer.compact_string(sub.subtopology_id)
-        _strings(writer, sub.source_topics)
-        _strings(writer, sub.source_topic_regex)
+        rc.write_strings(writer, sub.source_topics)
+        rc.write_strings(writer, sub.source_topic_regex)
         _write_topic_infos(writer, sub.state_changelog_topics)
-        _strings(writer, sub.repartition_sink_topics)
+        rc.write_strings(writer, sub.repartition_sink_topics)
         _write_topic_infos(writer, sub.repartition_source_topics)
         writer.compact_length(len(sub.copartition_groups))
         for group in sub.copartition_groups:
@@ -459,7 +410,15 @@ def encode_topology(value: Topology) -> bytes:
     return writer.no_tags().done()
 
 
-def decode_topology(raw: bytes) -> Topology:
-    reader = _read(raw)
+def _decode_topology(raw: bytes) -> Topology:
+    reader = rc.read_value(raw)
     epoch = reader.int32()
     return Topology(epoch, _array(reader, _read_subtopology))
+
+
+METADATA_VALUE = Codec(_encode_group_metadata, _decode_group_metadata)
+MEMBER_VALUE = Codec(_encode_member, _decode_member)
+TARGET_EPOCH_VALUE = Codec(_encode_target_epoch, _decode_target_epoch)
+TARGET_VALUE = Codec(_encode_target, _decode_target)
+CURRENT_VALUE = Codec(_encode_current, _decode_current)
+TOPOLOGY_VALUE = Codec(_encode_topology, _decode_topology)

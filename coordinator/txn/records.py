@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from odradek.coordinator.registry import Codec
 from odradek.protocol.codec import Reader, RecordFormatError, Writer
 
 # Transaction states, numbered as Kafka stores them
@@ -45,22 +46,20 @@ class TxnValue:
     start_ms: int = -1
 
 
-def encode_key(transactional_id: str) -> bytes:
-    return Writer().int16(0).string(transactional_id).done()
+def _encode_key(transactional_id: str) -> bytes:
+    return Writer().string(transactional_id).done()
 
 
-def decode_key(raw: bytes) -> str:
+def _decode_key(raw: bytes) -> str:
     reader = Reader(raw)
-    version = reader.int16()
-    if version != 0:
-        raise RecordFormatError(f"unknown transaction key version {version}")
+    reader.int16()  # the key's version (the record type): 0
     transactional_id = reader.string()
     if transactional_id is None:
         raise RecordFormatError("null transactional id")
     return transactional_id
 
 
-def encode_value(value: TxnValue) -> bytes:
+def _encode_value(value: TxnValue) -> bytes:
     writer = (
         Writer()
         .int16(0)
@@ -77,7 +76,7 @@ def encode_value(value: TxnValue) -> bytes:
     return writer.int64(value.last_update_ms).int64(value.start_ms).done()
 
 
-def decode_value(raw: bytes) -> TxnValue:
+def _decode_value(raw: bytes) -> TxnValue:
     reader = Reader(raw)
     version = reader.int16()
     if version not in (0, 1):
@@ -96,3 +95,7 @@ def decode_value(raw: bytes) -> TxnValue:
         if flexible:
             reader.skip_tags()
     return TxnValue(producer_id, epoch, timeout, state, partitions, reader.int64(), reader.int64())
+
+
+KEY = Codec(_encode_key, _decode_key)
+VALUE = Codec(_encode_value, _decode_value)

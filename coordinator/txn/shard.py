@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from odradek.coordinator.registry import RecordType, Registry, into_state
 from odradek.coordinator.runtime import Record, Result, ShardRuntime
 from odradek.coordinator.txn import records as rec
 from odradek.coordinator.txn.records import (
@@ -94,28 +95,31 @@ class TxnShard:
     # -- replay --------------------------------------------------------------------
 
     def replay(self, offset: int, key: bytes, value: bytes | None, producer_id: int) -> None:
-        transactional_id = rec.decode_key(key)
+        REGISTRY.replay(self, offset, key, value, producer_id)
+
+    def _apply(self, transactional_id: str, value: rec.TxnValue | None) -> None:
         if value is None:
             self.transactions.pop(transactional_id, None)
             return
-        v = rec.decode_value(value)
         meta = self.transactions.get(transactional_id)
         if meta is None:
-            meta = TxnMetadata(transactional_id, v.producer_id, v.producer_epoch, v.timeout_ms)
+            meta = TxnMetadata(
+                transactional_id, value.producer_id, value.producer_epoch, value.timeout_ms
+            )
             self.transactions[transactional_id] = meta
         hint = self._last_epoch_hint.pop(transactional_id, None)
         if hint is not None:
             meta.last_producer_id, meta.last_epoch = hint
-        elif meta.producer_id != v.producer_id or meta.epoch != v.producer_epoch:
+        elif meta.producer_id != value.producer_id or meta.epoch != value.producer_epoch:
             # loading: not persisted, so a retried bump spanning a restart is fenced
             meta.last_producer_id, meta.last_epoch = meta.producer_id, -1
-        meta.producer_id = v.producer_id
-        meta.epoch = v.producer_epoch
-        meta.timeout_ms = v.timeout_ms
-        meta.state = v.state
-        meta.partitions = {(t, p) for t, parts in v.partitions.items() for p in parts}
-        meta.start_ms = v.start_ms
-        meta.last_update_ms = v.last_update_ms
+        meta.producer_id = value.producer_id
+        meta.epoch = value.producer_epoch
+        meta.timeout_ms = value.timeout_ms
+        meta.state = value.state
+        meta.partitions = {(t, p) for t, parts in value.partitions.items() for p in parts}
+        meta.start_ms = value.start_ms
+        meta.last_update_ms = value.last_update_ms
 
     def replay_control(self, producer_id: int, commit: bool) -> None:
         """No transactional records are written to this topic."""
@@ -155,7 +159,7 @@ class TxnShard:
             last_update_ms=changes.get("now", meta.last_update_ms),
             start_ms=changes.get("start_ms", meta.start_ms),
         )
-        return rec.encode_key(meta.transactional_id), rec.encode_value(value)
+        return TRANSACTION.record(meta.transactional_id, value)
 
     # -- InitProducerId --------------------------------------------------------------
 
@@ -410,7 +414,7 @@ class TxnShard:
 
     def expire_idle(self, now: int) -> Result[None]:
         records: list[Record] = [
-            (rec.encode_key(m.transactional_id), None)
+            TRANSACTION.tombstone(m.transactional_id)
             for m in self.transactions.values()
             if m.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT)
             and now - m.last_update_ms > self.config.transactional_id_expiration_ms
@@ -424,3 +428,8 @@ class TxnShard:
 
     def list_all(self) -> Result[list[TxnMetadata]]:
         return Result([], list(self.transactions.values()))
+
+
+# `__transaction_state` has one record type: a transactional id's whole metadata
+TRANSACTION = RecordType(0, "Transaction", rec.KEY, rec.VALUE, TxnShard._apply, into_state)
+REGISTRY: Registry[TxnShard] = Registry("transaction", (TRANSACTION,))

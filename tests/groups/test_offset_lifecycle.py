@@ -8,6 +8,9 @@ from helpers.wire import WireClient
 
 from odradek.coordinator.group import records as rec
 from odradek.coordinator.group.classic import ClassicGroup, Member
+from odradek.coordinator.group.offsets import OFFSET_COMMIT
+from odradek.coordinator.group.record_codecs import OffsetKey
+from odradek.coordinator.group.record_types import REGISTRY
 from odradek.coordinator.group.shard import GroupConfig, GroupShard
 
 from .wiregroup import NONE, commit, fetch
@@ -41,8 +44,10 @@ def _shard(retention_ms: int) -> GroupShard:
 
 
 def _commit_record(shard: GroupShard, offset: int, group: str, topic: str, commit_ms: int) -> None:
-    key = rec.encode_key(rec.OffsetKey(group, topic, 0))
-    value = rec.encode_offset(rec.OffsetValue(offset, -1, "", commit_ms))
+    key, value = OFFSET_COMMIT.record(
+        OffsetKey(group, topic, 0), rec.OffsetValue(offset, -1, "", commit_ms)
+    )
+    assert key is not None
     shard.replay(offset, key, value, -1)
 
 
@@ -51,9 +56,9 @@ def test_offsets_of_an_empty_group_expire_after_retention() -> None:
     _commit_record(shard, 1, "idle", "t", commit_ms=1_000)
     _commit_record(shard, 2, "recent", "t", commit_ms=50_000)
     records = shard.expired_offset_records(now=61_001)
-    keys = {rec.decode_key(k) for k, v in records if v is None}
-    assert rec.OffsetKey("idle", "t", 0) in keys
-    assert rec.OffsetKey("recent", "t", 0) not in keys
+    keys = {REGISTRY.decode(k, v)[1] for k, v in records if v is None}  # type: ignore[index]
+    assert OffsetKey("idle", "t", 0) in keys
+    assert OffsetKey("recent", "t", 0) not in keys
     for key, value in records:
         shard.replay(0, key, value, -1)
     assert "idle" not in shard.offsets and "recent" in shard.offsets

@@ -1,7 +1,8 @@
 """A streams group's records on `__consumer_offsets`, read back from Apache Kafka 4.4 and
-from Odradek: each decodes with coordinator/group/streams_records.py and encodes again
-to the very bytes the broker wrote (so Odradek writes Kafka's layout, tagged fields
-included), and replaying them gives the group the broker describes."""
+from Odradek: each decodes through the record registry (its types: coordinator/group/
+streams.py) and encodes again to the very bytes the broker wrote (so Odradek writes
+Kafka's layout, tagged fields included), and replaying them gives the group the broker
+describes."""
 
 from __future__ import annotations
 
@@ -12,19 +13,12 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from helpers.wire import WireClient
 
-from odradek.coordinator.group import streams_records as sr
-from odradek.coordinator.group.streams import StreamsGroup, apply_record
+from odradek.coordinator.group import streams
+from odradek.coordinator.group.record_types import REGISTRY
+from odradek.coordinator.group.streams import StreamsGroup
 from streams.test_streams_bad_input import HEARTBEAT, body, described, owning, prepared
 
 pytestmark = pytest.mark.timeout(120)
-
-ENCODERS = {
-    sr.GROUP_METADATA: (sr.decode_group_metadata, sr.encode_group_metadata),
-    sr.MEMBER_METADATA: (sr.decode_member, sr.encode_member),
-    sr.TARGET_MEMBER: (sr.decode_target, sr.encode_target),
-    sr.CURRENT_ASSIGNMENT: (sr.decode_current, sr.encode_current),
-    sr.TOPOLOGY: (sr.decode_topology, sr.encode_topology),
-}
 
 
 def records_of(bootstrap: str, group: str) -> list[tuple[bytes, bytes | None]]:
@@ -61,8 +55,10 @@ def records_of(bootstrap: str, group: str) -> list[tuple[bytes, bytes | None]]:
                     done.add(message.partition())
                 if key is None:
                     continue
-                decoded = sr.decode_key(key)
-                if decoded is not None and decoded.group == group:
+                decoded = REGISTRY.decode(key, None)
+                if decoded is None or decoded[0] not in streams.RECORD_TYPES:
+                    continue
+                if decoded[1].group == group:
                     found.append((key, message.value()))
         return found
     finally:
@@ -80,20 +76,24 @@ def test_the_records_are_kafkas(either_broker: str) -> None:
         assert again.error_code == 0, again
         state = described(client, group)
     found = records_of(either_broker, group)
-    kinds = {sr.decode_key(key).kind for key, _ in found}  # type: ignore[union-attr]
-    assert {sr.GROUP_METADATA, sr.TOPOLOGY, sr.MEMBER_METADATA, sr.TARGET_EPOCH,
-            sr.TARGET_MEMBER, sr.CURRENT_ASSIGNMENT} <= kinds  # fmt: skip
+    types = {REGISTRY.decode(key, None)[0] for key, _ in found}  # type: ignore[index]
+    assert {
+        streams.GROUP_METADATA,
+        streams.TOPOLOGY,
+        streams.MEMBER_METADATA,
+        streams.TARGET_EPOCH,
+        streams.TARGET_MEMBER,
+        streams.CURRENT_ASSIGNMENT,
+    } <= types
     replayed = StreamsGroup(group)
     for key, value in found:
-        decoded = sr.decode_key(key)
-        assert decoded is not None and sr.encode_key(decoded) == key
-        if value is not None and decoded.kind in ENCODERS:
-            decode, encode = ENCODERS[decoded.kind]
-            assert encode(decode(value)) == value, (decoded, value)  # type: ignore[operator]
-        elif value is not None and decoded.kind == sr.TARGET_EPOCH:
-            epoch_, timestamp = sr.decode_target_epoch(value)
-            assert sr.encode_target_epoch(epoch_, timestamp) == value
-        apply_record(replayed, decoded, value)
+        decoded = REGISTRY.decode(key, value)
+        assert decoded is not None
+        record_type, decoded_key, decoded_value = decoded
+        assert record_type.key_bytes(decoded_key) == key
+        if value is not None:
+            assert record_type.value.encode(decoded_value) == value, (decoded, value)
+        record_type.apply(replayed, decoded_key, decoded_value)
     assert _summary(replayed) == _described_summary(state)
     replayed_member = replayed.members[member]
     assert replayed_member.user_endpoint == ("iq.example", 8080)

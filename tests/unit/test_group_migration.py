@@ -298,9 +298,9 @@ def test_member_metadata_with_classic_metadata_round_trips() -> None:
         "i", None, "c", "/h", ("orders",), None, 30000, None,
         cr.ClassicMetadata(10000, (("range", b"\x00\x01"), ("cooperative-sticky", b""))),
     )  # fmt: skip
-    assert cr.decode_member(cr.encode_member(value)) == value
+    assert cr.MEMBER_VALUE.decode(cr.MEMBER_VALUE.encode(value)) == value
     plain = cr.MemberMetadata("i", None, "c", "/h", ("orders",), None, 30000, "uniform")
-    assert cr.decode_member(cr.encode_member(plain)) == plain
+    assert cr.MEMBER_VALUE.decode(cr.MEMBER_VALUE.encode(plain)) == plain
 
 
 def test_embedded_protocol_round_trips_and_rejects_garbage() -> None:

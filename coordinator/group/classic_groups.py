@@ -1,7 +1,8 @@
-"""The classic group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) on a shard:
-members join, the leader assigns, everyone syncs; a rebalance starts when membership
-or subscriptions change, and the session timer of each member removes it when it
-stops heartbeating."""
+"""The shard's classic groups and the classic group protocol (JoinGroup, SyncGroup,
+Heartbeat, LeaveGroup): members join, the leader assigns, everyone syncs; a rebalance
+starts when membership or subscriptions change, and the session timer of each member
+removes it when it stops heartbeating. (Classic members of a consumer group are the
+consumer groups' part's: classic_members.py.)"""
 
 from __future__ import annotations
 
@@ -18,21 +19,87 @@ from odradek.coordinator.group.classic import (
     STABLE,
     ClassicGroup,
     Member,
+    described,
+    group_record,
+    tombstone,
 )
-from odradek.coordinator.group.shard_state import MAX_GROUP_SIZE, ShardState
+from odradek.coordinator.group.context import MAX_GROUP_SIZE, ShardContext
 from odradek.coordinator.runtime import Record, Result
 from odradek.protocol.errors import ErrorCode
 
 
-class ClassicProtocol(ShardState):
-    def _arm_session(self, group: ClassicGroup, member: Member) -> None:
+def answered(answer: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+    """A JoinGroup or SyncGroup answer given at once."""
+    future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    future.set_result(answer)
+    return future
+
+
+class ClassicGroups:
+    kind = "classic"
+
+    def __init__(self, context: ShardContext) -> None:
+        self.context = context
+        self.groups: dict[str, ClassicGroup] = {}
+
+    def tombstones(self, group: ClassicGroup) -> list[Record]:
+        return [tombstone(group.group_id)]
+
+    def described(self, group: ClassicGroup) -> dict[str, Any]:
+        return described(group)
+
+    def on_loaded(self) -> None:
+        for group in self.groups.values():
+            for member in group.members.values():
+                self.arm_session(group, member)
+
+    def commit_error(self, request: dict[str, Any]) -> ErrorCode:
+        """Why these offsets may not be committed to a classic group, or to a group of
+        no type yet (none: they may). `request` as GroupShard.commit_offsets takes it."""
+        group = self.groups.get(request["group_id"])
+        generation, member_id = request["generation"], request["member_id"]
+        producer = request.get("producer")  # (id, epoch) for TxnOffsetCommit
+        if group is None:
+            return ErrorCode.illegal_generation if generation >= 0 else ErrorCode.none
+        if generation < 0 and not member_id and (group.is_empty() or producer is not None):
+            # a simple commit: an admin, an assign()-only consumer, an old EOS client
+            return ErrorCode.none
+        if group.state == DEAD:
+            return ErrorCode.coordinator_not_available
+        code = self._validate_member(group, member_id, request["group_instance_id"])
+        if code != ErrorCode.none:
+            return code
+        if generation != group.generation:
+            return ErrorCode.illegal_generation
+        if group.state == COMPLETING_REBALANCE:
+            return ErrorCode.rebalance_in_progress
+        if producer is None:
+            # an OffsetCommit keeps the member's session alive, as a heartbeat does; a
+            # transactional one does not (as on Kafka 4.4)
+            self.arm_session(group, group.members[member_id])
+        return ErrorCode.none
+
+    def retire(self, group: ClassicGroup) -> None:
+        """The group became a consumer group: its parked answers say rejoin and its
+        timers stop (its members' sessions go on in the consumer group)."""
+        for member in group.members.values():
+            for future in (member.join_future, member.sync_future):
+                if future is not None and not future.done():
+                    future.set_result({"error_code": ErrorCode.rebalance_in_progress})
+            self.context.cancel(f"session:{group.group_id}:{member.member_id}")
+        for member_id in group.pending_members:
+            self.context.cancel(f"session:{group.group_id}:{member_id}")
+        self.context.cancel(f"join:{group.group_id}")
+        self.context.cancel(f"sync:{group.group_id}")
+
+    def arm_session(self, group: ClassicGroup, member: Member) -> None:
         key = f"session:{group.group_id}:{member.member_id}"
         group_id, member_id = group.group_id, member.member_id
 
-        def expire(shard: ClassicProtocol) -> Result[None]:
-            return shard._expire_member(group_id, member_id)
+        def expire() -> Result[None]:
+            return self._expire_member(group_id, member_id)
 
-        self._schedule(key, member.session_timeout_ms, expire)
+        self.context.schedule(key, member.session_timeout_ms, expire)
 
     def _expire_member(self, group_id: str, member_id: str) -> Result[None]:
         group = self.groups.get(group_id)
@@ -47,48 +114,52 @@ class ClassicProtocol(ShardState):
 
     def _remove_member(self, group: ClassicGroup, member_id: str, reason: str) -> list[Record]:
         member = group.remove(member_id)
-        self._cancel(f"session:{group.group_id}:{member_id}")
+        self.context.cancel(f"session:{group.group_id}:{member_id}")
         if member is not None:
             for future in (member.join_future, member.sync_future):
                 if future is not None and not future.done():
                     future.set_result({"error_code": ErrorCode.unknown_member_id})
         if group.state in (STABLE, COMPLETING_REBALANCE):
-            return self._prepare_rebalance(group)
+            return self.prepare_rebalance(group)
         if group.state == PREPARING_REBALANCE:
             return self._maybe_complete_join(group)
         return []
 
-    def _prepare_rebalance(self, group: ClassicGroup) -> list[Record]:
+    def prepare_rebalance(self, group: ClassicGroup) -> list[Record]:
         """Start a rebalance; members learn of it through their heartbeats."""
         for member in group.members.values():
             if member.sync_future is not None and not member.sync_future.done():
                 member.sync_future.set_result({"error_code": ErrorCode.rebalance_in_progress})
             member.sync_future = None
-        self._cancel(f"sync:{group.group_id}")
+        self.context.cancel(f"sync:{group.group_id}")
         was_empty = group.state == EMPTY
         group.state = PREPARING_REBALANCE
         timeout = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
         if was_empty:
-            delay = self.config.initial_rebalance_delay_ms
+            delay = self.context.config.initial_rebalance_delay_ms
             group.initial_delay_until = time.monotonic() + delay / 1000
             if delay > 0:
                 timeout = max(min(delay, timeout or delay), 0)
+        self._arm_join_timeout(group, timeout)
+        return self._maybe_complete_join(group)
+
+    def _arm_join_timeout(self, group: ClassicGroup, timeout_ms: int) -> None:
+        """The join phase ends when this timer fires, if it has not ended before."""
         group_id, generation = group.group_id, group.generation
 
-        def rebalance_timeout(shard: ClassicProtocol) -> Result[None]:
-            g = shard.groups.get(group_id)
+        def join_timeout() -> Result[None]:
+            g = self.groups.get(group_id)
             if g is None or g.state != PREPARING_REBALANCE or g.generation != generation:
                 return Result()
-            return Result(shard._complete_join(g))
+            return Result(self._complete_join(g))
 
-        self._schedule(f"join:{group.group_id}", timeout, rebalance_timeout)
-        return self._maybe_complete_join(group)
+        self.context.schedule(f"join:{group_id}", timeout_ms, join_timeout)
 
     def _join_or_rebalance(self, group: ClassicGroup) -> list[Record]:
         """A member now waits to join: end the join phase if it can, or start one."""
         if group.state == PREPARING_REBALANCE:
             return self._maybe_complete_join(group)
-        return self._prepare_rebalance(group)
+        return self.prepare_rebalance(group)
 
     def _maybe_complete_join(self, group: ClassicGroup) -> list[Record]:
         if group.state != PREPARING_REBALANCE or not group.all_joined():
@@ -102,7 +173,7 @@ class ClassicProtocol(ShardState):
 
         Static members that did not rejoin stay (KIP-345): they keep their place and get
         an assignment, and only their session timeout removes them."""
-        self._cancel(f"join:{group.group_id}")
+        self.context.cancel(f"join:{group.group_id}")
         group.initial_delay_until = 0.0
         for member_id in [
             m.member_id
@@ -110,29 +181,21 @@ class ClassicProtocol(ShardState):
             if m.join_future is None and m.group_instance_id is None
         ]:
             group.remove(member_id)
-            self._cancel(f"session:{group.group_id}:{member_id}")
+            self.context.cancel(f"session:{group.group_id}:{member_id}")
         group.pending_members.clear()
         joined = [m for m in group.members.values() if m.join_future is not None]
         if group.members and not joined:
             # Only absent static members: wait another rebalance timeout (their sessions
             # expire meanwhile) instead of starting a generation nobody would sync.
-            group_id, generation = group.group_id, group.generation
-
-            def retry(shard: ClassicProtocol) -> Result[None]:
-                g = shard.groups.get(group_id)
-                if g is None or g.state != PREPARING_REBALANCE or g.generation != generation:
-                    return Result()
-                return Result(shard._complete_join(g))
-
             timeout = max(m.rebalance_timeout_ms for m in group.members.values())
-            self._schedule(f"join:{group.group_id}", timeout, retry)
+            self._arm_join_timeout(group, timeout)
             return []
         group.generation += 1
         if not group.members:
             group.state = EMPTY
             group.protocol = None
             group.leader = None
-            return [self._group_record(group)]
+            return [group_record(group)]
         group.state = COMPLETING_REBALANCE
         group.protocol = group.select_protocol()
         leader = group.members.get(group.leader or "")
@@ -144,21 +207,21 @@ class ClassicProtocol(ShardState):
             if future is not None:
                 if not future.done():
                     future.set_result(self._join_answer(group, member))
-                self._arm_session(group, member)
+                self.arm_session(group, member)
         group_id, generation = group.group_id, group.generation
         timeout = max(m.rebalance_timeout_ms for m in group.members.values())
 
-        def sync_timeout(shard: ClassicProtocol) -> Result[None]:
-            g = shard.groups.get(group_id)
+        def sync_timeout() -> Result[None]:
+            g = self.groups.get(group_id)
             if g is None or g.state != COMPLETING_REBALANCE or g.generation != generation:
                 return Result()
             stragglers = [m.member_id for m in g.members.values() if m.sync_future is None]
             records: list[Record] = []
             for member_id in stragglers:
-                records += shard._remove_member(g, member_id, "no SyncGroup in time")
+                records += self._remove_member(g, member_id, "no SyncGroup in time")
             return Result(records)
 
-        self._schedule(f"sync:{group.group_id}", timeout, sync_timeout)
+        self.context.schedule(f"sync:{group.group_id}", timeout, sync_timeout)
         return []
 
     def _join_answer(self, group: ClassicGroup, member: Member) -> dict[str, Any]:
@@ -188,177 +251,129 @@ class ClassicProtocol(ShardState):
 
     def join_group(self, request: dict[str, Any]) -> Result[Any]:
         """Returns a future: the answer comes when the join phase completes."""
-        loop = asyncio.get_running_loop()
         group_id: str = request["group_id"]
         member_id: str = request["member_id"]
         instance_id: str | None = request["group_instance_id"]
         session = request["session_timeout_ms"]
-
-        def now(answer: dict[str, Any]) -> Result[Any]:
-            future: asyncio.Future[dict[str, Any]] = loop.create_future()
-            future.set_result(answer)
-            return Result([], future)
-
-        def error(code: int) -> Result[Any]:
-            return now({"error_code": code, "member_id": member_id, "generation_id": -1})
-
+        config = self.context.config
         if not group_id:
-            return error(ErrorCode.invalid_group_id)
-        if not self.config.min_session_timeout_ms <= session <= self.config.max_session_timeout_ms:
-            return error(ErrorCode.invalid_session_timeout)
-        if group_id in self.share_groups or group_id in self.streams_groups:
-            return error(ErrorCode.inconsistent_group_protocol)
-        consumer_group = self.consumer_groups.get(group_id)
-        if consumer_group is not None:
-            # an empty consumer-protocol group becomes a classic one (its offsets stay);
-            # one with members takes classic members itself (classic_members.py)
-            del self.consumer_groups[group_id]
-            result = self.join_group(request)
-            result.records[:0] = self.consumer_group_tombstones(consumer_group)
-            return result
+            return _refused(request, ErrorCode.invalid_group_id)
+        if not config.min_session_timeout_ms <= session <= config.max_session_timeout_ms:
+            return _refused(request, ErrorCode.invalid_session_timeout)
+        if self.context.holds(group_id, "share", "streams"):
+            return _refused(request, ErrorCode.inconsistent_group_protocol)
+        # an empty consumer-protocol group becomes a classic one (its offsets stay); one
+        # with members takes classic members itself (classic_members.py)
+        replaced = self.context.tombstones(group_id, "consumer")
+        result = self._join(group_id, member_id, instance_id, request)
+        result.records[:0] = replaced
+        return result
+
+    def _join(
+        self, group_id: str, member_id: str, instance_id: str | None, request: dict[str, Any]
+    ) -> Result[Any]:
         group = self.groups.get(group_id)
         if group is None:
             if member_id:
-                return error(ErrorCode.unknown_member_id)
+                return _refused(request, ErrorCode.unknown_member_id)
             group = ClassicGroup(group_id)
             self.groups[group_id] = group
         if group.state == DEAD:
-            return error(ErrorCode.coordinator_not_available)
-        protocols = [(p["name"], p["metadata"]) for p in request["protocols"]]
+            return _refused(request, ErrorCode.coordinator_not_available)
+        protocols = _protocols(request)
         if not group.supports(request["protocol_type"], [n for n, _ in protocols]):
-            return error(ErrorCode.inconsistent_group_protocol)
-
+            return _refused(request, ErrorCode.inconsistent_group_protocol)
         if not member_id:
-            return self._join_unknown(group, request, protocols, now, error)
+            return self._join_unknown(group, request)
         if member_id in group.pending_members:
             group.pending_members.discard(member_id)
-            return self._add_and_rebalance(group, member_id, request, protocols)
+            return self._add_and_rebalance(group, member_id, request)
         member = group.members.get(member_id)
         if instance_id is not None:
             known = group.static_members.get(instance_id)
             if known is not None and known != member_id:
-                return error(ErrorCode.fenced_instance_id)
+                return _refused(request, ErrorCode.fenced_instance_id)
         if member is None:
-            return error(ErrorCode.unknown_member_id)
-        return self._join_known(group, member, request, protocols, now)
+            return _refused(request, ErrorCode.unknown_member_id)
+        return self._join_known(group, member, request)
 
-    def _new_member(
-        self, member_id: str, request: dict[str, Any], protocols: list[tuple[str, bytes]]
-    ) -> Member:
-        return Member(
-            member_id=member_id,
-            group_instance_id=request["group_instance_id"],
-            client_id=request["client_id"],
-            client_host=request["client_host"],
-            rebalance_timeout_ms=request["rebalance_timeout_ms"],
-            session_timeout_ms=request["session_timeout_ms"],
-            protocol_type=request["protocol_type"],
-            protocols=protocols,
-        )
-
-    def _join_unknown(
-        self,
-        group: ClassicGroup,
-        request: dict[str, Any],
-        protocols: list[tuple[str, bytes]],
-        now: Any,
-        error: Any,
-    ) -> Result[Any]:
+    def _join_unknown(self, group: ClassicGroup, request: dict[str, Any]) -> Result[Any]:
         instance_id = request["group_instance_id"]
         new_id = f"{request['client_id']}-{uuid.uuid4()}"
         if instance_id is not None and instance_id in group.static_members:
-            return self._replace_static_member(group, new_id, request, protocols)
+            return self._replace_static_member(group, new_id, request)
         if len(group.members) + len(group.pending_members) >= MAX_GROUP_SIZE:
-            return error(ErrorCode.group_max_size_reached)
+            return _refused(request, ErrorCode.group_max_size_reached)
         if instance_id is None and request["require_known_member_id"]:
             group.pending_members.add(new_id)
             group_id = group.group_id
 
-            def pending_expired(shard: ClassicProtocol) -> Result[None]:
-                return shard._expire_member(group_id, new_id)
+            def pending_expired() -> Result[None]:
+                return self._expire_member(group_id, new_id)
 
-            self._schedule(
-                f"session:{group.group_id}:{new_id}", request["session_timeout_ms"], pending_expired
-            )
-            return now(
-                {
-                    "error_code": ErrorCode.member_id_required,
-                    "member_id": new_id,
-                    "generation_id": -1,
-                }
-            )
-        return self._add_and_rebalance(group, new_id, request, protocols)
+            timeout = request["session_timeout_ms"]
+            self.context.schedule(f"session:{group_id}:{new_id}", timeout, pending_expired)
+            answer = {"error_code": ErrorCode.member_id_required, "member_id": new_id}
+            return Result([], answered({**answer, "generation_id": -1}))
+        return self._add_and_rebalance(group, new_id, request)
 
     def _replace_static_member(
-        self,
-        group: ClassicGroup,
-        new_id: str,
-        request: dict[str, Any],
-        protocols: list[tuple[str, bytes]],
+        self, group: ClassicGroup, new_id: str, request: dict[str, Any]
     ) -> Result[Any]:
         """A static member restarting: it takes the old member's place and assignment."""
         instance_id = request["group_instance_id"]
         old_id = group.static_members[instance_id]
         old = group.members[old_id]
         group.remove(old_id)
-        self._cancel(f"session:{group.group_id}:{old_id}")
+        self.context.cancel(f"session:{group.group_id}:{old_id}")
         for parked in (old.join_future, old.sync_future):
             if parked is not None and not parked.done():
                 parked.set_result({"error_code": ErrorCode.fenced_instance_id})
-        member = self._new_member(new_id, request, protocols)
+        member = _new_member(new_id, request)
         member.assignment = old.assignment
         was_leader = group.leader is None or group.leader == old_id
         group.add(member)
         if was_leader:
             group.leader = new_id
-        loop = asyncio.get_running_loop()
         unchanged = set(member.protocol_names) == set(old.protocol_names)
         if group.state in (STABLE, COMPLETING_REBALANCE) and unchanged:
             # No rebalance: persist the new member id, answer with the current generation.
-            self._arm_session(group, member)
+            self.arm_session(group, member)
             current = self._join_answer(group, member)
             # KIP-814: a static leader rejoining a stable group keeps the assignment as is
             current["skip_assignment"] = group.state == STABLE and new_id == group.leader
-            future: asyncio.Future[dict[str, Any]] = loop.create_future()
-            future.set_result(current)
-            return Result([self._group_record(group)] if group.state == STABLE else [], future)
-        answer = member.join_future = loop.create_future()
-        return Result(self._join_or_rebalance(group), answer)
+            records = [group_record(group)] if group.state == STABLE else []
+            return Result(records, answered(current))
+        return self._wait_for_join(group, member)
 
     def _add_and_rebalance(
-        self,
-        group: ClassicGroup,
-        member_id: str,
-        request: dict[str, Any],
-        protocols: list[tuple[str, bytes]],
+        self, group: ClassicGroup, member_id: str, request: dict[str, Any]
     ) -> Result[Any]:
-        member = self._new_member(member_id, request, protocols)
-        answer = member.join_future = asyncio.get_running_loop().create_future()
+        member = _new_member(member_id, request)
         group.add(member)
-        self._arm_session(group, member)
-        return Result(self._join_or_rebalance(group), answer)
+        self.arm_session(group, member)
+        return self._wait_for_join(group, member)
 
     def _join_known(
-        self,
-        group: ClassicGroup,
-        member: Member,
-        request: dict[str, Any],
-        protocols: list[tuple[str, bytes]],
-        now: Any,
+        self, group: ClassicGroup, member: Member, request: dict[str, Any]
     ) -> Result[Any]:
-        loop = asyncio.get_running_loop()
+        protocols = _protocols(request)
         changed = protocols != member.protocols
         member.protocols = protocols
         member.rebalance_timeout_ms = request["rebalance_timeout_ms"]
         member.session_timeout_ms = request["session_timeout_ms"]
-        self._arm_session(group, member)
+        self.arm_session(group, member)
         if group.state == COMPLETING_REBALANCE and not changed:
-            return now(self._join_answer(group, member))
+            return Result([], answered(self._join_answer(group, member)))
         if group.state == STABLE and not changed and member.member_id != group.leader:
-            return now(self._join_answer(group, member))
+            return Result([], answered(self._join_answer(group, member)))
         if member.join_future is not None and not member.join_future.done():
             member.join_future.set_result({"error_code": ErrorCode.rebalance_in_progress})
-        answer = member.join_future = loop.create_future()
+        return self._wait_for_join(group, member)
+
+    def _wait_for_join(self, group: ClassicGroup, member: Member) -> Result[Any]:
+        """The member's answer waits for the join phase, which ends now if it can."""
+        answer = member.join_future = asyncio.get_running_loop().create_future()
         return Result(self._join_or_rebalance(group), answer)
 
     # -- SyncGroup -----------------------------------------------------------------
@@ -392,15 +407,15 @@ class ClassicProtocol(ShardState):
             future.set_result({"error_code": ErrorCode.unknown_member_id})
             return Result([], future)
         member.sync_future = future
-        self._arm_session(group, member)
+        self.arm_session(group, member)
         if member.member_id != group.leader:
             return Result([], future)
         assignments = {a["member_id"]: a["assignment"] for a in request["assignments"]}
         for m in group.members.values():
             m.assignment = assignments.get(m.member_id, b"")
-        self._cancel(f"sync:{group.group_id}")
+        self.context.cancel(f"sync:{group.group_id}")
         group.state = STABLE
-        records = [self._group_record(group)]
+        records = [group_record(group)]
         for m in group.members.values():
             if m.sync_future is not None and not m.sync_future.done():
                 m.sync_future.set_result(self._sync_answer(group, m))
@@ -442,7 +457,7 @@ class ClassicProtocol(ShardState):
         # Kafka's order: a wrong generation is ErrorCode.illegal_generation even mid-rebalance
         if generation != group.generation:
             return Result([], ErrorCode.illegal_generation)
-        self._arm_session(group, group.members[member_id])
+        self.arm_session(group, group.members[member_id])
         if group.state == PREPARING_REBALANCE:
             return Result([], ErrorCode.rebalance_in_progress)
         return Result([], ErrorCode.none)
@@ -474,7 +489,7 @@ class ClassicProtocol(ShardState):
                     target = known
             elif member_id in group.pending_members:
                 group.pending_members.discard(member_id)
-                self._cancel(f"session:{group_id}:{member_id}")
+                self.context.cancel(f"session:{group_id}:{member_id}")
                 records += self._maybe_complete_join(group)
                 target = ""
             elif member_id not in group.members:
@@ -485,3 +500,25 @@ class ClassicProtocol(ShardState):
                 {"member_id": member_id, "group_instance_id": instance_id, "error_code": code}
             )
         return Result(records, (ErrorCode.none, answers))
+
+
+def _protocols(request: dict[str, Any]) -> list[tuple[str, bytes]]:
+    return [(p["name"], p["metadata"]) for p in request["protocols"]]
+
+
+def _new_member(member_id: str, request: dict[str, Any]) -> Member:
+    return Member(
+        member_id=member_id,
+        group_instance_id=request["group_instance_id"],
+        client_id=request["client_id"],
+        client_host=request["client_host"],
+        rebalance_timeout_ms=request["rebalance_timeout_ms"],
+        session_timeout_ms=request["session_timeout_ms"],
+        protocol_type=request["protocol_type"],
+        protocols=_protocols(request),
+    )
+
+
+def _refused(request: dict[str, Any], code: int) -> Result[Any]:
+    answer = {"error_code": code, "member_id": request["member_id"], "generation_id": -1}
+    return Result([], answered(answer))
