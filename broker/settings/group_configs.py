@@ -14,9 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from odradek.broker.settings.config import BrokerConfig, streams_list
+from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.iso_duration import parse_duration_ms
 from odradek.broker.settings.named_configs import NamedConfigs
+from odradek.broker.settings.setting import streams_list
 from odradek.coordinator.group.shard_state import GroupTimeouts
 
 FILE_NAME = "group-configs.json"
