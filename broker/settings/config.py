@@ -2,9 +2,9 @@
 
 A setting the broker reads is declared once, on the BrokerConfig field it sets: its
 Kafka name, type, default and checks (setting.py). A setting Kafka has but Odradek does
-not use (a thread count, a replication quota: nothing Odradek does) is accepted and
-reported once in the log; any other name, or a value that does not parse, is a
-ConfigError naming the setting.
+not use (a thread count, a replication quota: nothing Odradek does; kafka_settings.py)
+is accepted and reported once in the log; any other name, or a value that does not
+parse, is a ConfigError naming the setting.
 """
 
 from __future__ import annotations
@@ -15,10 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from odradek.broker.settings.cluster_config import ClusterConfig, ClusterConfigError, cluster_config
-from odradek.broker.settings.kafka_settings import (
-    KAFKA_BROKER_SETTINGS,
-    OTHER_DISTRIBUTION_PREFIXES,
-)
+from odradek.broker.settings.kafka_settings import NOT_READ, OTHER_DISTRIBUTION_PREFIXES
 from odradek.broker.settings.listeners import (
     DEFAULT_LISTENERS,
     DEFAULT_PROTOCOL_MAP,
@@ -446,6 +443,8 @@ _DECLARED = [
 SETTINGS: dict[str, tuple[str, Setting]] = {
     name: (attribute, declared) for attribute, declared in _DECLARED for name in declared.names
 }
+# Every Kafka broker setting: the ones read here, by broker/security, and the others
+KAFKA_BROKER_SETTINGS = frozenset(SETTINGS) | READ_BY_SECURITY | NOT_READ
 # Settings checked against each other, as Kafka 4.4 checks them: low <= high
 ORDERED = (
     ("group.streams.min.assignment.interval.ms", "group.streams.assignment.interval.ms"),
@@ -465,7 +464,7 @@ def _base_setting(name: str) -> str:
 
 
 def is_kafka_setting(name: str) -> bool:
-    if name in SETTINGS or name in KAFKA_BROKER_SETTINGS:
+    if name in KAFKA_BROKER_SETTINGS:
         return True
     if name.startswith(OTHER_DISTRIBUTION_PREFIXES):
         return True
