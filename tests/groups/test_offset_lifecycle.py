@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from helpers.wire import WireClient
 
+from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.group_configs import shard_config
 from odradek.coordinator.group import records as rec
 from odradek.coordinator.group.classic import ClassicGroup, Member
-from odradek.coordinator.group.shard import GroupConfig, GroupShard
+from odradek.coordinator.group.shard import GroupShard
 
 from .wiregroup import NONE, commit, fetch
 
@@ -37,7 +40,8 @@ def test_deleting_a_topic_deletes_its_committed_offsets(shared_broker, unique_to
 
 
 def _shard(retention_ms: int) -> GroupShard:
-    return GroupShard(None, GroupConfig(offsets_retention_ms=retention_ms))
+    config = dataclasses.replace(shard_config(BrokerConfig()), offsets_retention_ms=retention_ms)
+    return GroupShard(None, config)
 
 
 def _commit_record(shard: GroupShard, offset: int, group: str, topic: str, commit_ms: int) -> None:
