@@ -9,7 +9,7 @@ import itertools
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -45,10 +45,9 @@ from odradek.broker.settings.client_metrics import ClientMetricsStore
 from odradek.broker.settings.client_quotas import ClientQuotaStore
 from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.feature_store import FeatureStore
-from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings
+from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings, shard_config
 from odradek.broker.settings.listeners import Listener, ListenError
-from odradek.coordinator.group.context import GroupTimeouts
-from odradek.coordinator.group.shard import GroupConfig, GroupShard
+from odradek.coordinator.group.shard import GroupShard
 from odradek.coordinator.runtime import CoordinatorRuntime, control_batch
 from odradek.protocol import messages
 from odradek.protocol.batch import BatchHeader, iter_batches
@@ -71,24 +70,6 @@ log = structlog.get_logger("broker")
 API_VERSIONS_KEY = 18
 OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
-
-
-def group_config(config: BrokerConfig, timeouts_of: Callable[[str], GroupTimeouts]) -> GroupConfig:
-    """The shards' settings; each group's own (timeouts, assignment) come from
-    `timeouts_of`, the group configs over the broker's."""
-    return GroupConfig(
-        min_session_timeout_ms=config.group_min_session_timeout_ms,
-        max_session_timeout_ms=config.group_max_session_timeout_ms,
-        initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
-        offset_metadata_max_bytes=config.offset_metadata_max_bytes,
-        offsets_retention_ms=config.offsets_retention_minutes * 60000,
-        offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
-        consumer_max_size=config.group_consumer_max_size,
-        consumer_migration_policy=config.group_consumer_migration_policy,
-        share_max_size=config.group_share_max_size,
-        streams_max_size=config.group_streams_max_size,
-        timeouts_of=timeouts_of,
-    )
 
 
 WRITE_BUFFER_HIGH = 4 * 1024 * 1024
@@ -138,11 +119,11 @@ class Broker:
         self.client_metrics = ClientMetricsStore(config.data_dir)
         self.telemetry = ClientTelemetry(self.client_metrics, config.telemetry_max_bytes)
         client_telemetry.serve_on_metrics(self.telemetry)
-        shard_config = group_config(config, self.group_configs.settings)
+        group_shard_config = shard_config(config, self.group_configs.settings)
         self.groups = CoordinatorRuntime(
             OFFSETS_TOPIC,
             config.offsets_topic_num_partitions,
-            lambda runtime: GroupShard(runtime, shard_config, self._topics_view),
+            lambda runtime: GroupShard(runtime, group_shard_config, self._topics_view),
             self._internal_topic,
             self.flush_partition,
         )

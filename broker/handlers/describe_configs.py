@@ -38,9 +38,9 @@ from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.observability import logs
 from odradek.broker.security.resources import Operation
 from odradek.broker.settings import client_metrics, group_configs, topic_configs
-from odradek.broker.settings.broker_configs import BROKER_CONFIGS, PASSWORD
-from odradek.broker.settings.config import _NAMES as BROKER_NAMES
-from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.broker_configs import DESCRIBE_ORDER
+from odradek.broker.settings.config import SETTINGS, BrokerConfig
+from odradek.broker.settings.setting import PASSWORD
 from odradek.broker.settings.topic_configs import (
     DEFAULT_CONFIG,
     STATIC_BROKER_CONFIG,
@@ -104,8 +104,9 @@ def _broker_configs(ctx: RequestContext, name: str, with_synonyms: bool) -> list
             f"Unexpected broker id, expected {node} or empty string, but received {name}",
         )
     entries = []
-    for kafka_name, config_type in BROKER_CONFIGS.items():
-        attribute = BROKER_NAMES[kafka_name]
+    for kafka_name in DESCRIBE_ORDER:
+        attribute, declared = SETTINGS[kafka_name]
+        config_type = declared.config_type
         sensitive = config_type == PASSWORD
         value = None if sensitive else _text(getattr(config, attribute))
         static = kafka_name in config.raw

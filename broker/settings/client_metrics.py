@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from odradek.broker.settings.config import streams_list
 from odradek.broker.settings.named_configs import NamedConfigs
+from odradek.broker.settings.setting import streams_list
 from odradek.protocol.errors import ErrorCode
 
 FILE_NAME = "client-metrics.json"

@@ -1,7 +1,8 @@
 """Broker configuration, named as in Kafka's server.properties.
 
-A setting the broker reads sets a field; a setting Kafka has but Odradek does not use
-(a thread count, a replication quota: nothing Odradek does)
+A setting the broker reads is declared once, on the BrokerConfig field it sets: its
+Kafka name, type, default and checks (setting.py). A setting Kafka has but Odradek does
+not use (a thread count, a replication quota: nothing Odradek does; kafka_settings.py)
 is accepted and reported once in the log; any other name, or a value that does not
 parse, is a ConfigError naming the setting.
 """
@@ -14,10 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from odradek.broker.settings.cluster_config import ClusterConfig, ClusterConfigError, cluster_config
-from odradek.broker.settings.kafka_settings import (
-    KAFKA_BROKER_SETTINGS,
-    OTHER_DISTRIBUTION_PREFIXES,
-)
+from odradek.broker.settings.kafka_settings import NOT_READ, OTHER_DISTRIBUTION_PREFIXES
 from odradek.broker.settings.listeners import (
     DEFAULT_LISTENERS,
     DEFAULT_PROTOCOL_MAP,
@@ -27,147 +25,28 @@ from odradek.broker.settings.listeners import (
     parse_protocol_map,
     resolve,
 )
+from odradek.broker.settings.setting import (
+    BOOLEAN,
+    INT,
+    LIST,
+    LONG,
+    PASSWORD,
+    SHORT,
+    STRING,
+    ConfigError,
+    Setting,
+    at_least,
+    declared_setting,
+    distinct_tags,
+    none_if_empty,
+    one_of,
+    setting,
+    streams_assignors,
+)
 from odradek.storage import LogConfig
 
 MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
-
-class ConfigError(ValueError):
-    """A setting that cannot be used; the message names it and says why."""
-
-
-# Kafka 4.4's built-in streams task assignors (custom ones are Java classes)
-STREAMS_ASSIGNORS = ("sticky",)
-
-
-def streams_list(value: str) -> list[str]:
-    """A LIST setting's items as Kafka splits them (blank: none)."""
-    trimmed = value.strip()
-    return re.split(r"\s*,\s*", trimmed) if trimmed else []
-
-
-# Kafka name -> field name, for every setting the broker reads.
-_NAMES = {
-    "node.id": "node_id",
-    "broker.id": "node_id",
-    "cluster.id": "cluster_id",
-    "listeners": "listeners",
-    "advertised.listeners": "advertised_listeners",
-    "listener.security.protocol.map": "listener_security_protocol_map",
-    "controller.listener.names": "controller_listener_names",
-    "process.roles": "process_roles",
-    "broker.session.timeout.ms": "broker_session_timeout_ms",
-    "broker.heartbeat.interval.ms": "broker_heartbeat_interval_ms",
-    "initial.broker.registration.timeout.ms": "initial_broker_registration_timeout_ms",
-    "controller.quorum.voters": "controller_quorum_voters",
-    "controller.quorum.bootstrap.servers": "controller_quorum_bootstrap_servers",
-    "advertised.host.name": "advertised_host",
-    "num.partitions": "num_partitions",
-    "auto.create.topics.enable": "auto_create_topics",
-    "delete.topic.enable": "delete_topic_enable",
-    "message.max.bytes": "message_max_bytes",
-    "socket.request.max.bytes": "socket_request_max_bytes",
-    "log.segment.bytes": "log_segment_bytes",
-    "log.roll.ms": "log_roll_ms",
-    "log.roll.hours": "log_roll_hours",
-    "log.retention.ms": "log_retention_ms",
-    "log.retention.minutes": "log_retention_minutes",
-    "log.retention.hours": "log_retention_hours",
-    "log.retention.bytes": "log_retention_bytes",
-    "log.retention.check.interval.ms": "log_retention_check_interval_ms",
-    "log.index.interval.bytes": "log_index_interval_bytes",
-    "log.flush.interval.messages": "log_flush_interval_messages",
-    "log.flush.interval.ms": "log_flush_interval_ms",
-    "log.cleanup.policy": "log_cleanup_policy",
-    "log.message.timestamp.type": "log_message_timestamp_type",
-    "min.insync.replicas": "min_insync_replicas",
-    "default.replication.factor": "default_replication_factor",
-    "offsets.topic.replication.factor": "offsets_topic_replication_factor",
-    "transaction.state.log.replication.factor": "transaction_state_log_replication_factor",
-    "transaction.state.log.min.isr": "transaction_state_log_min_isr",
-    "replica.lag.time.max.ms": "replica_lag_time_max_ms",
-    "inter.broker.listener.name": "inter_broker_listener_name",
-    "replica.fetch.wait.max.ms": "replica_fetch_wait_max_ms",
-    "replica.fetch.min.bytes": "replica_fetch_min_bytes",
-    "offsets.topic.num.partitions": "offsets_topic_num_partitions",
-    "transaction.state.log.num.partitions": "transaction_state_log_num_partitions",
-    "group.min.session.timeout.ms": "group_min_session_timeout_ms",
-    "group.max.session.timeout.ms": "group_max_session_timeout_ms",
-    "group.initial.rebalance.delay.ms": "group_initial_rebalance_delay_ms",
-    "offsets.retention.minutes": "offsets_retention_minutes",
-    "offsets.retention.check.interval.ms": "offsets_retention_check_interval_ms",
-    "offset.metadata.max.bytes": "offset_metadata_max_bytes",
-    "quota.window.num": "quota_window_num",
-    "quota.window.size.seconds": "quota_window_size_seconds",
-    "controller.quota.window.num": "controller_quota_window_num",
-    "controller.quota.window.size.seconds": "controller_quota_window_size_seconds",
-    "transaction.max.timeout.ms": "transaction_max_timeout_ms",
-    "transactional.id.expiration.ms": "transactional_id_expiration_ms",
-    "producer.id.expiration.ms": "producer_id_expiration_ms",
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "txn_abort_interval_ms",
-    "log.cleaner.backoff.ms": "log_cleaner_backoff_ms",
-    "group.coordinator.rebalance.protocols": "group_coordinator_rebalance_protocols",
-    "group.consumer.session.timeout.ms": "group_consumer_session_timeout_ms",
-    "group.consumer.heartbeat.interval.ms": "group_consumer_heartbeat_interval_ms",
-    "group.consumer.max.size": "group_consumer_max_size",
-    "group.consumer.min.session.timeout.ms": "group_consumer_min_session_timeout_ms",
-    "group.consumer.max.session.timeout.ms": "group_consumer_max_session_timeout_ms",
-    "group.consumer.min.heartbeat.interval.ms": "group_consumer_min_heartbeat_interval_ms",
-    "group.consumer.max.heartbeat.interval.ms": "group_consumer_max_heartbeat_interval_ms",
-    "group.consumer.migration.policy": "group_consumer_migration_policy",
-    "group.share.session.timeout.ms": "group_share_session_timeout_ms",
-    "group.share.min.session.timeout.ms": "group_share_min_session_timeout_ms",
-    "group.share.max.session.timeout.ms": "group_share_max_session_timeout_ms",
-    "group.share.heartbeat.interval.ms": "group_share_heartbeat_interval_ms",
-    "group.share.min.heartbeat.interval.ms": "group_share_min_heartbeat_interval_ms",
-    "group.share.max.heartbeat.interval.ms": "group_share_max_heartbeat_interval_ms",
-    "group.share.max.size": "group_share_max_size",
-    "group.share.delivery.count.limit": "group_share_delivery_count_limit",
-    "group.share.partition.max.record.locks": "group_share_partition_max_record_locks",
-    "group.share.record.lock.duration.ms": "group_share_record_lock_duration_ms",
-    "group.share.min.record.lock.duration.ms": "group_share_min_record_lock_duration_ms",
-    "group.share.max.record.lock.duration.ms": "group_share_max_record_lock_duration_ms",
-    "group.share.max.share.sessions": "share_max_share_sessions",
-    "group.streams.session.timeout.ms": "group_streams_session_timeout_ms",
-    "group.streams.min.session.timeout.ms": "group_streams_min_session_timeout_ms",
-    "group.streams.max.session.timeout.ms": "group_streams_max_session_timeout_ms",
-    "group.streams.heartbeat.interval.ms": "group_streams_heartbeat_interval_ms",
-    "group.streams.min.heartbeat.interval.ms": "group_streams_min_heartbeat_interval_ms",
-    "group.streams.max.heartbeat.interval.ms": "group_streams_max_heartbeat_interval_ms",
-    "group.streams.max.size": "group_streams_max_size",
-    "group.streams.num.standby.replicas": "group_streams_num_standby_replicas",
-    "group.streams.max.standby.replicas": "group_streams_max_standby_replicas",
-    "group.streams.initial.rebalance.delay.ms": "group_streams_initial_rebalance_delay_ms",
-    "group.streams.assignment.interval.ms": "group_streams_assignment_interval_ms",
-    "group.streams.min.assignment.interval.ms": "group_streams_min_assignment_interval_ms",
-    "group.streams.max.assignment.interval.ms": "group_streams_max_assignment_interval_ms",
-    "group.streams.task.offset.interval.ms": "group_streams_task_offset_interval_ms",
-    "group.streams.min.task.offset.interval.ms": "group_streams_min_task_offset_interval_ms",
-    "group.streams.num.warmup.replicas": "group_streams_num_warmup_replicas",
-    "group.streams.max.warmup.replicas": "group_streams_max_warmup_replicas",
-    "group.streams.acceptable.recovery.lag": "group_streams_acceptable_recovery_lag",
-    "group.streams.rack.aware.assignment.tags": "group_streams_rack_aware_assignment_tags",
-    "group.streams.assignors": "group_streams_assignors",
-    "group.streams.assignor.offload.enable": "group_streams_assignor_offload_enable",
-    "share.coordinator.state.topic.num.partitions": "share_coordinator_state_topic_num_partitions",
-    "share.coordinator.snapshot.update.records.per.snapshot": (
-        "share_coordinator_snapshot_update_records_per_snapshot"
-    ),
-    "share.coordinator.state.topic.prune.interval.ms": (
-        "share_coordinator_state_topic_prune_interval_ms"
-    ),
-    "max.request.partition.size.limit": "max_request_partition_size_limit",
-    "telemetry.max.bytes": "telemetry_max_bytes",
-    "delegation.token.secret.key": "delegation_token_secret_key",
-    "delegation.token.max.lifetime.ms": "delegation_token_max_lifetime_ms",
-    "delegation.token.expiry.time.ms": "delegation_token_expiry_time_ms",
-    "delegation.token.expiry.check.interval.ms": "delegation_token_expiry_check_interval_ms",
-    "max.connections": "max_connections",
-    "max.connections.per.ip": "max_connections_per_ip",
-    "max.connections.per.ip.overrides": "max_connections_per_ip_overrides",
-    "socket.listen.backlog.size": "socket_listen_backlog_size",
-    "connections.max.idle.ms": "connections_max_idle_ms",
-}
 # Per-listener forms of a setting: listener.name.<listener>.<setting>
 _PER_LISTENER = re.compile(r"^listener\.name\.[a-z0-9_]+\.(.+)$")
 # Per-mechanism SASL settings: [listener.name.<listener>.]<mechanism>.sasl.jaas.config
@@ -191,135 +70,235 @@ HOUR_MS = 3600 * 1000
 
 @dataclass
 class BrokerConfig:
+    """What the broker runs with. A field that a Kafka setting sets declares it with
+    `setting(...)`; cli.py sets data_dir (--data-dir or log.dirs) and metrics_port."""
+
     data_dir: Path = Path("data")
     metrics_port: int | None = None
-    node_id: int = 0
-    cluster_id: str = "odradek-cluster"
-    listeners: str = DEFAULT_LISTENERS
-    advertised_listeners: str | None = None
-    listener_security_protocol_map: str = DEFAULT_PROTOCOL_MAP
-    controller_listener_names: str = ""
-    process_roles: str = ""
-    controller_quorum_voters: str = ""
-    controller_quorum_bootstrap_servers: str = ""
-    broker_session_timeout_ms: int = 9000
-    broker_heartbeat_interval_ms: int = 2000
-    initial_broker_registration_timeout_ms: int = 60000
-    advertised_host: str | None = None
-    num_partitions: int = 1
-    auto_create_topics: bool = True
-    delete_topic_enable: bool = True
-    message_max_bytes: int = 1048588
-    socket_request_max_bytes: int = 104857600
-    log_segment_bytes: int = 1073741824
-    log_roll_ms: int | None = None
-    log_roll_hours: int = 168
-    log_retention_ms: int | None = None
-    log_retention_minutes: int | None = None
-    log_retention_hours: int = 168
-    log_retention_bytes: int = -1
-    log_retention_check_interval_ms: int = 300000
-    log_index_interval_bytes: int = 4096
-    log_flush_interval_messages: int | None = None
-    log_flush_interval_ms: int | None = None
-    log_cleanup_policy: str = "delete"
-    log_message_timestamp_type: str = "CreateTime"
-    min_insync_replicas: int = 1
+    node_id: int = setting("node.id", INT, 0, alias="broker.id")
+    cluster_id: str = setting("cluster.id", STRING, "odradek-cluster")
+    listeners: str = setting("listeners", LIST, DEFAULT_LISTENERS)
+    advertised_listeners: str | None = setting("advertised.listeners", LIST, None)
+    listener_security_protocol_map: str = setting(
+        "listener.security.protocol.map", STRING, DEFAULT_PROTOCOL_MAP
+    )
+    controller_listener_names: str = setting("controller.listener.names", LIST, "")
+    process_roles: str = setting("process.roles", LIST, "")
+    controller_quorum_voters: str = setting("controller.quorum.voters", LIST, "")
+    controller_quorum_bootstrap_servers: str = setting(
+        "controller.quorum.bootstrap.servers", LIST, ""
+    )
+    broker_session_timeout_ms: int = setting("broker.session.timeout.ms", INT, 9000)
+    broker_heartbeat_interval_ms: int = setting("broker.heartbeat.interval.ms", INT, 2000)
+    initial_broker_registration_timeout_ms: int = setting(
+        "initial.broker.registration.timeout.ms", INT, 60000
+    )
+    advertised_host: str | None = setting("advertised.host.name", STRING, None)
+    num_partitions: int = setting("num.partitions", INT, 1)
+    auto_create_topics: bool = setting("auto.create.topics.enable", BOOLEAN, True)
+    delete_topic_enable: bool = setting("delete.topic.enable", BOOLEAN, True)
+    message_max_bytes: int = setting("message.max.bytes", INT, 1048588)
+    socket_request_max_bytes: int = setting("socket.request.max.bytes", INT, 104857600)
+    log_segment_bytes: int = setting("log.segment.bytes", INT, 1073741824)
+    log_roll_ms: int | None = setting("log.roll.ms", LONG, None)
+    log_roll_hours: int = setting("log.roll.hours", INT, 168)
+    log_retention_ms: int | None = setting("log.retention.ms", LONG, None)
+    log_retention_minutes: int | None = setting("log.retention.minutes", INT, None)
+    log_retention_hours: int = setting("log.retention.hours", INT, 168)
+    log_retention_bytes: int = setting("log.retention.bytes", LONG, -1)
+    log_retention_check_interval_ms: int = setting("log.retention.check.interval.ms", LONG, 300000)
+    log_index_interval_bytes: int = setting("log.index.interval.bytes", INT, 4096)
+    log_flush_interval_messages: int | None = setting("log.flush.interval.messages", LONG, None)
+    log_flush_interval_ms: int | None = setting("log.flush.interval.ms", LONG, None)
+    log_cleanup_policy: str = setting("log.cleanup.policy", LIST, "delete")
+    log_message_timestamp_type: str = setting("log.message.timestamp.type", STRING, "CreateTime")
+    min_insync_replicas: int = setting("min.insync.replicas", INT, 1)
     # in a cluster (one node of its own keeps one copy whatever they say)
-    default_replication_factor: int = 1
-    offsets_topic_replication_factor: int = 3
-    transaction_state_log_replication_factor: int = 3
-    transaction_state_log_min_isr: int = 2
-    replica_lag_time_max_ms: int = 30000
-    replica_fetch_wait_max_ms: int = 500
-    replica_fetch_min_bytes: int = 1
-    inter_broker_listener_name: str = ""  # what followers fetch through
-    offsets_topic_num_partitions: int = 50
-    transaction_state_log_num_partitions: int = 50
-    group_min_session_timeout_ms: int = 6000
-    group_max_session_timeout_ms: int = 1800000
+    default_replication_factor: int = setting("default.replication.factor", INT, 1)
+    offsets_topic_replication_factor: int = setting("offsets.topic.replication.factor", SHORT, 3)
+    transaction_state_log_replication_factor: int = setting(
+        "transaction.state.log.replication.factor", SHORT, 3
+    )
+    transaction_state_log_min_isr: int = setting("transaction.state.log.min.isr", INT, 2)
+    replica_lag_time_max_ms: int = setting("replica.lag.time.max.ms", LONG, 30000)
+    replica_fetch_wait_max_ms: int = setting("replica.fetch.wait.max.ms", INT, 500)
+    replica_fetch_min_bytes: int = setting("replica.fetch.min.bytes", INT, 1)
+    # what followers fetch through
+    inter_broker_listener_name: str = setting("inter.broker.listener.name", STRING, "")
+    offsets_topic_num_partitions: int = setting("offsets.topic.num.partitions", INT, 50)
+    transaction_state_log_num_partitions: int = setting(
+        "transaction.state.log.num.partitions", INT, 50
+    )
+    group_min_session_timeout_ms: int = setting("group.min.session.timeout.ms", INT, 6000)
+    group_max_session_timeout_ms: int = setting("group.max.session.timeout.ms", INT, 1800000)
     # Kafka's code default is 3000; its shipped server.properties, which a test broker
     # follows, sets 0 so that the first consumers of a group do not wait three seconds.
-    group_initial_rebalance_delay_ms: int = 0
-    offsets_retention_minutes: int = 10080
-    offsets_retention_check_interval_ms: int = 600000
-    offset_metadata_max_bytes: int = 4096
+    group_initial_rebalance_delay_ms: int = setting("group.initial.rebalance.delay.ms", INT, 0)
+    offsets_retention_minutes: int = setting("offsets.retention.minutes", INT, 10080)
+    offsets_retention_check_interval_ms: int = setting(
+        "offsets.retention.check.interval.ms", LONG, 600000
+    )
+    offset_metadata_max_bytes: int = setting("offset.metadata.max.bytes", INT, 4096)
     # client quotas: the rate is measured over this many samples of this many seconds
-    quota_window_num: int = 11
-    quota_window_size_seconds: int = 1
+    quota_window_num: int = setting("quota.window.num", INT, 11, at_least(1))
+    quota_window_size_seconds: int = setting("quota.window.size.seconds", INT, 1, at_least(1))
     # controller_mutation_rate: a bucket of this many windows' worth of partitions
-    controller_quota_window_num: int = 11
-    controller_quota_window_size_seconds: int = 1
-    transaction_max_timeout_ms: int = 900000
-    transactional_id_expiration_ms: int = 604800000
-    producer_id_expiration_ms: int = 86400000
-    txn_abort_interval_ms: int = 10000
-    log_cleaner_backoff_ms: int = 15000
-    group_coordinator_rebalance_protocols: str = "classic,consumer,streams"
-    group_consumer_session_timeout_ms: int = 45000
-    group_consumer_heartbeat_interval_ms: int = 5000
-    group_consumer_max_size: int = 2147483647
-    group_consumer_min_session_timeout_ms: int = 45000
-    group_consumer_max_session_timeout_ms: int = 60000
-    group_consumer_min_heartbeat_interval_ms: int = 5000
-    group_consumer_max_heartbeat_interval_ms: int = 15000
-    group_consumer_migration_policy: str = "bidirectional"
+    controller_quota_window_num: int = setting("controller.quota.window.num", INT, 11, at_least(1))
+    controller_quota_window_size_seconds: int = setting(
+        "controller.quota.window.size.seconds", INT, 1, at_least(1)
+    )
+    transaction_max_timeout_ms: int = setting("transaction.max.timeout.ms", INT, 900000)
+    transactional_id_expiration_ms: int = setting("transactional.id.expiration.ms", INT, 604800000)
+    producer_id_expiration_ms: int = setting("producer.id.expiration.ms", INT, 86400000)
+    txn_abort_interval_ms: int = setting(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000
+    )
+    log_cleaner_backoff_ms: int = setting("log.cleaner.backoff.ms", LONG, 15000)
+    group_coordinator_rebalance_protocols: str = setting(
+        "group.coordinator.rebalance.protocols", LIST, "classic,consumer,streams"
+    )
+    group_consumer_session_timeout_ms: int = setting(
+        "group.consumer.session.timeout.ms", INT, 45000
+    )
+    group_consumer_heartbeat_interval_ms: int = setting(
+        "group.consumer.heartbeat.interval.ms", INT, 5000
+    )
+    group_consumer_max_size: int = setting("group.consumer.max.size", INT, 2147483647)
+    group_consumer_min_session_timeout_ms: int = setting(
+        "group.consumer.min.session.timeout.ms", INT, 45000
+    )
+    group_consumer_max_session_timeout_ms: int = setting(
+        "group.consumer.max.session.timeout.ms", INT, 60000
+    )
+    group_consumer_min_heartbeat_interval_ms: int = setting(
+        "group.consumer.min.heartbeat.interval.ms", INT, 5000
+    )
+    group_consumer_max_heartbeat_interval_ms: int = setting(
+        "group.consumer.max.heartbeat.interval.ms", INT, 15000
+    )
+    group_consumer_migration_policy: str = setting(
+        "group.consumer.migration.policy", STRING, "bidirectional", one_of(*MIGRATION_POLICIES)
+    )
     # share groups (KIP-932)
-    group_share_session_timeout_ms: int = 45000
-    group_share_min_session_timeout_ms: int = 45000
-    group_share_max_session_timeout_ms: int = 60000
-    group_share_heartbeat_interval_ms: int = 5000
-    group_share_min_heartbeat_interval_ms: int = 5000
-    group_share_max_heartbeat_interval_ms: int = 15000
-    group_share_max_size: int = 200
-    group_share_delivery_count_limit: int = 5
-    group_share_partition_max_record_locks: int = 2000
-    group_share_record_lock_duration_ms: int = 30000
-    group_share_min_record_lock_duration_ms: int = 15000
-    group_share_max_record_lock_duration_ms: int = 60000
-    share_max_share_sessions: int = 2000
+    group_share_session_timeout_ms: int = setting("group.share.session.timeout.ms", INT, 45000)
+    group_share_min_session_timeout_ms: int = setting(
+        "group.share.min.session.timeout.ms", INT, 45000
+    )
+    group_share_max_session_timeout_ms: int = setting(
+        "group.share.max.session.timeout.ms", INT, 60000
+    )
+    group_share_heartbeat_interval_ms: int = setting("group.share.heartbeat.interval.ms", INT, 5000)
+    group_share_min_heartbeat_interval_ms: int = setting(
+        "group.share.min.heartbeat.interval.ms", INT, 5000
+    )
+    group_share_max_heartbeat_interval_ms: int = setting(
+        "group.share.max.heartbeat.interval.ms", INT, 15000
+    )
+    group_share_max_size: int = setting("group.share.max.size", INT, 200)
+    group_share_delivery_count_limit: int = setting("group.share.delivery.count.limit", INT, 5)
+    group_share_partition_max_record_locks: int = setting(
+        "group.share.partition.max.record.locks", INT, 2000
+    )
+    group_share_record_lock_duration_ms: int = setting(
+        "group.share.record.lock.duration.ms", INT, 30000
+    )
+    group_share_min_record_lock_duration_ms: int = setting(
+        "group.share.min.record.lock.duration.ms", INT, 15000
+    )
+    group_share_max_record_lock_duration_ms: int = setting(
+        "group.share.max.record.lock.duration.ms", INT, 60000
+    )
+    share_max_share_sessions: int = setting("group.share.max.share.sessions", INT, 2000)
     # streams groups (KIP-1071)
-    group_streams_session_timeout_ms: int = 45000
-    group_streams_min_session_timeout_ms: int = 45000
-    group_streams_max_session_timeout_ms: int = 60000
-    group_streams_heartbeat_interval_ms: int = 5000
-    group_streams_min_heartbeat_interval_ms: int = 5000
-    group_streams_max_heartbeat_interval_ms: int = 15000
-    group_streams_max_size: int = 2147483647
-    group_streams_num_standby_replicas: int = 0
-    group_streams_max_standby_replicas: int = 2
-    group_streams_initial_rebalance_delay_ms: int = 3000
-    group_streams_assignment_interval_ms: int = 1000
-    group_streams_min_assignment_interval_ms: int = 0
-    group_streams_max_assignment_interval_ms: int = 15000
+    group_streams_session_timeout_ms: int = setting("group.streams.session.timeout.ms", INT, 45000)
+    group_streams_min_session_timeout_ms: int = setting(
+        "group.streams.min.session.timeout.ms", INT, 45000
+    )
+    group_streams_max_session_timeout_ms: int = setting(
+        "group.streams.max.session.timeout.ms", INT, 60000
+    )
+    group_streams_heartbeat_interval_ms: int = setting(
+        "group.streams.heartbeat.interval.ms", INT, 5000
+    )
+    group_streams_min_heartbeat_interval_ms: int = setting(
+        "group.streams.min.heartbeat.interval.ms", INT, 5000
+    )
+    group_streams_max_heartbeat_interval_ms: int = setting(
+        "group.streams.max.heartbeat.interval.ms", INT, 15000
+    )
+    group_streams_max_size: int = setting("group.streams.max.size", INT, 2147483647)
+    group_streams_num_standby_replicas: int = setting("group.streams.num.standby.replicas", INT, 0)
+    group_streams_max_standby_replicas: int = setting("group.streams.max.standby.replicas", INT, 2)
+    group_streams_initial_rebalance_delay_ms: int = setting(
+        "group.streams.initial.rebalance.delay.ms", INT, 3000
+    )
+    group_streams_assignment_interval_ms: int = setting(
+        "group.streams.assignment.interval.ms", INT, 1000
+    )
+    group_streams_min_assignment_interval_ms: int = setting(
+        "group.streams.min.assignment.interval.ms", INT, 0
+    )
+    group_streams_max_assignment_interval_ms: int = setting(
+        "group.streams.max.assignment.interval.ms", INT, 15000
+    )
     # how often members report their changelog offsets (the heartbeat tells them)
-    group_streams_task_offset_interval_ms: int = 60000
-    group_streams_min_task_offset_interval_ms: int = 15000
+    group_streams_task_offset_interval_ms: int = setting(
+        "group.streams.task.offset.interval.ms", INT, 60000
+    )
+    group_streams_min_task_offset_interval_ms: int = setting(
+        "group.streams.min.task.offset.interval.ms", INT, 15000
+    )
     # Kafka 4.4 validates and stores these, but its assignment refiner hands out no
     # warm-up task whatever they say
-    group_streams_num_warmup_replicas: int = 2
-    group_streams_max_warmup_replicas: int = 20
-    group_streams_acceptable_recovery_lag: int = 10000
-    group_streams_rack_aware_assignment_tags: str = ""
-    group_streams_assignors: str = "sticky"  # the built-in ones; the first is the default
-    group_streams_assignor_offload_enable: bool = True
-    share_coordinator_state_topic_num_partitions: int = 50
-    share_coordinator_snapshot_update_records_per_snapshot: int = 500
-    share_coordinator_state_topic_prune_interval_ms: int = 300000
-    max_request_partition_size_limit: int = 2000  # DescribeTopicPartitions' page size cap
-    telemetry_max_bytes: int = 1048576  # the largest metrics push a client may send
-    delegation_token_secret_key: str | None = None  # delegation tokens only when set
-    delegation_token_max_lifetime_ms: int = 604800000
-    delegation_token_expiry_time_ms: int = 86400000
-    delegation_token_expiry_check_interval_ms: int = 3600000
-    max_connections: int = 2147483647
-    max_connections_per_ip: int = 2147483647
-    max_connections_per_ip_overrides: str = ""
+    group_streams_num_warmup_replicas: int = setting("group.streams.num.warmup.replicas", INT, 2)
+    group_streams_max_warmup_replicas: int = setting("group.streams.max.warmup.replicas", INT, 20)
+    group_streams_acceptable_recovery_lag: int = setting(
+        "group.streams.acceptable.recovery.lag", LONG, 10000
+    )
+    group_streams_rack_aware_assignment_tags: str = setting(
+        "group.streams.rack.aware.assignment.tags", LIST, "", distinct_tags
+    )
+    # the built-in ones; the first is the default
+    group_streams_assignors: str = setting(
+        "group.streams.assignors", LIST, "sticky", streams_assignors
+    )
+    group_streams_assignor_offload_enable: bool = setting(
+        "group.streams.assignor.offload.enable", BOOLEAN, True
+    )
+    share_coordinator_state_topic_num_partitions: int = setting(
+        "share.coordinator.state.topic.num.partitions", INT, 50
+    )
+    share_coordinator_snapshot_update_records_per_snapshot: int = setting(
+        "share.coordinator.snapshot.update.records.per.snapshot", INT, 500
+    )
+    share_coordinator_state_topic_prune_interval_ms: int = setting(
+        "share.coordinator.state.topic.prune.interval.ms", INT, 300000
+    )
+    # DescribeTopicPartitions' page size cap
+    max_request_partition_size_limit: int = setting("max.request.partition.size.limit", INT, 2000)
+    # the largest metrics push a client may send
+    telemetry_max_bytes: int = setting("telemetry.max.bytes", INT, 1048576)
+    # delegation tokens only when set (an empty key turns them off, as on Kafka)
+    delegation_token_secret_key: str | None = setting(
+        "delegation.token.secret.key", PASSWORD, None, none_if_empty
+    )
+    delegation_token_max_lifetime_ms: int = setting(
+        "delegation.token.max.lifetime.ms", LONG, 604800000
+    )
+    delegation_token_expiry_time_ms: int = setting(
+        "delegation.token.expiry.time.ms", LONG, 86400000
+    )
+    delegation_token_expiry_check_interval_ms: int = setting(
+        "delegation.token.expiry.check.interval.ms", LONG, 3600000
+    )
+    max_connections: int = setting("max.connections", INT, 2147483647)
+    max_connections_per_ip: int = setting("max.connections.per.ip", INT, 2147483647)
+    max_connections_per_ip_overrides: str = setting("max.connections.per.ip.overrides", STRING, "")
     # Kafka's default is 50, for an acceptor thread that does nothing else; one event
     # loop that also serves requests accepts in bursts, so clients that connect many at
     # once would overflow 50 and wait for SYN retries (a second each).
-    socket_listen_backlog_size: int = 1024
-    connections_max_idle_ms: int = 600000
+    socket_listen_backlog_size: int = setting("socket.listen.backlog.size", INT, 1024)
+    connections_max_idle_ms: int = setting("connections.max.idle.ms", LONG, 600000)
     # Kafka settings given but not used here, with their values
     unused: dict[str, str] = field(default_factory=dict)
     # every setting as given (security settings are read from here, per listener)
@@ -327,59 +306,29 @@ class BrokerConfig:
 
     def apply(self, settings: Mapping[str, str]) -> None:
         """Set values given by Kafka name; raises ConfigError for unknown names and
-        values that do not parse."""
-        types = {f.name: f.type for f in fields(self)}
+        values that do not parse or are out of bounds."""
         for name, raw in settings.items():
             self.raw[name] = raw
-            attr = _NAMES.get(name)
-            if attr is None:
+            found = SETTINGS.get(name)
+            if found is None:
                 if not is_kafka_setting(name):
                     raise ConfigError(f"{name}: not a Kafka broker setting")
                 if _base_setting(name) not in READ_BY_SECURITY:
                     self.unused[name] = raw
                 continue
+            attribute, declared = found
             try:
-                setattr(self, attr, _parse(raw, str(types[attr])))
+                setattr(self, attribute, declared.parse(raw))
             except ValueError as exc:
                 raise ConfigError(f"{name}={raw!r}: {exc}") from None
-        policy = self.group_consumer_migration_policy.lower()
-        if policy not in MIGRATION_POLICIES:
-            raise ConfigError(
-                f"group.consumer.migration.policy={policy!r}: not one of "
-                f"{', '.join(MIGRATION_POLICIES)}"
-            )
-        self.group_consumer_migration_policy = policy
-        # an empty key turns delegation tokens off, as on Kafka
-        self.delegation_token_secret_key = self.delegation_token_secret_key or None
-        windows = ("quota.window.num", "quota.window.size.seconds")
-        for name in [n for n in _NAMES if n.endswith(windows)]:
-            if getattr(self, _NAMES[name]) < 1:
-                raise ConfigError(f"{name}: must be at least 1")
-        self._check_streams_settings()
-
-    def _check_streams_settings(self) -> None:
-        """The group.streams.* settings against each other, as Kafka 4.4 checks them."""
-        pairs = (
-            ("group.streams.min.assignment.interval.ms", "group.streams.assignment.interval.ms"),
-            ("group.streams.assignment.interval.ms", "group.streams.max.assignment.interval.ms"),
-            ("group.streams.min.task.offset.interval.ms", "group.streams.task.offset.interval.ms"),
-            ("group.streams.num.warmup.replicas", "group.streams.max.warmup.replicas"),
-        )
-        for low, high in pairs:
-            if getattr(self, _NAMES[low]) > getattr(self, _NAMES[high]):
+        for attribute, declared in _DECLARED:
+            value = getattr(self, attribute)
+            for check in declared.checks:
+                value = check(declared.name, value)
+            setattr(self, attribute, value)
+        for low, high in ORDERED:
+            if getattr(self, SETTINGS[low][0]) > getattr(self, SETTINGS[high][0]):
                 raise ConfigError(f"{low} must not be greater than {high}")
-        tags = streams_list(self.group_streams_rack_aware_assignment_tags)
-        if len(set(tags)) != len(tags):
-            raise ConfigError(
-                "group.streams.rack.aware.assignment.tags must not contain duplicate tag keys."
-            )
-        assignors = streams_list(self.group_streams_assignors)
-        unknown = [name for name in assignors if name not in STREAMS_ASSIGNORS]
-        if not assignors or unknown or len(set(assignors)) != len(assignors):
-            raise ConfigError(
-                f"group.streams.assignors={self.group_streams_assignors!r}: a list of "
-                f"distinct built-in assignors ({', '.join(STREAMS_ASSIGNORS)})"
-            )
 
     def listener_setting(self, listener: str, name: str) -> str | None:
         """A setting as one listener sees it: `listener.name.<listener>.<name>` wins
@@ -484,6 +433,27 @@ class BrokerConfig:
         )
 
 
+# (attribute, declaration) of every field that a Kafka setting sets, in field order
+_DECLARED = [
+    (f.name, declared)
+    for f in fields(BrokerConfig)
+    if (declared := declared_setting(f.metadata)) is not None
+]
+# Kafka name -> (attribute, declaration), for every setting the broker reads
+SETTINGS: dict[str, tuple[str, Setting]] = {
+    name: (attribute, declared) for attribute, declared in _DECLARED for name in declared.names
+}
+# Every Kafka broker setting: the ones read here, by broker/security, and the others
+KAFKA_BROKER_SETTINGS = frozenset(SETTINGS) | READ_BY_SECURITY | NOT_READ
+# Settings checked against each other, as Kafka 4.4 checks them: low <= high
+ORDERED = (
+    ("group.streams.min.assignment.interval.ms", "group.streams.assignment.interval.ms"),
+    ("group.streams.assignment.interval.ms", "group.streams.max.assignment.interval.ms"),
+    ("group.streams.min.task.offset.interval.ms", "group.streams.task.offset.interval.ms"),
+    ("group.streams.num.warmup.replicas", "group.streams.max.warmup.replicas"),
+)
+
+
 def _base_setting(name: str) -> str:
     """The setting without its listener and mechanism prefixes."""
     per_listener = _PER_LISTENER.match(name)
@@ -494,7 +464,7 @@ def _base_setting(name: str) -> str:
 
 
 def is_kafka_setting(name: str) -> bool:
-    if name in _NAMES or name in KAFKA_BROKER_SETTINGS:
+    if name in KAFKA_BROKER_SETTINGS:
         return True
     if name.startswith(OTHER_DISTRIBUTION_PREFIXES):
         return True
@@ -503,22 +473,6 @@ def is_kafka_setting(name: str) -> bool:
         return is_kafka_setting(per_listener.group(1))
     per_mechanism = _PER_MECHANISM.match(name)
     return per_mechanism is not None and per_mechanism.group(1) in KAFKA_BROKER_SETTINGS
-
-
-def _parse(raw: str, type_name: str) -> object:
-    raw = raw.strip()
-    if "bool" in type_name:
-        if raw.lower() not in ("true", "false"):
-            raise ValueError("expected true or false")
-        return raw.lower() == "true"
-    if "int" in type_name:
-        try:
-            return int(raw)
-        except ValueError:
-            raise ValueError("expected a whole number") from None
-    if "Path" in type_name:
-        return Path(raw)
-    return raw
 
 
 # KAFKA_* variables the apache/kafka image reads as something other than a setting

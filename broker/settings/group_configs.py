@@ -14,10 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from odradek.broker.settings.config import BrokerConfig, streams_list
+from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.iso_duration import parse_duration_ms
 from odradek.broker.settings.named_configs import NamedConfigs
-from odradek.coordinator.group.context import GroupTimeouts
+from odradek.broker.settings.setting import streams_list
+from odradek.coordinator.group.context import GroupConfig, GroupTimeouts
 
 FILE_NAME = "group-configs.json"
 OFFSET_RESET_WORDS = ("earliest", "latest")
@@ -369,3 +370,26 @@ class GroupConfigStore(NamedConfigs):
         OSError (nothing changed) if the file cannot be written."""
         super().replace(group_id, configs)
         self._settings.pop(group_id, None)
+
+
+def shard_config(
+    broker: BrokerConfig, timeouts_of: Callable[[str], GroupTimeouts] | None = None
+) -> GroupConfig:
+    """The group coordinator shards' settings. Each group's own (timeouts, assignment)
+    come from `timeouts_of`, the group configs over the broker's; without it every
+    group has the broker's."""
+    if timeouts_of is None:
+        timeouts_of = GroupConfigStore(broker.data_dir, broker).settings
+    return GroupConfig(
+        min_session_timeout_ms=broker.group_min_session_timeout_ms,
+        max_session_timeout_ms=broker.group_max_session_timeout_ms,
+        initial_rebalance_delay_ms=broker.group_initial_rebalance_delay_ms,
+        offset_metadata_max_bytes=broker.offset_metadata_max_bytes,
+        offsets_retention_ms=broker.offsets_retention_minutes * 60000,
+        offsets_retention_check_interval_ms=broker.offsets_retention_check_interval_ms,
+        consumer_max_size=broker.group_consumer_max_size,
+        consumer_migration_policy=broker.group_consumer_migration_policy,
+        share_max_size=broker.group_share_max_size,
+        streams_max_size=broker.group_streams_max_size,
+        timeouts_of=timeouts_of,
+    )

@@ -18,50 +18,57 @@ MAX_GROUP_SIZE = 10000
 @dataclass(frozen=True)
 class GroupTimeouts:
     """The settings one group's membership runs with (its group configs over the
-    broker's); the defaults are Kafka's."""
+    broker's)."""
 
-    consumer_session_timeout_ms: int = 45000
-    consumer_heartbeat_interval_ms: int = 5000
-    share_session_timeout_ms: int = 45000
-    share_heartbeat_interval_ms: int = 5000
-    streams_session_timeout_ms: int = 45000
-    streams_heartbeat_interval_ms: int = 5000
-    streams_num_standby_replicas: int = 0
-    streams_initial_rebalance_delay_ms: int = 3000
-    streams_assignment_interval_ms: int = 1000
-    streams_task_offset_interval_ms: int = 60000
-    streams_num_warmup_replicas: int = 2
-    streams_acceptable_recovery_lag: int = 10000
-    streams_rack_aware_assignment_tags: tuple[str, ...] = ()
-    streams_assignor_name: str = "sticky"
-
-
-DEFAULT_TIMEOUTS = GroupTimeouts()
+    consumer_session_timeout_ms: int
+    consumer_heartbeat_interval_ms: int
+    share_session_timeout_ms: int
+    share_heartbeat_interval_ms: int
+    streams_session_timeout_ms: int
+    streams_heartbeat_interval_ms: int
+    streams_num_standby_replicas: int
+    streams_initial_rebalance_delay_ms: int
+    streams_assignment_interval_ms: int
+    streams_task_offset_interval_ms: int
+    streams_num_warmup_replicas: int
+    streams_acceptable_recovery_lag: int
+    streams_rack_aware_assignment_tags: tuple[str, ...]
+    streams_assignor_name: str
 
 
 @dataclass
 class GroupConfig:
-    min_session_timeout_ms: int = 6000
-    max_session_timeout_ms: int = 1800000
-    initial_rebalance_delay_ms: int = 3000
-    offset_metadata_max_bytes: int = 4096
-    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
-    offsets_retention_check_interval_ms: int = 600000
+    """The shards' settings, built from the broker's (shard_config in
+    broker/settings/group_configs.py)."""
+
+    min_session_timeout_ms: int
+    max_session_timeout_ms: int
+    initial_rebalance_delay_ms: int
+    offset_metadata_max_bytes: int
+    offsets_retention_ms: int
+    offsets_retention_check_interval_ms: int
     # the consumer protocol (KIP-848): group.consumer.*
-    consumer_max_size: int = 2147483647
-    consumer_migration_policy: str = "bidirectional"
+    consumer_max_size: int
+    consumer_migration_policy: str
     # share groups (KIP-932): group.share.*
-    share_max_size: int = 200
+    share_max_size: int
     # streams groups (KIP-1071): group.streams.*
-    streams_max_size: int = 2147483647
-    # a group's own settings (its group configs over the broker's); None: every group
-    # has Kafka's defaults
-    timeouts_of: Callable[[str], GroupTimeouts] | None = None
+    streams_max_size: int
+    # a group's own settings: its group configs over the broker's
+    timeouts_of: Callable[[str], GroupTimeouts]
 
     def timeouts(self, group_id: str) -> GroupTimeouts:
-        if self.timeouts_of is not None:
-            return self.timeouts_of(group_id)
-        return DEFAULT_TIMEOUTS
+        return self.timeouts_of(group_id)
+
+
+@dataclass(slots=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int = -1
+    record_offset: int = -1  # where it sits in the partition log
 
 
 def now_ms() -> int:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from helpers.wire import WireClient
 
+from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.group_configs import shard_config
 from odradek.coordinator.group import records as rec
 from odradek.coordinator.group.classic import ClassicGroup, Member
 from odradek.coordinator.group.offsets import OFFSET_COMMIT
 from odradek.coordinator.group.record_codecs import OffsetKey
 from odradek.coordinator.group.record_types import REGISTRY
-from odradek.coordinator.group.shard import GroupConfig, GroupShard
+from odradek.coordinator.group.shard import GroupShard
 
 from .wiregroup import NONE, commit, fetch
 
@@ -40,7 +43,8 @@ def test_deleting_a_topic_deletes_its_committed_offsets(shared_broker, unique_to
 
 
 def _shard(retention_ms: int) -> GroupShard:
-    return GroupShard(None, GroupConfig(offsets_retention_ms=retention_ms))
+    config = dataclasses.replace(shard_config(BrokerConfig()), offsets_retention_ms=retention_ms)
+    return GroupShard(None, config)
 
 
 def _commit_record(shard: GroupShard, offset: int, group: str, topic: str, commit_ms: int) -> None:

@@ -9,14 +9,20 @@ from pathlib import Path
 import pytest
 
 from odradek.broker.observability import health
+from odradek.broker.settings.broker_configs import DESCRIBE_ORDER
 from odradek.broker.settings.config import (
+    READ_BY_SECURITY,
+    SETTINGS,
     BrokerConfig,
     ConfigError,
     is_kafka_setting,
     read_properties,
     settings_from_environment,
 )
+from odradek.broker.settings.group_configs import shard_config
+from odradek.broker.settings.kafka_settings import NOT_READ
 from odradek.broker.settings.listeners import Listener, ListenerError, parse_endpoints, resolve
+from odradek.broker.settings.setting import BOOLEAN, INT, LONG, SHORT
 
 
 def test_the_usual_compose_pair_of_listeners() -> None:
@@ -156,6 +162,68 @@ def test_kafka_settings_without_use_on_one_node_are_accepted_and_kept() -> None:
 def test_unknown_and_malformed_settings_are_named(settings: dict[str, str], words: str) -> None:
     with pytest.raises(ConfigError, match=words):
         BrokerConfig().apply(settings)
+
+
+@pytest.mark.parametrize(
+    ("settings", "words"),
+    [
+        ({"quota.window.num": "0"}, "quota.window.num: must be at least 1"),
+        (
+            {"group.consumer.migration.policy": " Some "},
+            "group.consumer.migration.policy='some': not one of disabled, upgrade, ",
+        ),
+        (
+            {"group.streams.num.warmup.replicas": "21"},
+            "group.streams.num.warmup.replicas must not be greater than "
+            "group.streams.max.warmup.replicas",
+        ),
+        (
+            {"group.streams.rack.aware.assignment.tags": "zone, zone"},
+            "group.streams.rack.aware.assignment.tags must not contain duplicate tag keys.",
+        ),
+        ({"group.streams.assignors": "sticky,fancy"}, "a list of distinct built-in assignors"),
+    ],
+)
+def test_settings_out_of_bounds_are_named(settings: dict[str, str], words: str) -> None:
+    with pytest.raises(ConfigError, match=words):
+        BrokerConfig().apply(settings)
+
+
+def test_checks_keep_values_in_their_usual_form() -> None:
+    config = BrokerConfig()
+    config.apply({"group.consumer.migration.policy": "UPGRADE", "broker.id": "3"})
+    assert config.group_consumer_migration_policy == "upgrade"
+    assert config.node_id == 3
+    config.apply({"delegation.token.secret.key": ""})
+    assert config.delegation_token_secret_key is None  # an empty key: no delegation tokens
+
+
+def test_each_setting_is_declared_once_with_a_type_its_field_holds() -> None:
+    assert not set(SETTINGS) & NOT_READ
+    assert not set(SETTINGS) & READ_BY_SECURITY
+    assert not NOT_READ & READ_BY_SECURITY
+    assert len(set(DESCRIBE_ORDER)) == len(DESCRIBE_ORDER)
+    assert set(DESCRIBE_ORDER) <= set(SETTINGS)
+    annotations = BrokerConfig.__annotations__
+    for name, (attribute, declared) in SETTINGS.items():
+        python_type = {BOOLEAN: "bool", INT: "int", SHORT: "int", LONG: "int"}
+        expected = python_type.get(declared.config_type, "str")
+        assert annotations[attribute] in (expected, f"{expected} | None"), name
+
+
+def test_group_shards_run_with_the_broker_settings() -> None:
+    config = BrokerConfig()
+    config.apply(
+        {
+            "group.initial.rebalance.delay.ms": "3000",
+            "offsets.retention.minutes": "2",
+            "group.consumer.session.timeout.ms": "50000",
+        }
+    )
+    shards = shard_config(config)
+    assert shards.initial_rebalance_delay_ms == 3000
+    assert shards.offsets_retention_ms == 120000
+    assert shards.timeouts("any group").consumer_session_timeout_ms == 50000
 
 
 def test_kafka_setting_names() -> None:

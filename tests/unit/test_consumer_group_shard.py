@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.group_configs import shard_config
 from odradek.coordinator.group.classic import ClassicGroup, Member
 from odradek.coordinator.group.consumer import UNREVOKED_PARTITIONS
-from odradek.coordinator.group.shard import GroupConfig, GroupShard
+from odradek.coordinator.group.shard import GroupShard
 from odradek.coordinator.runtime import Record
 from odradek.protocol.errors import ErrorCode
 
@@ -21,7 +23,9 @@ TOPICS = {"orders": (T, 4)}
 
 class Harness:
     def __init__(self, max_size: int = 10) -> None:
-        self.shard = GroupShard(None, GroupConfig(consumer_max_size=max_size), lambda: TOPICS)
+        self.shard = GroupShard(
+            None, shard_config(BrokerConfig(group_consumer_max_size=max_size)), lambda: TOPICS
+        )
         self.log: list[Record] = []
 
     def apply(self, records: list[Record]) -> None:
@@ -61,7 +65,7 @@ class Harness:
         )
 
     def replayed(self) -> GroupShard:
-        fresh = GroupShard(None, GroupConfig(), lambda: TOPICS)
+        fresh = GroupShard(None, shard_config(BrokerConfig()), lambda: TOPICS)
         for offset, (key, value) in enumerate(self.log):
             assert key is not None
             fresh.replay(offset, key, value, -1)

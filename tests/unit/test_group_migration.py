@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
+from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.group_configs import shard_config
 from odradek.coordinator.group import consumer_records as cr
 from odradek.coordinator.group.classic import PREPARING_REBALANCE, ClassicGroup, Member
-from odradek.coordinator.group.shard import GroupConfig, GroupShard
+from odradek.coordinator.group.shard import GroupShard
 from odradek.coordinator.runtime import Record
 from odradek.protocol import embedded_consumer as embedded
 from odradek.protocol.codec import RecordFormatError
@@ -43,7 +45,7 @@ def subscription(version: int = 1, owned: dict[str, list[int]] | None = None) ->
 
 class Harness:
     def __init__(self, policy: str = "bidirectional") -> None:
-        self.config = GroupConfig(consumer_migration_policy=policy)
+        self.config = shard_config(BrokerConfig(group_consumer_migration_policy=policy))
         self.shard = GroupShard(None, self.config, lambda: TOPICS)
         self.log: list[Record] = []
 
@@ -123,7 +125,7 @@ class Harness:
         return result.response
 
     def replayed(self) -> GroupShard:
-        fresh = GroupShard(None, GroupConfig(), lambda: TOPICS)
+        fresh = GroupShard(None, shard_config(BrokerConfig()), lambda: TOPICS)
         for offset, (key, value) in enumerate(self.log):
             assert key is not None
             fresh.replay(offset, key, value, -1)

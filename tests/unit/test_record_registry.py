@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.group_configs import shard_config
 from odradek.coordinator.group import classic, consumer, offsets, share, streams
 from odradek.coordinator.group import consumer_records as cr
 from odradek.coordinator.group import records as rec
@@ -16,7 +18,7 @@ from odradek.coordinator.group import share_records as shr
 from odradek.coordinator.group import streams_records as sr
 from odradek.coordinator.group.record_codecs import GroupKey, MemberKey, OffsetKey
 from odradek.coordinator.group.record_types import REGISTRY
-from odradek.coordinator.group.shard import GroupConfig, GroupShard
+from odradek.coordinator.group.shard import GroupShard
 from odradek.coordinator.registry import Registry
 from odradek.coordinator.txn import records as txn
 from odradek.coordinator.txn import shard as txn_shard
@@ -334,10 +336,10 @@ def test_replay_takes_one_record_at_a_time() -> None:
     """The shard a log replays into is the same whether it is replayed whole or in
     slices, with anything between them: replay keeps no state of its own."""
     log = [_written(name) for name in sorted(WRITTEN) if name != "transaction"]
-    whole = GroupShard(None, GroupConfig())
+    whole = GroupShard(None, shard_config(BrokerConfig()))
     for offset, (key, value) in enumerate(log):
         whole.replay(offset, key, value, -1)
-    sliced = GroupShard(None, GroupConfig())
+    sliced = GroupShard(None, shard_config(BrokerConfig()))
     for start in range(0, len(log), 5):
         for offset, (key, value) in enumerate(log[start : start + 5], start):
             sliced.replay(offset, key, value, -1)

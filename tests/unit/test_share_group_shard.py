@@ -7,7 +7,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from odradek.coordinator.group.shard import GroupConfig, GroupShard
+from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.settings.group_configs import shard_config
+from odradek.coordinator.group.shard import GroupShard
 from odradek.coordinator.runtime import Record
 
 T = uuid.UUID(int=7)
@@ -16,7 +18,7 @@ T = uuid.UUID(int=7)
 class Harness:
     def __init__(self) -> None:
         self.topics = {"orders": (T, 2)}
-        self.shard = GroupShard(None, GroupConfig(), lambda: self.topics)
+        self.shard = GroupShard(None, shard_config(BrokerConfig()), lambda: self.topics)
         self.log: list[Record] = []
 
     def beat(self, member_id: str, epoch: int, topics: tuple[str, ...] | None) -> dict[str, Any]:
@@ -38,7 +40,7 @@ class Harness:
         return result.response
 
     def replayed(self) -> GroupShard:
-        fresh = GroupShard(None, GroupConfig(), lambda: self.topics)
+        fresh = GroupShard(None, shard_config(BrokerConfig()), lambda: self.topics)
         for offset, (key, value) in enumerate(self.log):
             assert key is not None
             fresh.replay(offset, key, value, -1)
