@@ -21,8 +21,9 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 PYTEST_ARGS ?=
 # Reinstall when the project metadata or the set of packages changes.
-INSTALL_DEPS := pyproject.toml $(wildcard */__init__.py) odradek/__init__.py
-# Test harness code that is type-checked (on top of the packages in [tool.mypy]).
+INSTALL_DEPS := pyproject.toml setup.py $(wildcard */__init__.py) odradek/__init__.py
+# Test harness code that is type-checked (on top of the files in [tool.mypy]).
+TYPED := odradek broker coordinator protocol storage odradek_spark bench typecheck.py setup.py
 TEST_TYPED := tests/conftest.py $(addprefix tests/helpers/,__init__.py acl_admin.py both_brokers.py broker.py certs.py containers.py env.py java.py logs.py messages.py names.py reference_kafka.py topics.py spark.py client_programs.py go_client.py group_configs.py js_client.py kafka_tools.py streams_app.py)
 TEST_TYPED += $(addprefix tests/soak/,__init__.py workload.py verify.py soak.py)
 STAMP_RUN := $(VENV)/.stamp-install
@@ -126,8 +127,7 @@ pipeline: $(STAMP_SPARK) system-deps
 
 lint: $(STAMP_TEST)
 	$(PY) -m ruff check .
-	$(PY) -m mypy
-	MYPYPATH=tests $(PY) -m mypy --explicit-package-bases $(TEST_TYPED)
+	MYPYPATH=tests $(PY) typecheck.py $(TYPED) $(TEST_TYPED)
 
 # CI leaves out the long versions of tests whose short versions run (marked slow)
 test: install-test lint

@@ -1,7 +1,7 @@
 """Odradek: a Kafka-compatible broker in asyncio Python.
 
 The installed package, under one name. Its parts are the repository's top-level
-folders, linked here:
+folders, mapped in by setup.py:
 
     odradek.protocol     sans-IO Kafka protocol: frames, headers, codecs, record batches
     odradek.storage      the partition log: segments, indexes, recovery, compaction

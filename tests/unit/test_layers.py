@@ -42,7 +42,7 @@ def test_nothing_is_imported_by_a_folders_own_name() -> None:
     code = [
         path for folder in (*FOLDERS, "tests", "bench") for path in (ROOT / folder).rglob("*.py")
     ]
-    code += (ROOT / "odradek").glob("*.py")  # (its folders are links to the ones above)
+    code += (ROOT / "odradek").glob("*.py")
     wrong = {
         str(path.relative_to(ROOT)): sorted(
             m for m in _imported_modules(path) if m.split(".")[0] in FOLDERS
