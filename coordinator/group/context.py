@@ -61,16 +61,6 @@ class GroupConfig:
         return self.timeouts_of(group_id)
 
 
-@dataclass(slots=True)
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int = -1
-    record_offset: int = -1  # where it sits in the partition log
-
-
 def now_ms() -> int:
     return int(time.time() * 1000)
 
