@@ -100,12 +100,9 @@ class CoordinatorError(Exception):
         self.code = code
 
 
-NOT_COORDINATOR = int(ErrorCode.not_coordinator)
-COORDINATOR_LOAD_IN_PROGRESS = int(ErrorCode.coordinator_load_in_progress)
-COORDINATOR_NOT_AVAILABLE = int(ErrorCode.coordinator_not_available)
-
-
 class Shard(Protocol):
+    """What the runtime asks of a shard: its state machine is the shard's own."""
+
     def replay(self, offset: int, key: bytes, value: bytes | None, producer_id: int) -> None:
         """Apply one record; `producer_id` is set (>= 0) for transactional records."""
 
@@ -166,13 +163,14 @@ class ShardRuntime:
         self,
         index: int,
         partition: Partition,
-        shard: Any,
+        shard: Shard | None,
         flush: Callable[[Any], Awaitable[None]],  # (the broker's Partition)
-        make_shard: Callable[[ShardRuntime], Any],
+        make_shard: Callable[[ShardRuntime], Shard],
     ) -> None:
         self.index = index
         self.partition = partition
-        self.shard = shard
+        # Any: the operations and checks that read it know which shard type they hold
+        self.shard: Any = shard
         self._flush = flush
         self._make_shard = make_shard
         self.loaded = False
@@ -252,9 +250,11 @@ class ShardRuntime:
         """CoordinatorError unless the shard may be asked: COORDINATOR_LOAD_IN_PROGRESS
         while it loads, NOT_COORDINATOR once it resigned."""
         if self.resigned:
-            raise CoordinatorError(NOT_COORDINATOR, "the coordinator moved")
+            raise CoordinatorError(ErrorCode.not_coordinator, "the coordinator moved")
         if not self.loaded:
-            raise CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS, "the coordinator is loading")
+            raise CoordinatorError(
+                ErrorCode.coordinator_load_in_progress, "the coordinator is loading"
+            )
 
     def ready_shard(self) -> Any:
         """The shard, for a check that reads its state without an operation; raises as
@@ -342,7 +342,7 @@ class ShardRuntime:
         batches, self._batches = self._batches, []
         answers, self._answers = self._answers, []
         if self.resigned:  # the log is another leader's now: nothing of this goes in it
-            error = CoordinatorError(NOT_COORDINATOR, "the coordinator moved")
+            error = CoordinatorError(ErrorCode.not_coordinator, "the coordinator moved")
             self._answer([(future, None, error) for future, _response, _error in answers])
             return
         if not batches:
@@ -401,7 +401,7 @@ class ShardRuntime:
             try:
                 await replicated
             except Exception:  # this node stopped leading the partition meanwhile
-                error = CoordinatorError(NOT_COORDINATOR, "the coordinator moved")
+                error = CoordinatorError(ErrorCode.not_coordinator, "the coordinator moved")
                 answers = [(future, None, error) for future, _response, _error in answers]
         self._answer(answers)
 
@@ -430,9 +430,9 @@ class ShardRuntime:
         for its coordinators: clients look the coordinator up again and retry."""
         if isinstance(exc, OSError) and faults.is_storage_error(exc):
             faults.report(self.partition.log.directory, exc, f"coordinator {operation}")
-            return CoordinatorError(NOT_COORDINATOR, f"storage error: {exc.strerror}")
+            return CoordinatorError(ErrorCode.not_coordinator, f"storage error: {exc.strerror}")
         log.error("coordinator write failed", partition=self.index, error=repr(exc))
-        return CoordinatorError(NOT_COORDINATOR, f"write failed: {exc}")
+        return CoordinatorError(ErrorCode.not_coordinator, f"write failed: {exc}")
 
     def _rebuild(self) -> None:
         """A new shard from what the log holds (timers and waiters of the old one go)."""
@@ -506,7 +506,7 @@ class CoordinatorRuntime:
         self,
         topic: str,
         partitions: int,
-        make_shard: Callable[[ShardRuntime], Any],
+        make_shard: Callable[[ShardRuntime], Shard],
         create_topic: Callable[[str, int], Awaitable[Sequence[Partition]]],
         flush: Callable[[Any], Awaitable[None]],  # (the broker's Partition)
     ) -> None:
@@ -580,7 +580,9 @@ class CoordinatorRuntime:
         runtime = self.shards.get(index)
         if runtime is None:
             # started, the partition is led elsewhere; else still coming up
-            code = NOT_COORDINATOR if self._started else COORDINATOR_NOT_AVAILABLE
+            code = (
+                ErrorCode.not_coordinator if self._started else ErrorCode.coordinator_not_available
+            )
             raise CoordinatorError(code)
         return runtime
 
