@@ -15,14 +15,13 @@ from typing import Any
 import pytest
 
 from odradek.coordinator.runtime import (
-    COORDINATOR_LOAD_IN_PROGRESS,
-    NOT_COORDINATOR,
     CoordinatorError,
     CoordinatorRuntime,
     Partition,
     ShardRuntime,
 )
 from odradek.coordinator.txn.shard import TxnConfig, TxnShard
+from odradek.protocol.errors import ErrorCode
 from odradek.storage.config import LogConfig
 from odradek.storage.log import PartitionLog
 
@@ -84,7 +83,7 @@ async def test_leading_a_partition_loads_its_shard_and_starts_the_runtime(
     for ask in (shard.ready_shard, lambda: shard.submit(_init_producer_id("tx"))):
         with pytest.raises(CoordinatorError) as refused:
             ask()
-        assert refused.value.code == COORDINATOR_LOAD_IN_PROGRESS
+        assert refused.value.code == ErrorCode.coordinator_load_in_progress
     await shard.wait_loaded()
     assert isinstance(shard.ready_shard(), TxnShard)
     assert await shard.submit(_init_producer_id("tx")) == (0, 7, 0)
@@ -107,12 +106,12 @@ async def test_a_resigned_shard_answers_not_coordinator_and_writes_nothing(
     runtime.resign(0)
     with pytest.raises(CoordinatorError) as moved:
         await pending
-    assert moved.value.code == NOT_COORDINATOR
+    assert moved.value.code == ErrorCode.not_coordinator
     assert partitions[0].log.log_end_offset == end
     for ask in (shard.ready_shard, lambda: shard.submit(_init_producer_id("later"))):
         with pytest.raises(CoordinatorError) as refused:
             ask()
-        assert refused.value.code == NOT_COORDINATOR
+        assert refused.value.code == ErrorCode.not_coordinator
     await runtime.stop()
 
 
@@ -125,5 +124,5 @@ async def test_waiting_for_a_load_ends_when_the_shard_resigns_first(tmp_path: Pa
     await asyncio.wait_for(shard.wait_loaded(), 5)
     with pytest.raises(CoordinatorError) as moved:
         shard.submit(_init_producer_id("tx"))
-    assert moved.value.code == NOT_COORDINATOR
+    assert moved.value.code == ErrorCode.not_coordinator
     await runtime.stop()
