@@ -164,21 +164,26 @@ class CommittedOffsets:
         return records
 
     def expired(
-        self, now: int, held: Callable[[str], bool]
+        self, now: int, kept: Callable[[str], set[str] | None]
     ) -> list[tuple[str, list[Record], bool]]:
         """Offsets expire retention after their commit (or at their own expiry, as an
-        old client set it) unless their group's members hold them (`held`). Per
-        group: the records that delete its expired offsets, and whether that is all."""
+        old client set it) unless their group's members keep them: `kept` gives the
+        topics a group keeps, None for all of them. Per group: the records that delete
+        its expired offsets, and whether that is all."""
         retention = self.context.config.offsets_retention_ms
         found = []
         for group_id, offsets in self.offsets.items():
-            if held(group_id):
+            topics = kept(group_id)
+            if topics is None:
                 continue
             expired = [
                 tp
                 for tp, committed in offsets.items()
-                if (committed.expire_timestamp > 0 and now >= committed.expire_timestamp)
-                or now - committed.commit_timestamp >= retention
+                if tp[0] not in topics
+                and (
+                    (committed.expire_timestamp > 0 and now >= committed.expire_timestamp)
+                    or now - committed.commit_timestamp >= retention
+                )
             ]
             tombstones = self.tombstones(group_id, expired)
             found.append((group_id, tombstones, len(expired) == len(offsets)))

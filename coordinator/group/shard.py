@@ -236,20 +236,24 @@ class GroupShard:
         """Offsets of groups without members expire retention after their commit; a
         classic group goes with the last of them."""
         records: list[Record] = []
-        for group_id, expired, all_of_them in self.committed.expired(now, self._keeps_offsets):
+        for group_id, expired, all_of_them in self.committed.expired(now, self._kept_topics):
             records += expired
             classic = self.classic.groups.get(group_id)
             if all_of_them and classic is not None and not classic.members:
                 records += self.classic.tombstones(classic)
         return records
 
-    def _keeps_offsets(self, group_id: str) -> bool:
-        """The members of a classic or a streams group keep its offsets from expiring."""
+    def _kept_topics(self, group_id: str) -> set[str] | None:
+        """The topics whose offsets the group's members keep from expiring: all of them
+        (None) for a classic group with members; for a consumer or streams group, the
+        topics its members read, as Kafka (the others' offsets expire)."""
         classic = self.classic.groups.get(group_id)
-        streams = self.streams.groups.get(group_id)
-        return bool(classic is not None and classic.members) or bool(
-            streams is not None and streams.members
-        )
+        if classic is not None and classic.members:
+            return None
+        found = self._modern_group(group_id)
+        if found is not None and found[0].has_offsets:
+            return found[0].subscribed_topics(found[1])
+        return set()
 
     # -- whole groups ------------------------------------------------------------------
 

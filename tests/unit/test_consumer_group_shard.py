@@ -13,6 +13,9 @@ from odradek.broker.settings.config import BrokerConfig
 from odradek.broker.settings.group_configs import shard_config
 from odradek.coordinator.group.classic import ClassicGroup, Member
 from odradek.coordinator.group.consumer import UNREVOKED_PARTITIONS
+from odradek.coordinator.group.context import now_ms
+from odradek.coordinator.group.record_codecs import OffsetKey
+from odradek.coordinator.group.record_types import REGISTRY
 from odradek.coordinator.group.shard import GroupShard
 from odradek.coordinator.runtime import Record
 from odradek.protocol.errors import ErrorCode
@@ -249,3 +252,39 @@ def test_a_topic_created_after_the_subscription_joins_the_assignment() -> None:
     topics["later"] = (later, 3)
     more = h.beat(member_id="a", member_epoch=grown["member_epoch"], owned=grown["assignment"])
     assert more["assignment"][later] == frozenset({0, 1, 2})
+
+
+def test_members_keep_the_offsets_of_the_topics_they_read_from_expiring() -> None:
+    """As Kafka: while a consumer group has members, the offsets of the topics they
+    subscribe to do not expire; those of other topics do, retention after their commit."""
+    h = Harness()
+    h.join("a")
+    committed = h.shard.commit_offsets(
+        {
+            "group_id": "g",
+            "generation": 1,
+            "member_id": "a",
+            "group_instance_id": None,
+            "producer": None,
+            "offsets": {("orders", 0): (5, -1, ""), ("elsewhere", 0): (7, -1, "")},
+        }
+    )
+    h.apply(committed.records)
+    later = now_ms() + h.shard.context.config.offsets_retention_ms + 1
+    records = h.shard.expired_offset_records(later)
+    assert [_decoded_key(key, value) for key, value in records] == [
+        OffsetKey("g", "elsewhere", 0)
+    ]
+    h.apply(records)
+    h.beat(member_id="a", member_epoch=-1)
+    records = h.shard.expired_offset_records(later)
+    assert [_decoded_key(key, value) for key, value in records] == [
+        OffsetKey("g", "orders", 0)
+    ]
+
+
+def _decoded_key(key: bytes | None, value: bytes | None) -> Any:
+    assert key is not None
+    decoded = REGISTRY.decode(key, value)
+    assert decoded is not None
+    return decoded[1]
