@@ -47,8 +47,9 @@ from odradek.storage import LogConfig
 
 MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
-# Per-listener forms of a setting: listener.name.<listener>.<setting>
-_PER_LISTENER = re.compile(r"^listener\.name\.[a-z0-9_]+\.(.+)$")
+# Per-listener forms of a setting: listener.name.<listener>.<setting> (a listener name
+# may hold any character but the dot here, `-` say, as Kafka's listener names may)
+_PER_LISTENER = re.compile(r"^listener\.name\.[^.]+\.(.+)$")
 # Per-mechanism SASL settings: [listener.name.<listener>.]<mechanism>.sasl.jaas.config
 _PER_MECHANISM = re.compile(r"^[a-z0-9-]+\.(sasl\..+)$")
 # Read from `raw` per listener by broker/security (so not reported as unused; the
@@ -491,6 +492,9 @@ _NOT_SETTINGS = frozenset(
         "KAFKA_JMX_HOSTNAME",
     }
 )
+# Confluent's images give KAFKA_REST_* to their REST Proxy, never to the broker
+# (Testcontainers' Go module sets KAFKA_REST_BOOTSTRAP_SERVERS)
+_NOT_SETTINGS_PREFIX = "KAFKA_REST_"
 
 
 # What --environment listens on when no KAFKA_* variable is set, as the apache/kafka
@@ -509,6 +513,8 @@ def settings_from_environment(environ: Mapping[str, str]) -> dict[str, str]:
     settings: dict[str, str] = {}
     for variable, value in environ.items():
         if not variable.startswith("KAFKA_") or variable in _NOT_SETTINGS:
+            continue
+        if variable.startswith(_NOT_SETTINGS_PREFIX):
             continue
         name = variable[len("KAFKA_") :].lower().replace("_", ".")
         settings[name.replace("...", "-").replace("..", "_")] = value

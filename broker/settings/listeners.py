@@ -21,8 +21,9 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")  # in Ka
 SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 WILDCARDS = ("0.0.0.0", "::")
 
-# NAME://host:port, the host possibly empty or a bracketed IPv6 address
-_ENDPOINT = re.compile(r"^([A-Za-z0-9_]+)://(\[[0-9a-fA-F:.%]*\]|[^:/\[\]]*):(\d+)$")
+# NAME://host:port, the host possibly empty or a bracketed IPv6 address. The name is
+# anything before the `://`, as Kafka's SocketServerConfigs reads it (`TC-0` say).
+_ENDPOINT = re.compile(r"^(.+)://(\[[0-9a-fA-F:.%]*\]|[^:/\[\]]*):(\d+)$")
 
 
 class ListenerError(ValueError):
@@ -77,7 +78,8 @@ def parse_protocol_map(text: str) -> dict[str, str]:
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
-        name, separator, protocol = item.partition(":")
+        # the last colon, as Kafka splits it
+        name, separator, protocol = item.rpartition(":")
         name, protocol = name.strip().upper(), protocol.strip().upper()
         if not separator or not name or protocol not in SECURITY_PROTOCOLS:
             raise ListenerError(
