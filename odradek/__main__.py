@@ -1,5 +1,5 @@
-"""`python -m odradek`: the broker's command line (see odradek.broker.cli)."""
+"""`python -m odradek`: the broker's command line (see odradek.broker.command)."""
 
-from odradek.broker.cli import main
+from odradek.broker.command import main
 
 main()

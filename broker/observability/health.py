@@ -61,13 +61,20 @@ def _read(sock: socket.socket, n: int) -> bytes:
     return bytes(data)
 
 
-def default_bootstrap(kafka_listeners: str) -> str:
-    """Where a health check inside the broker's container finds it: the first listener,
-    on the loopback address when it listens on every interface."""
-    first = kafka_listeners.split(",")[0].strip()
-    if "://" not in first:
+def default_bootstrap(kafka_listeners: str, controller_listener_names: str = "") -> str:
+    """Where a health check inside the broker's container finds it: the first listener
+    that is not a controller's, on the loopback address when it listens on every
+    interface."""
+    controllers = {n.strip().upper() for n in controller_listener_names.split(",")}
+    first = ""
+    for item in (part.strip() for part in kafka_listeners.split(",")):
+        name, separator, _ = item.rpartition("://")
+        if separator and name.upper() not in controllers:
+            first = item
+            break
+    if not first:
         return "127.0.0.1:9092"
-    host, _, port = first.split("://", 1)[1].rpartition(":")
+    host, _, port = first.rpartition("://")[2].rpartition(":")
     if host in ("", "0.0.0.0", "[::]"):
         host = "127.0.0.1"
     return f"{host}:{port}"
@@ -80,12 +87,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--bootstrap",
         default=None,
-        help="HOST:PORT to ask (default: the first of KAFKA_LISTENERS, else 127.0.0.1:9092)",
+        help="HOST:PORT to ask (default: the first of KAFKA_LISTENERS that is not in "
+        "KAFKA_CONTROLLER_LISTENER_NAMES, else 127.0.0.1:9092)",
     )
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds (2)")
     args = parser.parse_args(argv)
     if args.bootstrap is None:
-        args.bootstrap = default_bootstrap(os.environ.get("KAFKA_LISTENERS", ""))
+        args.bootstrap = default_bootstrap(
+            os.environ.get("KAFKA_LISTENERS", ""),
+            os.environ.get("KAFKA_CONTROLLER_LISTENER_NAMES", ""),
+        )
     host, _, port = args.bootstrap.rpartition(":")
     started = time.monotonic()
     try:

@@ -4,6 +4,8 @@ variables, unknown and malformed settings, the health probe's bytes."""
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -250,6 +252,24 @@ def test_health_check_finds_the_first_listener() -> None:
     assert health.default_bootstrap("") == "127.0.0.1:9092"
     assert health.default_bootstrap("INTERNAL://:29092,EXTERNAL://:9092") == "127.0.0.1:29092"
     assert health.default_bootstrap("PLAINTEXT://10.0.0.5:9093") == "10.0.0.5:9093"
+    # not a controller listener (Testcontainers' Java module lists them in any order)
+    java = "CONTROLLER://0.0.0.0:9094,TC-0://0.0.0.0:19092,PLAINTEXT://0.0.0.0:9092"
+    assert health.default_bootstrap(java, "CONTROLLER") == "127.0.0.1:19092"
+    assert health.default_bootstrap("CONTROLLER://:9093", "CONTROLLER") == "127.0.0.1:9092"
+
+
+def test_the_health_command_imports_the_probe_alone() -> None:
+    # a container's health check runs it every second: the broker's modules stay out
+    code = (
+        "import sys\n"
+        "from odradek.broker import command\n"
+        "try:\n"
+        "    command.main(['health', '--bootstrap', '127.0.0.1:1', '--timeout', '0.5'])\n"
+        "except SystemExit as exc:\n"
+        "    print(exc.code, 'odradek.broker.cli' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.split() == ["1", "False"], done.stderr
 
 
 def test_properties_lines_continue_after_a_trailing_backslash(tmp_path: Path) -> None:
