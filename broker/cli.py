@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import structlog
@@ -49,6 +50,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a server.properties setting; repeatable, wins over --config and the environment",
     )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    parser.add_argument(
+        "--kafka-ready-lines",
+        action="store_true",
+        help="once serving, print to stdout the lines Kafka logs when it has started, "
+        "which tools written for Kafka's images wait for (Testcontainers' Kafka modules)",
+    )
     return parser.parse_args(argv)
 
 
@@ -102,12 +109,30 @@ def check_data_dir(path: Path) -> None:
 # a clean stop waits for nothing remote for long; past this, exit anyway
 STOP_LIMIT_S = 60.0
 
+# What Kafka logs once it serves, in its log format: Testcontainers' Kafka modules wait
+# for the first (apache/kafka), the second (Confluent's image with ZooKeeper) or the third
+# (Confluent's with KRaft).
+KAFKA_READY_LINES = (
+    "[BrokerLifecycleManager id={node}] The broker has been unfenced. "
+    "Transitioning from RECOVERY to RUNNING. (kafka.server.BrokerLifecycleManager)",
+    "[KafkaServer id={node}] started (kafka.server.KafkaServer)",
+    "[KafkaRaftServer nodeId={node}] Kafka Server started (kafka.server.KafkaRaftServer)",
+)
 
-async def run(config: BrokerConfig) -> None:
+
+def kafka_ready_lines(node_id: int, now: datetime) -> str:
+    stamp = f"{now:%Y-%m-%d %H:%M:%S},{now.microsecond // 1000:03d}"
+    return "".join(f"[{stamp}] INFO {line.format(node=node_id)}\n" for line in KAFKA_READY_LINES)
+
+
+async def run(config: BrokerConfig, ready_lines: bool = False) -> None:
     from odradek.broker.server import Broker
 
     broker = Broker(config)
     await broker.start()
+    if ready_lines:
+        sys.stdout.write(kafka_ready_lines(config.node_id, datetime.now()))
+        sys.stdout.flush()
     if config.metrics_port is not None:
         metrics.serve(broker.listeners[0].host or "0.0.0.0", config.metrics_port)
     loop = asyncio.get_running_loop()
@@ -139,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     report_unused(config)
     memory.keep_freed_buffers()
     try:
-        _run_loop(config)
+        _run_loop(config, args.kafka_ready_lines)
     except (ListenError, ClusterJoinError) as exc:
         sys.exit(f"odradek: {exc}")
 
@@ -153,10 +178,10 @@ def report_unused(config: BrokerConfig) -> None:
         log.info("controller listeners not opened: one node has no quorum", names=controllers)
 
 
-def _run_loop(config: BrokerConfig) -> None:
+def _run_loop(config: BrokerConfig, ready_lines: bool) -> None:
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency; plain asyncio still works
-        asyncio.run(run(config))
+        asyncio.run(run(config, ready_lines))
     else:
-        uvloop.run(run(config))
+        uvloop.run(run(config, ready_lines))

@@ -6,6 +6,8 @@ and KAFKA_REST_* variables, which are the REST Proxy's and not the broker's."""
 from __future__ import annotations
 
 import os
+import re
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -150,3 +152,16 @@ def test_rest_proxy_variables_are_not_broker_settings() -> None:
         "listeners": "PLAINTEXT://:9092",
         "advertised.listeners": "PLAINTEXT://localhost:9092",
     }
+
+
+def test_the_ready_lines_hold_what_each_module_waits_for() -> None:
+    text = cli.kafka_ready_lines(1, datetime(2026, 11, 29, 10, 0, 0, 123456))
+    lines = text.splitlines()
+    assert len(lines) == 3
+    assert all(line.startswith("[2026-11-29 10:00:00,123] INFO [") for line in lines)
+    # the regular expressions of the Java and Go modules, Python's, Python's with_kraft()
+    assert re.search(r".*Transitioning from RECOVERY to RUNNING.*", text)
+    assert re.search(r".*\[KafkaServer id=\d+\] started.*", text)
+    assert re.search(r".*Kafka Server started.*", text)
+    assert cli.parse_args(["--kafka-ready-lines"]).kafka_ready_lines
+    assert not cli.parse_args([]).kafka_ready_lines
