@@ -21,6 +21,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, cast
 
+import structlog
 from kio.schema.find_coordinator.v0.request import FindCoordinatorRequest as RequestV0
 from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest as RequestV1
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest as RequestV4
@@ -34,6 +35,8 @@ from odradek.coordinator.runtime import CoordinatorRuntime
 from odradek.protocol.errors import ErrorCode, default_message
 
 MIN_VERSION, MAX_VERSION = 0, 6
+
+log = structlog.get_logger("broker")
 
 # v2-v3 have the fields of v1, v5-v6 those of v4
 Request = RequestV0 | RequestV1 | RequestV4
@@ -94,6 +97,10 @@ async def handle(ctx: RequestContext, request: Request) -> Reply:
     try:
         runtime = await _runtime(ctx, key_type)
     except TopicError as exc:  # a cluster that cannot hold the topic (yet)
+        # as Kafka warns "Auto topic creation failed for __transaction_state ...": the
+        # client only retries, so the reason is in the log (a replication factor above
+        # the brokers there are, say)
+        log.warning("coordinator topic not created", key_type=key_type, reason=exc.message)
         unavailable = _refusal(ErrorCode.coordinator_not_available, exc.message)
         answers = [unavailable for _ in keys]
     else:
