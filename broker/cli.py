@@ -111,18 +111,21 @@ STOP_LIMIT_S = 60.0
 
 # What Kafka logs once it serves, in its log format: Testcontainers' Kafka modules wait
 # for the first (apache/kafka), the second (Confluent's image with ZooKeeper) or the third
-# (Confluent's with KRaft).
-KAFKA_READY_LINES = (
+# (Confluent's with KRaft). A controller of its own logs the third alone.
+BROKER_READY_LINES = (
     "[BrokerLifecycleManager id={node}] The broker has been unfenced. "
     "Transitioning from RECOVERY to RUNNING. (kafka.server.BrokerLifecycleManager)",
     "[KafkaServer id={node}] started (kafka.server.KafkaServer)",
-    "[KafkaRaftServer nodeId={node}] Kafka Server started (kafka.server.KafkaRaftServer)",
+)
+SERVER_READY_LINE = (
+    "[KafkaRaftServer nodeId={node}] Kafka Server started (kafka.server.KafkaRaftServer)"
 )
 
 
-def kafka_ready_lines(node_id: int, now: datetime) -> str:
+def kafka_ready_lines(node_id: int, now: datetime, broker: bool = True) -> str:
     stamp = f"{now:%Y-%m-%d %H:%M:%S},{now.microsecond // 1000:03d}"
-    return "".join(f"[{stamp}] INFO {line.format(node=node_id)}\n" for line in KAFKA_READY_LINES)
+    lines = [*BROKER_READY_LINES, SERVER_READY_LINE] if broker else [SERVER_READY_LINE]
+    return "".join(f"[{stamp}] INFO {line.format(node=node_id)}\n" for line in lines)
 
 
 async def run(config: BrokerConfig, ready_lines: bool = False) -> None:
@@ -131,7 +134,8 @@ async def run(config: BrokerConfig, ready_lines: bool = False) -> None:
     broker = Broker(config)
     await broker.start()
     if ready_lines:
-        sys.stdout.write(kafka_ready_lines(config.node_id, datetime.now()))
+        broker_role = config.cluster().is_broker
+        sys.stdout.write(kafka_ready_lines(config.node_id, datetime.now(), broker_role))
         sys.stdout.flush()
     if config.metrics_port is not None:
         metrics.serve(broker.listeners[0].host or "0.0.0.0", config.metrics_port)

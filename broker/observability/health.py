@@ -63,15 +63,12 @@ def _read(sock: socket.socket, n: int) -> bytes:
 
 def default_bootstrap(kafka_listeners: str, controller_listener_names: str = "") -> str:
     """Where a health check inside the broker's container finds it: the first listener
-    that is not a controller's, on the loopback address when it listens on every
-    interface."""
+    that is not a controller's (the first of all on a controller of its own), on the
+    loopback address when it listens on every interface."""
     controllers = {n.strip().upper() for n in controller_listener_names.split(",")}
-    first = ""
-    for item in (part.strip() for part in kafka_listeners.split(",")):
-        name, separator, _ = item.rpartition("://")
-        if separator and name.upper() not in controllers:
-            first = item
-            break
+    endpoints = [part.strip() for part in kafka_listeners.split(",") if "://" in part]
+    brokers = [e for e in endpoints if e.rpartition("://")[0].upper() not in controllers]
+    first = (brokers or endpoints or [""])[0]
     if not first:
         return "127.0.0.1:9092"
     host, _, port = first.rpartition("://")[2].rpartition(":")

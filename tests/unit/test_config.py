@@ -255,7 +255,8 @@ def test_health_check_finds_the_first_listener() -> None:
     # not a controller listener (Testcontainers' Java module lists them in any order)
     java = "CONTROLLER://0.0.0.0:9094,TC-0://0.0.0.0:19092,PLAINTEXT://0.0.0.0:9092"
     assert health.default_bootstrap(java, "CONTROLLER") == "127.0.0.1:19092"
-    assert health.default_bootstrap("CONTROLLER://:9093", "CONTROLLER") == "127.0.0.1:9092"
+    # a controller of its own (compose.cluster.yaml's) has only its controller listener
+    assert health.default_bootstrap("CONTROLLER://:9093", "CONTROLLER") == "127.0.0.1:9093"
 
 
 def test_the_health_command_imports_the_probe_alone() -> None:

@@ -163,5 +163,8 @@ def test_the_ready_lines_hold_what_each_module_waits_for() -> None:
     assert re.search(r".*Transitioning from RECOVERY to RUNNING.*", text)
     assert re.search(r".*\[KafkaServer id=\d+\] started.*", text)
     assert re.search(r".*Kafka Server started.*", text)
+    # a controller of its own logs Kafka's server line alone
+    controller = cli.kafka_ready_lines(1, datetime(2026, 11, 29), broker=False)
+    assert "Kafka Server started" in controller and "RUNNING" not in controller
     assert cli.parse_args(["--kafka-ready-lines"]).kafka_ready_lines
     assert not cli.parse_args([]).kafka_ready_lines
