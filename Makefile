@@ -1,8 +1,9 @@
 # Odradek: developer and CI entry points.
 #   make run           start a broker on 127.0.0.1:9092 with ./data
 #   make install-test  install the package with its test extra, plus kcat, podman (with runc and
-#                      mmdebstrap) and a JDK where absent, and Apache Kafka 4.4 with its Java
-#                      client (Maven Central)
+#                      mmdebstrap) and a JDK where absent, Apache Kafka 4.4 with its Java
+#                      client (Maven Central), and the client programs of the tests (Java,
+#                      Go, KafkaJS, Testcontainers' modules)
 #   make image         the container image localhost/odradek:latest, on a local Debian base
 #   make lint          ruff + mypy
 #   make test          install-test + lint + pytest (PYTEST_ARGS="-k foo" to narrow)
@@ -105,7 +106,23 @@ $(JS_CLIENT_STAMP): tests/js/package.json tests/js/package-lock.json
 	cd tests/js && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-install-test: $(STAMP_TEST) system-deps $(REFERENCE_STAMP) $(JAVA_CLIENT_STAMP) $(GO_CLIENT) $(JS_CLIENT_STAMP) $(STREAMS_STAMP)
+# The programs that run the image through Testcontainers' Kafka modules (tests/testcontainers):
+# for Java, org.testcontainers:testcontainers-kafka 2.0.5 with the Kafka client 4.4 (Maven:
+# built into java/target, jars copied into java/lib); for Go, testcontainers-go's
+# modules/kafka v0.44.0 with franz-go (the Go module proxy, go.mod and go.sum), built into
+# go/bin. Python's testcontainers comes with the test extra.
+TC_DIR := tests/testcontainers
+TC_JAVA_STAMP := $(TC_DIR)/java/lib/.stamp
+$(TC_JAVA_STAMP): $(TC_DIR)/java/pom.xml $(wildcard $(TC_DIR)/java/src/main/java/dev/odradek/testcontainers/*.java)
+	rm -rf $(TC_DIR)/java/lib
+	mvn -q -B -f $(TC_DIR)/java/pom.xml package dependency:copy-dependencies
+	@touch $@
+
+TC_GO := $(TC_DIR)/go/bin/tckafka
+$(TC_GO): $(TC_DIR)/go/go.mod $(TC_DIR)/go/go.sum $(wildcard $(TC_DIR)/go/*.go)
+	cd $(TC_DIR)/go && go build -o bin/tckafka .
+
+install-test: $(STAMP_TEST) system-deps $(REFERENCE_STAMP) $(JAVA_CLIENT_STAMP) $(GO_CLIENT) $(JS_CLIENT_STAMP) $(STREAMS_STAMP) $(TC_JAVA_STAMP) $(TC_GO)
 
 # Podman settings this host needs (runc, ulimits); the base image carries the host's apt
 # sources and stays local; the host's CA bundle is mounted for pip during the build only.
@@ -134,7 +151,7 @@ test: install-test lint
 	$(PY) -m pytest $(if $(filter true,$(CI)),-m "not slow") $(PYTEST_ARGS)
 
 clean:
-	rm -rf tests/go/bin tests/js/node_modules tests/java/classes tests/streams/lib tests/streams/target tests/java/lib tests/reference/lib .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
+	rm -rf tests/go/bin tests/js/node_modules tests/java/classes tests/streams/lib tests/streams/target tests/java/lib tests/reference/lib $(TC_DIR)/java/lib $(TC_DIR)/java/target $(TC_DIR)/go/bin .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
 
 # Data-plane benchmark, Odradek beside Apache Kafka 4.4 (tests/reference/lib, as the tests
 # start it) and librdkafka's mock cluster (bench/data_plane.py).
@@ -160,6 +177,13 @@ bench-transactions: $(STAMP_TEST) $(REFERENCE_STAMP)
 
 bench-share: $(STAMP_TEST)
 	$(PY) -m bench.share_groups $(BENCH_ARGS)
+
+# Time to ready through Testcontainers' Kafka modules (Java, Go, Python): the image
+# (built first) beside Apache Kafka 4.4 from its jars (bench/testcontainers_start.py);
+# BENCH_ARGS=--quick for one repeat.
+.PHONY: bench-testcontainers
+bench-testcontainers: image $(STAMP_TEST) $(REFERENCE_STAMP) $(TC_JAVA_STAMP) $(TC_GO)
+	$(PY) -m bench.testcontainers_start $(BENCH_ARGS)
 
 # Spark connector: source and sink records/s beside the same client used directly
 # (bench/spark.py); BENCH_ARGS=--quick for a smoke run.

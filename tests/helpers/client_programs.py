@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -15,7 +15,13 @@ class ScenarioError(AssertionError):
     pass
 
 
-def run_json(cmd: Sequence[str], *, timeout: float, cwd: str | None = None) -> dict[str, Any]:
+def run_json(
+    cmd: Sequence[str],
+    *,
+    timeout: float,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """Run ``cmd`` to completion and return the JSON object of its last stdout line;
     a non-zero exit, an ``error`` in the result or a time-out raises ScenarioError."""
     shown = " ".join(cmd)
@@ -26,6 +32,7 @@ def run_json(cmd: Sequence[str], *, timeout: float, cwd: str | None = None) -> d
             text=True,
             timeout=timeout,
             cwd=cwd,
+            env=dict(env) if env is not None else None,
             stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired as exc:

@@ -1,7 +1,9 @@
-"""Podman and podman-compose for the image tests: building the images, running compose."""
+"""Podman and podman-compose for the image tests: building the images (once per
+session), running compose, removing a session's containers."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -17,6 +19,9 @@ CONTAINERS_CONF = DOCKER_DIR / "podman" / "containers.conf"
 BASE_IMAGE = "localhost/odradek-python-base:bookworm"
 BROKER_IMAGE = "localhost/odradek:test"
 APP_IMAGE = "localhost/odradek-example-app:test"
+# The broker image again, under a tag that reads as a Confluent Platform version: the
+# Python Testcontainers module's with_kraft() accepts images tagged 7.0.0 or later only
+BROKER_IMAGE_CP_TAG = "localhost/odradek:7.6.0"
 # pip inside `podman build` may sit behind a TLS-inspecting proxy whose CA only the
 # host's bundle holds: mounted for the build, never copied into an image.
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -49,9 +54,7 @@ def run(
     return done
 
 
-def build_images() -> None:
-    """The base image (once per machine), then the broker and example application images."""
-    run([str(DOCKER_DIR / "build-base-image.sh"), BASE_IMAGE], timeout=600)
+def _build_command() -> list[str]:
     ca: list[str] = []
     if HOST_CA_BUNDLE.exists():
         ca = [
@@ -60,9 +63,22 @@ def build_images() -> None:
             "-v",
             f"{HOST_CA_BUNDLE}:{HOST_CA_BUNDLE}:ro",
         ]
-    common = ["podman", "build", "--format", "docker", "--build-arg", f"BASE={BASE_IMAGE}", *ca]
-    run([*common, "-f", "docker/Dockerfile", "-t", BROKER_IMAGE, "."], timeout=600)
-    run([*common, "-t", APP_IMAGE, "docker/example-app"], timeout=600)
+    return ["podman", "build", "--format", "docker", "--build-arg", f"BASE={BASE_IMAGE}", *ca]
+
+
+@functools.cache
+def build_broker_image() -> None:
+    """The base image (once per machine), then the broker image, once per session."""
+    run([str(DOCKER_DIR / "build-base-image.sh"), BASE_IMAGE], timeout=600)
+    run([*_build_command(), "-f", "docker/Dockerfile", "-t", BROKER_IMAGE, "."], timeout=600)
+    run(["podman", "tag", BROKER_IMAGE, BROKER_IMAGE_CP_TAG])
+
+
+@functools.cache
+def build_images() -> None:
+    """The broker image, then the example application's."""
+    build_broker_image()
+    run([*_build_command(), "-t", APP_IMAGE, "docker/example-app"], timeout=600)
 
 
 def podman_compose() -> str:
@@ -186,3 +202,11 @@ class ClusterCompose(_Project):
             f"--- {service}\n{container_logs(self.container(service))}"
             for service in services or ("controller-1", *self.BROKERS)
         )
+
+
+def remove_labelled_containers(label: str) -> None:
+    """Remove the containers with `label` (KEY=VALUE), running or not, with their volumes."""
+    listed = run(["podman", "ps", "-a", "-q", "--filter", f"label={label}"], check=False)
+    ids = listed.stdout.split()
+    if ids:
+        run(["podman", "rm", "-f", "-v", *ids], check=False)
