@@ -13,6 +13,10 @@ def main(argv: list[str] | None = None) -> None:
         from odradek.broker.observability import health
 
         sys.exit(health.main(arguments[1:]))
+    # kio registers hypothesis strategies whenever hypothesis is importable (it is in
+    # test environments), which costs start-up time; the broker never uses them. Set
+    # before the broker's modules are imported, since they import kio.
+    sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
     from odradek.broker import cli
 
     cli.main(arguments)
