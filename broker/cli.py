@@ -48,6 +48,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="a server.properties setting; repeatable, wins over --config and the environment",
     )
+    parser.add_argument(
+        "--enable-faults",
+        action="store_true",
+        help="let tests inject faults through /faults on the listeners (also "
+        "ODRADEK_ENABLE_FAULTS=true); for test brokers only",
+    )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     return parser.parse_args(argv)
 
@@ -81,6 +87,9 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         config.data_dir = args.data_dir
     if args.metrics_port is not None:
         config.metrics_port = args.metrics_port
+    config.enable_faults = args.enable_faults or os.environ.get(
+        "ODRADEK_ENABLE_FAULTS", ""
+    ).lower() in ("true", "1", "yes")
     # fails here, before anything starts, if the listeners or the KRaft settings do not fit
     config.resolved_listeners()
     return config

@@ -181,7 +181,7 @@ def _apis(spec: Mapping[str, Any], api_keys: Mapping[str, int]) -> frozenset[int
         raise FaultError('name the API: "api": "Produce" (or "apis": [...])')
     keys = set()
     for name in names:
-        key = api_keys.get(name) if isinstance(name, str) else name
+        key = api_keys.get(name.replace("_", "").lower()) if isinstance(name, str) else name
         if not isinstance(key, int) or key not in api_keys.values():
             raise FaultError(f"unknown API {name!r} (by name as Kafka names it, or by key)")
         keys.add(key)

@@ -71,10 +71,12 @@ HOUR_MS = 3600 * 1000
 @dataclass
 class BrokerConfig:
     """What the broker runs with. A field that a Kafka setting sets declares it with
-    `setting(...)`; cli.py sets data_dir (--data-dir or log.dirs) and metrics_port."""
+    `setting(...)`; cli.py sets data_dir (--data-dir or log.dirs), metrics_port and
+    enable_faults."""
 
     data_dir: Path = Path("data")
     metrics_port: int | None = None
+    enable_faults: bool = False  # tests may inject faults (broker/faults/); never in production
     node_id: int = setting("node.id", INT, 0, alias="broker.id")
     cluster_id: str = setting("cluster.id", STRING, "odradek-cluster")
     listeners: str = setting("listeners", LIST, DEFAULT_LISTENERS)

@@ -27,7 +27,7 @@ from odradek.broker.faults.rules import FaultError, parse_fault
 from odradek.protocol import messages
 from odradek.protocol.errors import ErrorCode
 
-API_KEYS = {"Produce": 0, "Fetch": 1, "JoinGroup": 11, "FindCoordinator": 10}
+API_KEYS = {"produce": 0, "fetch": 1, "joingroup": 11, "findcoordinator": 10}
 COORDINATOR_APIS = frozenset({10, 11})
 
 
