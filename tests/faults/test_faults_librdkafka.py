@@ -158,3 +158,27 @@ def test_faults_are_refused_by_a_broker_not_started_for_them(
     # and the broker serves Kafka clients as ever
     topic = _topic(broker.bootstrap_servers, unique_topic)
     assert _produce(broker.bootstrap_servers, topic, 2) == [0, 1]
+
+
+def test_a_transaction_meets_concurrent_transactions_and_commits(
+    shared_broker: Broker, faults: FaultControl, unique_topic: str
+) -> None:
+    """CONCURRENT_TRANSACTIONS on EndTxn (the id's previous transaction still
+    completing) is retried by the producer; the transaction commits, and a
+    read_committed consumer sees it once. (librdkafka 2.16 adds partitions with
+    Produce, transactions version 2, so AddPartitionsToTxn is not sent.)"""
+    bootstrap = shared_broker.bootstrap_servers
+    topic = _topic(bootstrap, unique_topic)
+    transactional_id = f"{topic}-tx"
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
+    producer.init_transactions(15)
+    fault = faults.error(
+        "EndTxn", "CONCURRENT_TRANSACTIONS", count=2, transactional_id=transactional_id
+    )
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce(topic, f"t{i}".encode())
+    producer.commit_transaction(30)
+    assert fault.fired() == 0 and faults.in_force() == []  # both refusals met
+    consumer_values = _consume_all(bootstrap, topic, f"{topic}-reader", 5)
+    assert sorted(consumer_values) == [f"t{i}".encode() for i in range(5)]
