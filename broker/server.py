@@ -148,6 +148,8 @@ class Broker:
             Faults(self.apis, self.topics, self.connections) if config.enable_faults else None
         )
         self.control = control_route(self.faults)  # what an HTTP request on a listener gets
+        if self.faults is not None and self.replicas is not None:
+            self.replicas.fetching_paused = self.faults.fetching_paused
         self._stopped = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------

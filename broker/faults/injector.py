@@ -136,12 +136,13 @@ class Faults:
     def fetching_paused(self, topic: str, partition: int) -> bool:
         """Does a fault stop this node's replica from fetching the partition?"""
         for fault in self._live():
-            scope = fault.scope
-            if fault.kind == PAUSE_FETCHING and (scope.topic, scope.partition) == (
-                topic,
-                partition,
-            ):
-                self._took(fault, -1)
+            if fault.kind != PAUSE_FETCHING:
+                continue
+            if (fault.scope.topic, fault.scope.partition) == (topic, partition):
+                if not fault.fired:
+                    log.info("fault applied", id=fault.id, kind=fault.kind)
+                fault.take()  # (once a fetch round: counted, logged the first time)
+                applied.labels(fault.kind, "").inc()
                 return True
         return False
 
