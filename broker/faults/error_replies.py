@@ -163,7 +163,7 @@ def _walk(
         name = None
         for key in ("name", "topic"):
             value = _field(entry, fields[key]) if key in fields else None
-            if isinstance(value, str):
+            if isinstance(value, str) and value:  # (empty where the topic goes by id)
                 name = value
         topic_id = _field(entry, "topic_id") if "topic_id" in fields else None
         if name is None and isinstance(topic_id, uuid.UUID):
