@@ -145,7 +145,9 @@ class Broker:
         )
         self.connection_ids: Iterator[int] = itertools.count(1)
         self.faults = (
-            Faults(self.apis, self.topics, self.connections) if config.enable_faults else None
+            Faults(self.apis, self.topics, self.connections, self.controller)
+            if config.enable_faults
+            else None
         )
         self.control = control_route(self.faults)  # what an HTTP request on a listener gets
         if self.faults is not None and self.replicas is not None:

@@ -11,8 +11,8 @@ import asyncio
 import itertools
 import json
 import uuid
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from prometheus_client import Counter, Gauge
@@ -36,8 +36,11 @@ from odradek.broker.faults.rules import (
 )
 from odradek.broker.handlers.base import Api, Reply, RequestContext
 from odradek.broker.network.connections import ConnectionTable
-from odradek.broker.network.http_exchange import HttpRequest
+from odradek.broker.network.http_exchange import Answer, HttpRequest, Route
 from odradek.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from odradek.broker.cluster.controller import Controller
 
 log = structlog.get_logger("faults")
 applied = Counter("odradek_faults_applied", "Times a fault acted", ["kind", "api"])
@@ -54,13 +57,18 @@ METADATA_APIS = frozenset({3, 75})  # Metadata, DescribeTopicPartitions
 
 class Faults:
     def __init__(
-        self, apis: Mapping[int, Api], topics: TopicRegistry, connections: ConnectionTable
+        self,
+        apis: Mapping[int, Api],
+        topics: TopicRegistry,
+        connections: ConnectionTable,
+        controller: Controller | None,
     ) -> None:
         # Kafka's names (ListOffsets), and the handlers' (list_offsets)
         self._api_names = {key: api.name.title().replace("_", "") for key, api in apis.items()}
         self._api_keys = {_plain(name): key for key, name in self._api_names.items()}
         self._topics = topics
         self._connections = connections
+        self._controller = controller  # a cluster's controller moves leaders
         self._faults: dict[int, Fault] = {}
         self._ids = itertools.count(1)
         self._client_ids: dict[str, str] = {}  # connection id -> the client id it sent
@@ -106,6 +114,27 @@ class Faults:
         applied.labels("close-connections", "").inc(closed)
         log.warning("fault: connections closed", client_id=client_id, closed=closed)
         return closed
+
+    async def move_leader(self, spec: Any) -> tuple[int, Any]:
+        """In a cluster, on its controller: another in-sync replica leads the partition
+        ({"topic", "partition", "to": optional node id})."""
+        if self._controller is None:
+            return 400, {"error": "move-leader goes to the cluster's controller"}
+        if not isinstance(spec, dict):
+            return 400, {"error": 'give {"topic": ..., "partition": ...}'}
+        topic, index, to = spec.get("topic"), spec.get("partition"), spec.get("to")
+        if not isinstance(topic, str) or not isinstance(index, int):
+            return 400, {"error": "move-leader names its topic and partition"}
+        if to is not None and not isinstance(to, int):
+            return 400, {"error": "to is a node id"}
+        answer = await self._controller.run(lambda shard: shard.move_leader(topic, index, to))
+        if answer["error_code"] != ErrorCode.none:
+            return 409, {
+                "error": answer.get("error_message") or ErrorCode(answer["error_code"]).name
+            }
+        applied.labels("move-leader", "").inc()
+        log.warning("fault: leader moved", topic=topic, partition=index, leader=answer["leader"])
+        return 200, {"leader": answer["leader"]}
 
     def connection_closed(self, connection_id: str) -> None:
         self._client_ids.pop(connection_id, None)
@@ -220,7 +249,7 @@ class Faults:
         log.warning("fault ended", id=fault.id, kind=fault.kind, why=why, fired=fault.fired)
 
 
-def control_route(faults: Faults | None) -> Callable[[HttpRequest], tuple[int, Any]]:
+def control_route(faults: Faults | None) -> Route:
     """The control endpoint's answers (status, JSON document):
 
     GET    /faults            the faults in force
@@ -228,9 +257,10 @@ def control_route(faults: Faults | None) -> Callable[[HttpRequest], tuple[int, A
     DELETE /faults            end them all
     DELETE /faults/<id>       end one
     POST   /faults/close-connections   {"client_id": "..."} (or {}: every client's)
+    POST   /faults/move-leader         {"topic", "partition", "to"?} (on the controller)
     """
 
-    def route(request: HttpRequest) -> tuple[int, Any]:
+    def route(request: HttpRequest) -> Answer | Awaitable[Answer]:
         if faults is None:
             return 403, {
                 "error": "fault injection is off on this broker: start it with "
@@ -251,6 +281,11 @@ def control_route(faults: Faults | None) -> Callable[[HttpRequest], tuple[int, A
             if fault_id.isdigit() and faults.remove(int(fault_id)):
                 return 200, {"removed": 1}
             return 404, {"error": f"no fault {fault_id}"}
+        if path == "/faults/move-leader" and method == "POST":
+            try:
+                return faults.move_leader(_json(request.body))
+            except FaultError as exc:
+                return 400, {"error": str(exc)}
         if path == "/faults/close-connections" and method == "POST":
             try:
                 body = _json(request.body) if request.body else {}

@@ -8,8 +8,9 @@ Parsing is sans-IO (`parse_request`, `response`); `HttpExchange` is the asyncio 
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,8 +79,9 @@ def response(status: int, document: Any) -> bytes:
     return head.encode() + body
 
 
-# answers one request: (status, JSON document)
-Route = Callable[[HttpRequest], tuple[int, Any]]
+# answers one request: (status, JSON document), at once or when awaited
+Answer = tuple[int, Any]
+Route = Callable[[HttpRequest], Answer | Awaitable[Answer]]
 
 
 class HttpExchange:
@@ -91,6 +93,7 @@ class HttpExchange:
         self._data = bytearray()
         self._transport: Any = None
         self._answered = False
+        self._pending: asyncio.Future[Answer] | None = None
 
     def start(self, transport: Any, first: bytes) -> None:
         self._transport = transport
@@ -109,16 +112,37 @@ class HttpExchange:
         except BadRequest as exc:
             self._answer(400, {"error": str(exc)})
             return
-        if request is not None:
-            try:
-                self._answer(*self._route(request))
-            except Exception as exc:  # a broken route answers, never kills the broker
-                self._answer(500, {"error": f"{type(exc).__name__}: {exc}"})
+        if request is None:
+            return
+        try:
+            answer = self._route(request)
+        except Exception as exc:  # a broken route answers, never kills the broker
+            self._answer(500, {"error": f"{type(exc).__name__}: {exc}"})
+            return
+        if isinstance(answer, tuple):
+            self._answer(*answer)
+            return
+        self._answered = True  # (anything more the client sends is not read)
+        self._pending = asyncio.ensure_future(answer)
+        self._pending.add_done_callback(self._answer_when_done)
+
+    def _answer_when_done(self, done: asyncio.Future[tuple[int, Any]]) -> None:
+        if done.cancelled():
+            return
+        error = done.exception()
+        if error is not None:
+            self._write(500, {"error": f"{type(error).__name__}: {error}"})
+        else:
+            self._write(*done.result())
 
     def _answer(self, status: int, document: Any) -> None:
         self._answered = True
-        self._transport.write(response(status, document))
-        self._transport.close()
+        self._write(status, document)
+
+    def _write(self, status: int, document: Any) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(response(status, document))
+            self._transport.close()
 
     def eof_received(self) -> bool:
         return False

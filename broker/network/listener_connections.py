@@ -17,7 +17,12 @@ import structlog
 from odradek.broker.dataplane.quotas import ClientQuotas
 from odradek.broker.network.connection import Chunks, Connection
 from odradek.broker.network.connections import ConnectionTable
-from odradek.broker.network.http_exchange import HttpExchange, HttpRequest, looks_like_http
+from odradek.broker.network.http_exchange import (
+    Answer,
+    HttpExchange,
+    HttpRequest,
+    looks_like_http,
+)
 from odradek.broker.observability import metrics
 from odradek.broker.security import tls
 from odradek.broker.security.sasl import must_close
@@ -49,7 +54,7 @@ class Server(Protocol):
 
     def connection_closed(self, connection_id: str) -> None: ...
 
-    def control(self, request: HttpRequest) -> tuple[int, Any]: ...
+    def control(self, request: HttpRequest) -> Answer | Awaitable[Answer]: ...
 
     def now_ms(self) -> int: ...
 

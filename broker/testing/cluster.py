@@ -75,6 +75,7 @@ class Cluster:
                 "process.roles": "controller",
                 "listeners": f"CONTROLLER://{host}:{self.controller_port}",
             },
+            faults=faults,  # move_leader
         )
         self.nodes: dict[int, Broker] = {}
         for node_id in range(1, brokers + 1):

@@ -9,6 +9,7 @@ listener, so this works for a broker in a container too (``FaultControl("host:po
     faults.leaderless("orders", 0, duration_ms=5000)
     faults.coordinator("unavailable", group="billing", count=5)
     faults.close_connections(client_id="worker-1")
+    cluster.controller.faults.move_leader("orders", 0)   # (Cluster(faults=True))
     faults.clear()
 
 Every fault ends by its count (requests it answers) or its time (duration_ms), or
@@ -90,6 +91,12 @@ class FaultControl:
         """Any fault, as the endpoint takes it (see broker/faults/rules.py)."""
         spec = {key: value for key, value in spec.items() if value is not None}
         return Fault(self, self._call("POST", "", spec))
+
+    def move_leader(self, topic: str, partition: int, to: int | None = None) -> int:
+        """On a cluster's controller (``cluster.controller.faults``): another in-sync
+        replica (``to``, or the next) leads the partition; its node id."""
+        body: dict[str, Any] = {"topic": topic, "partition": partition, "to": to}
+        return int(self._call("POST", "/move-leader", body)["leader"])
 
     # -- the rest --------------------------------------------------------------
 

@@ -1,6 +1,6 @@
-"""Faults in a cluster: a follower whose fetching is paused falls out of the ISR, and
-comes back into it once the fault is over; what was acknowledged meanwhile is all
-there, on every replica."""
+"""Faults in a cluster: a follower whose fetching is paused falls out of the ISR and
+comes back into it once the fault is over; a leader moved by the controller, which
+the producer follows. What was acknowledged is all there."""
 
 from __future__ import annotations
 
@@ -19,6 +19,22 @@ def _wait(condition: Callable[[], bool], timeout: float, what: str) -> float:
         assert time.monotonic() - started < timeout, f"not within {timeout} s: {what}"
         time.sleep(0.1)
     return time.monotonic() - started
+
+
+def _read(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    """Partition 0 from its start (assigned: no group coordinator needed)."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(values) < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    return values
 
 
 def test_a_paused_follower_leaves_the_isr_and_comes_back() -> None:
@@ -48,19 +64,26 @@ def test_a_paused_follower_leaves_the_isr_and_comes_back() -> None:
             if node != follower:
                 cluster.node(node).stop()
         _wait(lambda: cluster.leader_of("paused", 0) == follower, 30, "the follower leads")
-        consumer = Consumer(
-            {
-                "bootstrap.servers": cluster.node(follower).bootstrap_servers,
-                "group.id": "paused-reader",
-                "enable.auto.commit": False,
-            }
-        )
-        consumer.assign([TopicPartition("paused", 0, 0)])
-        values: list[bytes] = []
-        deadline = time.monotonic() + 30
-        while len(values) < 40 and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                values.append(message.value())
-        consumer.close()
+        values = _read(cluster.node(follower).bootstrap_servers, "paused", 40)
         assert values == [f"m{i}".encode() for i in range(40)]
+
+
+def test_a_leader_moved_by_the_controller_and_the_producer_follows() -> None:
+    with Cluster(3, faults=True) as cluster:
+        bootstrap = cluster.bootstrap_servers
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for future in admin.create_topics([NewTopic("moving", 1, 3)]).values():
+            future.result(30)
+        _wait(lambda: len(cluster.isr_of("moving", 0)) == 3, 30, "the ISR is full")
+        before = cluster.leader_of("moving", 0)
+        producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        for i in range(10):
+            producer.produce("moving", f"m{i}".encode())
+        assert producer.flush(30) == 0
+        after = cluster.controller.faults.move_leader("moving", 0)
+        assert after != before
+        _wait(lambda: cluster.leader_of("moving", 0) == after, 10, "the new leader shows")
+        for i in range(10, 20):
+            producer.produce("moving", f"m{i}".encode())
+        assert producer.flush(30) == 0
+        assert _read(bootstrap, "moving", 20) == [f"m{i}".encode() for i in range(20)]
