@@ -5,13 +5,14 @@ it ends."""
 from __future__ import annotations
 
 import time
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from odradek.testing import Broker, FaultControl, FaultRefused
+from odradek.testing import Broker, FaultControl, FaultRefused, free_port
 
 
 @pytest.fixture
@@ -182,3 +183,20 @@ def test_a_transaction_meets_concurrent_transactions_and_commits(
     assert fault.fired() == 0 and faults.in_force() == []  # both refusals met
     consumer_values = _consume_all(bootstrap, topic, f"{topic}-reader", 5)
     assert sorted(consumer_values) == [f"t{i}".encode() for i in range(5)]
+
+
+def test_a_fault_shows_in_the_log_and_in_the_metrics(unique_topic: str) -> None:
+    metrics_port = free_port("127.0.0.1")
+    node = Broker(faults=True, metrics_port=metrics_port).start()
+    try:
+        topic = _topic(node.bootstrap_servers, unique_topic)
+        node.faults.error("Produce", "NOT_LEADER_OR_FOLLOWER", count=2, topic=topic)
+        _produce(node.bootstrap_servers, topic, 1, **{"retry.backoff.ms": 20})
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics") as answer:
+            text = answer.read().decode()
+        assert 'odradek_faults_applied_total{api="Produce",kind="error"} 2.0' in text
+        log = node.log_text()
+        assert '"event": "fault set"' in log and log.count('"event": "fault applied"') == 2
+        assert '"why": "over"' in log
+    finally:
+        node.close()
