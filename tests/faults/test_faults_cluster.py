@@ -21,6 +21,14 @@ def _wait(condition: Callable[[], bool], timeout: float, what: str) -> float:
     return time.monotonic() - started
 
 
+def _in_sync(cluster: Cluster, topic: str) -> None:
+    """A topic of one partition on all three nodes, each in sync."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    for future in admin.create_topics([NewTopic(topic, 1, 3)]).values():
+        future.result(30)
+    _wait(lambda: len(cluster.isr_of(topic, 0)) == 3, 30, "the ISR is full")
+
+
 def _read(bootstrap: str, topic: str, count: int) -> list[bytes]:
     """Partition 0 from its start (assigned: no group coordinator needed)."""
     consumer = Consumer(
@@ -40,10 +48,7 @@ def _read(bootstrap: str, topic: str, count: int) -> list[bytes]:
 def test_a_paused_follower_leaves_the_isr_and_comes_back() -> None:
     with Cluster(3, faults=True) as cluster:
         bootstrap = cluster.bootstrap_servers
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        for future in admin.create_topics([NewTopic("paused", 1, 3)]).values():
-            future.result(30)
-        _wait(lambda: len(cluster.isr_of("paused", 0)) == 3, 30, "the ISR is full")
+        _in_sync(cluster, "paused")
         leader = cluster.leader_of("paused", 0)
         follower = next(n for n in cluster.isr_of("paused", 0) if n != leader)
         fault = cluster.node(follower).faults.pause_fetching("paused", 0, duration_ms=6000)
@@ -71,10 +76,7 @@ def test_a_paused_follower_leaves_the_isr_and_comes_back() -> None:
 def test_a_leader_moved_by_the_controller_and_the_producer_follows() -> None:
     with Cluster(3, faults=True) as cluster:
         bootstrap = cluster.bootstrap_servers
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        for future in admin.create_topics([NewTopic("moving", 1, 3)]).values():
-            future.result(30)
-        _wait(lambda: len(cluster.isr_of("moving", 0)) == 3, 30, "the ISR is full")
+        _in_sync(cluster, "moving")
         before = cluster.leader_of("moving", 0)
         producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
         for i in range(10):
