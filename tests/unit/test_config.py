@@ -16,13 +16,12 @@ from odradek.broker.settings.config import (
     BrokerConfig,
     ConfigError,
     is_kafka_setting,
-    read_properties,
-    settings_from_environment,
 )
 from odradek.broker.settings.group_configs import shard_config
 from odradek.broker.settings.kafka_settings import NOT_READ
 from odradek.broker.settings.listeners import Listener, ListenerError, parse_endpoints, resolve
 from odradek.broker.settings.setting import BOOLEAN, INT, LONG, SHORT
+from odradek.broker.settings.sources import read_properties, settings_from_environment
 
 
 def test_the_usual_compose_pair_of_listeners() -> None:
