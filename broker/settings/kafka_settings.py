@@ -5,6 +5,11 @@ The ones it reads are declared on BrokerConfig's fields and in READ_BY_SECURITY
 
 from __future__ import annotations
 
+# what DescribeConfigs says of each of them
+NOT_READ_DOC = (
+    "A Kafka broker setting that Odradek accepts, so that a configuration written for "
+    "Kafka starts it, but does not act on; it is reported once in the log."
+)
 NOT_READ: frozenset[str] = frozenset(
     {
         "advertised.port",
