@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from odradek.broker.observability import health
+from odradek.broker.settings import client_metrics, group_configs, topic_configs
 from odradek.broker.settings.broker_configs import DESCRIBE_ORDER
 from odradek.broker.settings.config import (
     KAFKA_BROKER_SETTINGS,
@@ -227,6 +228,15 @@ def test_every_kafka_broker_setting_is_documented() -> None:
     assert documentation("background.threads") == documentation("log.cleaner.threads")
     with pytest.raises(KeyError):
         documentation("no.such.setting")
+
+
+def test_every_topic_group_and_client_metrics_config_is_documented() -> None:
+    for name, topic_config in topic_configs.DEFINITIONS.items():
+        assert topic_config.doc.strip(), name
+    for name, group_config in group_configs.DEFINITIONS.items():
+        assert group_config.doc.strip(), name
+    assert set(client_metrics.DOCS) == set(client_metrics.TYPES)
+    assert all(doc.strip() for doc in client_metrics.DOCS.values())
 
 
 def test_group_shards_run_with_the_broker_settings() -> None:
