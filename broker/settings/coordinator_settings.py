@@ -56,8 +56,8 @@ class CoordinatorSettings:
         INT,
         50,
         doc=(
-            "How many partitions __consumer_offsets has, which spread the groups over the "
-            "group coordinator's shards; it counts when the topic is first created."
+            "How many partitions __consumer_offsets is created with; they spread the groups "
+            "over the group coordinator's shards (a topic that exists keeps its own count)."
         ),
     )
     transaction_state_log_num_partitions: int = setting(
@@ -65,8 +65,8 @@ class CoordinatorSettings:
         INT,
         50,
         doc=(
-            "How many partitions __transaction_state has, which spread the transactional ids "
-            "over the transaction coordinator's shards."
+            "How many partitions __transaction_state is created with; they spread the "
+            "transactional ids over the transaction coordinator's shards."
         ),
     )
     group_min_session_timeout_ms: int = setting(
@@ -292,8 +292,8 @@ class CoordinatorSettings:
         INT,
         2000,
         doc=(
-            "The most records of one share-partition that may be out with consumers (acquired "
-            "and not yet acknowledged) at once."
+            "How many records of one share-partition may be in flight at once: delivered to "
+            "its consumers and not yet all settled."
         ),
     )
     group_share_record_lock_duration_ms: int = setting(
@@ -502,8 +502,8 @@ class CoordinatorSettings:
         INT,
         50,
         doc=(
-            "How many partitions __share_group_state has, which spread the share-partitions' "
-            "state over the share coordinator's shards."
+            "How many partitions __share_group_state is created with; they spread the "
+            "share-partitions' state over the share coordinator's shards."
         ),
     )
     share_coordinator_snapshot_update_records_per_snapshot: int = setting(
