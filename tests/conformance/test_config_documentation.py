@@ -15,6 +15,7 @@ from helpers.wire import WireClient
 
 from conformance.harness import Run
 from conformance.scenarios_topics import quietly_create
+from odradek.broker.settings.config import is_kafka_setting
 
 DESCRIBE_CONFIGS = 32
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
@@ -105,3 +106,15 @@ def test_versions_before_documentation(kafka44: ReferenceKafka, shared_broker: B
 
     answers = on_both(scenario, shared_broker, kafka44)
     assert all(counts[0] == counts[1] > 0 for counts in answers.values()), answers
+
+
+def test_every_broker_setting_kafka_describes_odradek_accepts(kafka44: ReferenceKafka) -> None:
+    """A server.properties written for Kafka 4.4 starts Odradek: every broker setting
+    Kafka describes is one Odradek reads or knows it does not read."""
+    client = WireClient(kafka44.bootstrap)
+    try:
+        names = describe(client, BROKER, NODE, documentation=False)
+    finally:
+        client.close()
+    assert len(names) > 300
+    assert [name for name in sorted(names) if not is_kafka_setting(name)] == []
