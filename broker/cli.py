@@ -14,13 +14,9 @@ import structlog
 from odradek.broker.cluster.member import ClusterJoinError
 from odradek.broker.network import memory
 from odradek.broker.observability import health, logs, metrics
-from odradek.broker.settings.config import (
-    BrokerConfig,
-    ConfigError,
-    read_properties,
-    settings_from_environment,
-)
+from odradek.broker.settings.config import BrokerConfig, ConfigError
 from odradek.broker.settings.listeners import ListenError, ignored_controller_listeners
+from odradek.broker.settings.sources import read_properties, settings_from_environment
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
