@@ -83,3 +83,59 @@ async def test_a_group_joins_once_its_coordinator_is_back(
     values = await _consume(bootstrap, topic, unique_group, 6)
     assert sorted(values) == [f"v{i}".encode() for i in range(6)]
     assert time.monotonic() - started >= 1.0
+
+
+async def test_a_leaderless_partition_holds_the_producer_until_it_has_a_leader(
+    shared_broker: Broker, faults: FaultControl, unique_topic: str
+) -> None:
+    bootstrap = shared_broker.bootstrap_servers
+    topic = await _topic(bootstrap, unique_topic)
+    faults.leaderless(topic, 0, duration_ms=1500)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, retry_backoff_ms=50)
+    await producer.start()
+    started = time.monotonic()
+    try:
+        sent = [await producer.send_and_wait(topic, f"m{i}".encode()) for i in range(5)]
+    finally:
+        await producer.stop()
+    assert time.monotonic() - started >= 1.0
+    assert [record.offset for record in sent] == list(range(5))
+
+
+async def test_a_transaction_meets_concurrent_transactions_and_commits(
+    shared_broker: Broker, faults: FaultControl, unique_topic: str
+) -> None:
+    bootstrap = shared_broker.bootstrap_servers
+    topic = await _topic(bootstrap, unique_topic)
+    transactional_id = f"{topic}-tx"
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=transactional_id)
+    await producer.start()
+    fault = faults.error(
+        "AddPartitionsToTxn", "CONCURRENT_TRANSACTIONS", count=2, transactional_id=transactional_id
+    )
+    try:
+        async with producer.transaction():
+            for i in range(5):
+                await producer.send(topic, f"t{i}".encode())
+    finally:
+        await producer.stop()
+    assert fault.fired() == 0 and faults.in_force() == []  # both refusals met
+    values = await _consume(bootstrap, topic, f"{topic}-reader", 5)
+    assert sorted(values) == [f"t{i}".encode() for i in range(5)]
+
+
+async def test_closed_connections_are_made_again(
+    shared_broker: Broker, faults: FaultControl, unique_topic: str
+) -> None:
+    bootstrap = shared_broker.bootstrap_servers
+    topic = await _topic(bootstrap, unique_topic)
+    client_id = f"{topic}-client"
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, client_id=client_id)
+    await producer.start()
+    try:
+        first = await producer.send_and_wait(topic, b"before")
+        assert faults.close_connections(client_id=client_id) >= 1
+        second = await producer.send_and_wait(topic, b"after")
+    finally:
+        await producer.stop()
+    assert (first.offset, second.offset) == (0, 1)

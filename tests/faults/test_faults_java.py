@@ -76,3 +76,36 @@ def test_a_commit_meets_concurrent_transactions_and_succeeds(
         bootstrap, unique_topic, until_end=True, isolation_level="read_committed"
     ).records
     assert [r["value"] for r in got] == [f"t{i}" for i in range(5)]
+
+
+def test_a_leaderless_partition_holds_the_producer_until_it_has_a_leader(
+    shared_broker: Broker, faults: FaultControl, unique_topic: str
+) -> None:
+    bootstrap = shared_broker.bootstrap_servers
+    java.admin(bootstrap, "create-topic", "--topic", unique_topic, "--partitions", "1")
+    java.produce(bootstrap, unique_topic, count=1)  # the leader known
+    faults.leaderless(unique_topic, 0, duration_ms=2000)
+    started = time.monotonic()
+    acks = java.produce(bootstrap, unique_topic, count=5, idempotence=True).records
+    assert time.monotonic() - started >= 1.5
+    assert sorted(a["offset"] for a in acks) == list(range(1, 6))
+
+
+def test_a_slow_broker_past_the_clients_request_timeout(
+    shared_broker: Broker, faults: FaultControl, unique_topic: str
+) -> None:
+    """Answers held back past request.timeout.ms: the producer times the request out
+    and sends it again; idempotence keeps each record once."""
+    bootstrap = shared_broker.bootstrap_servers
+    java.admin(bootstrap, "create-topic", "--topic", unique_topic, "--partitions", "1")
+    faults.delay("Produce", 3000, count=1, topic=unique_topic)
+    acks = java.produce(
+        bootstrap,
+        unique_topic,
+        count=5,
+        idempotence=True,
+        props={"request.timeout.ms": 1000, "delivery.timeout.ms": 20000},
+    ).records
+    assert sorted(a["offset"] for a in acks) == list(range(5))
+    got = java.consume(bootstrap, unique_topic, until_end=True).records
+    assert [r["value"] for r in got] == [f"value-{i}" for i in range(5)]
