@@ -55,9 +55,10 @@ _BY_INDEX = _topics(
     "topics", "topics", "name", _partitions("partitions", "partitions", "partition_index")
 )
 _FETCHED = _topics("topics", "topics", "name", _partitions("partitions", "partition_indexes", ""))
+# (AddPartitionsToTxn v0-3 names its fields v3_and_below_*)
 _TXN_TOPICS = _topics(
     "results_by_topic_v3_and_below",
-    "topics",
+    "v3_and_below_topics",
     "name",
     _partitions("results_by_partition", "partitions", ""),
 )
@@ -106,7 +107,7 @@ def error_reply(api_key: int, request: Any, code: ErrorCode, message: str | None
 
 def _blank(code: ErrorCode, message: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {name: -1 for name in _MINUS_ONE}
-    out["error_code"] = code
+    out["error_code"] = out["partition_error_code"] = code  # (AddPartitionsToTxn's name)
     out["error_message"] = message
     out["throttle_time"] = 0
     return out
@@ -201,9 +202,10 @@ def named_groups(api_key: int, request: Any) -> set[str]:
 def named_transactional_ids(api_key: int, request: Any) -> set[str]:
     """The transactional ids a request names."""
     found: set[str] = set()
-    value = getattr(request, "transactional_id", None)
-    if isinstance(value, str):
-        found.add(value)
+    for name in ("transactional_id", "v3_and_below_transactional_id"):
+        value = getattr(request, name, None)
+        if isinstance(value, str):
+            found.add(value)
     for entry in getattr(request, "transactions", None) or ():
         value = getattr(entry, "transactional_id", None)
         if isinstance(value, str):
