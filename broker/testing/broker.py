@@ -193,6 +193,17 @@ class Broker:
         except FileNotFoundError:
             return ""
 
+    def start_log(self, start: int, wait_for: str = '"event": "started"', timeout: float = 10) -> str:
+        """The log written since start number `start`, once it holds `wait_for`: the port
+        accepts connections a moment before the broker's first lines are written."""
+        deadline = time.monotonic() + timeout
+        while True:
+            parts = self.log_text().split(f"==== start #{start}:")
+            text = parts[1] if len(parts) > 1 else ""
+            if wait_for in text or time.monotonic() > deadline:
+                return text
+            time.sleep(0.05)
+
     def log_tail(self, max_chars: int = 6000) -> str:
         text = self.log_text()
         return text if len(text) <= max_chars else "...\n" + text[-max_chars:]
