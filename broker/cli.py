@@ -15,13 +15,9 @@ import structlog
 from odradek.broker.cluster.member import ClusterJoinError
 from odradek.broker.network import memory
 from odradek.broker.observability import health, logs, metrics
-from odradek.broker.settings.config import (
-    BrokerConfig,
-    ConfigError,
-    read_properties,
-    settings_from_environment,
-)
+from odradek.broker.settings.config import BrokerConfig, ConfigError
 from odradek.broker.settings.listeners import ListenError, ignored_controller_listeners
+from odradek.broker.settings.sources import read_properties, settings_from_environment
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -48,6 +44,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=[],
         metavar="KEY=VALUE",
         help="a server.properties setting; repeatable, wins over --config and the environment",
+    )
+    parser.add_argument(
+        "--enable-faults",
+        action="store_true",
+        help="let tests inject faults through /faults on the listeners (also "
+        "ODRADEK_ENABLE_FAULTS=true); for test brokers only",
     )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     parser.add_argument(
@@ -88,6 +90,9 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         config.data_dir = args.data_dir
     if args.metrics_port is not None:
         config.metrics_port = args.metrics_port
+    config.enable_faults = args.enable_faults or os.environ.get(
+        "ODRADEK_ENABLE_FAULTS", ""
+    ).lower() in ("true", "1", "yes")
     # fails here, before anything starts, if the listeners or the KRaft settings do not fit
     config.resolved_listeners()
     return config

@@ -26,6 +26,7 @@ from odradek.broker.dataplane.fetch_sessions import FetchSessionCache
 from odradek.broker.dataplane.flusher import Flusher
 from odradek.broker.dataplane.quotas import ClientQuotas
 from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
+from odradek.broker.faults.injector import Faults, control_route
 from odradek.broker.handlers import API_TABLE, CONTROLLER_API_TABLE, sasl_authenticate
 from odradek.broker.handlers.api_versions import api_keys
 from odradek.broker.handlers.base import Api, RequestContext
@@ -143,6 +144,14 @@ class Broker:
             Limits.from_config(config, [listener.name for listener in self.listeners])
         )
         self.connection_ids: Iterator[int] = itertools.count(1)
+        self.faults = (
+            Faults(self.apis, self.topics, self.connections, self.controller)
+            if config.enable_faults
+            else None
+        )
+        self.control = control_route(self.faults)  # what an HTTP request on a listener gets
+        if self.faults is not None and self.replicas is not None:
+            self.replicas.fetching_paused = self.faults.fetching_paused
         self._stopped = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------
@@ -500,6 +509,8 @@ class Broker:
     def connection_closed(self, connection_id: str) -> None:
         """The share sessions the connection opened end (what they hold goes back)."""
         self.share.connection_closed(connection_id)
+        if self.faults is not None:
+            self.faults.connection_closed(connection_id)
 
     async def dispatch(
         self,
@@ -533,7 +544,10 @@ class Broker:
             raise FrameError(f"malformed {api.name} v{version} request: {exc}") from exc
         started = time.perf_counter()
         ctx = RequestContext(self, header, connection_id, listener, session, len(request), started)
-        reply = await api.handle(ctx, body)
+        if self.faults is None:
+            reply = await api.handle(ctx, body)
+        else:
+            reply = await self.faults.handle(api, ctx, body)
         if self.quotas.enabled and api_key not in SELF_THROTTLED and isinstance(reply, dict):
             reply = self._request_throttled(ctx, reply)
         elapsed = time.perf_counter() - started

@@ -198,8 +198,15 @@ class LeaderFetcher:
     # -- fetching -----------------------------------------------------------------------
 
     async def _fetch(self, client: NodeClient) -> None:
-        followed = [f for f in self.partitions.values() if not f.truncate_first]
+        replicas = self.broker.replicas
+        paused = replicas.fetching_paused if replicas is not None else _never
+        followed = [
+            f
+            for f in self.partitions.values()
+            if not f.truncate_first and not paused(f.partition.topic.name, f.partition.index)
+        ]
         if not followed:
+            await asyncio.sleep(RETRY_S)  # (a fault pauses every partition fetched here)
             return
         topics = _by_topic_id(
             (item.partition, _fetch_position(item.partition)) for item in followed
@@ -296,6 +303,10 @@ def _lower_high_watermark(partition: Partition, end: int) -> None:
     replica = partition.replication
     if replica is not None and replica.high_watermark > end:
         replica.high_watermark = end
+
+
+def _never(topic: str, partition: int) -> bool:
+    return False
 
 
 def _key(partition: Partition) -> Key:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -136,6 +137,8 @@ class ReplicaManager:
         # the high watermarks of the last run, for replicas that start again
         self._checkpoint = high_watermarks.read(broker.config.data_dir)
         self._written = dict(self._checkpoint)
+        # does a test's fault stop this node fetching (topic, partition)? (broker/faults/)
+        self.fetching_paused: Callable[[str, int], bool] = lambda topic, partition: False
 
     def start(self) -> None:
         from odradek.broker.cluster.replica_fetcher import ReplicaFetchers

@@ -19,8 +19,10 @@
 - CLIENT_METRICS resources list metrics, interval.ms and match: set ones with source
   CLIENT_METRICS_CONFIG, the rest with their defaults (DEFAULT_CONFIG); the subscription
   need not exist; its name must not be empty (INVALID_REQUEST).
-- `configuration_keys` narrows the list; types (v3+) are filled; documentation is
-  not carried (null).
+- `configuration_keys` narrows the list; types (v3+) are filled. With
+  `include_documentation` (v3+) each config carries what it does in Odradek, declared
+  with it (a broker setting's doc, a topic's, group's or client-metrics config's), and
+  null without; a logger's documentation is empty either way, as Kafka's is.
 - With ACLs a resource needs DESCRIBE_CONFIGS: on the cluster for broker resources
   (CLUSTER_AUTHORIZATION_FAILED), on the topic (TOPIC_AUTHORIZATION_FAILED) or the
   group (GROUP_AUTHORIZATION_FAILED); the refused resources are answered last.
@@ -39,7 +41,7 @@ from odradek.broker.observability import logs
 from odradek.broker.security.resources import Operation
 from odradek.broker.settings import client_metrics, group_configs, topic_configs
 from odradek.broker.settings.broker_configs import DESCRIBE_ORDER
-from odradek.broker.settings.config import SETTINGS, BrokerConfig
+from odradek.broker.settings.config import SETTINGS, BrokerConfig, documentation
 from odradek.broker.settings.setting import PASSWORD
 from odradek.broker.settings.topic_configs import (
     DEFAULT_CONFIG,
@@ -58,7 +60,10 @@ TOPIC_ORDER = {name: index for index, name in enumerate(topic_configs.DESCRIBE_O
 
 
 def _entry(
-    config: DescribedConfig, config_type: int, synonyms: list[tuple[str, str | None, int]]
+    config: DescribedConfig,
+    config_type: int,
+    synonyms: list[tuple[str, str | None, int]],
+    doc: str | None,
 ) -> dict[str, Any]:
     return {
         "name": config.name,
@@ -68,11 +73,13 @@ def _entry(
         "is_sensitive": config.is_sensitive,
         "synonyms": [{"name": n, "value": v, "source": s} for n, v, s in synonyms],
         "config_type": config_type,
-        "documentation": None,
+        "documentation": doc,
     }
 
 
-def _topic_configs(ctx: RequestContext, name: str, with_synonyms: bool) -> list[dict[str, Any]]:
+def _topic_configs(
+    ctx: RequestContext, name: str, with_synonyms: bool, with_docs: bool
+) -> list[dict[str, Any]]:
     check_topic_name(name)
     topic = ctx.services.topics.get(name)
     if topic is None:
@@ -81,9 +88,10 @@ def _topic_configs(ctx: RequestContext, name: str, with_synonyms: bool) -> list[
     entries = []
     described = topic_configs.describe(topic.configs, broker)
     for config in sorted(described, key=lambda c: TOPIC_ORDER.get(c.name, len(TOPIC_ORDER))):
-        type_name = topic_configs.DEFINITIONS[config.name].type_name
+        definition = topic_configs.DEFINITIONS[config.name]
         synonyms = topic_configs.synonyms(config, broker) if with_synonyms else []
-        entries.append(_entry(config, CONFIG_TYPES.get(type_name, 0), list(synonyms)))
+        doc = definition.doc if with_docs else None
+        entries.append(_entry(config, CONFIG_TYPES.get(definition.type_name, 0), synonyms, doc))
     return entries
 
 
@@ -93,7 +101,9 @@ def _text(value: object) -> str | None:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _broker_configs(ctx: RequestContext, name: str, with_synonyms: bool) -> list[dict]:
+def _broker_configs(
+    ctx: RequestContext, name: str, with_synonyms: bool, with_docs: bool
+) -> list[dict]:
     config = ctx.services.config
     node = config.node_id
     if not name:
@@ -123,7 +133,8 @@ def _broker_configs(ctx: RequestContext, name: str, with_synonyms: bool) -> list
         default = _text(getattr(_DEFAULTS, attribute))
         if default is not None:
             synonyms.append((kafka_name, None if sensitive else default, DEFAULT_CONFIG))
-        entries.append(_entry(described, config_type, synonyms if with_synonyms else []))
+        doc = documentation(kafka_name) if with_docs else None
+        entries.append(_entry(described, config_type, synonyms if with_synonyms else [], doc))
     return entries
 
 
@@ -137,7 +148,7 @@ def _logger_configs(ctx: RequestContext, name: str) -> list[dict[str, Any]]:
             f"Unexpected broker id, expected {node} but received {name}",
         )
     root = DescribedConfig("root", logs.level(), DYNAMIC_BROKER_LOGGER_CONFIG)
-    return [{**_entry(root, 0, []), "documentation": ""}]
+    return [_entry(root, 0, [], "")]  # Kafka's loggers have no documentation, but not null
 
 
 def _node_id(name: str, not_a_number: str) -> int:
@@ -147,7 +158,9 @@ def _node_id(name: str, not_a_number: str) -> int:
         raise TopicError(ErrorCode.invalid_request, not_a_number + name) from None
 
 
-def _group_configs(ctx: RequestContext, group_id: str, with_synonyms: bool) -> list[dict]:
+def _group_configs(
+    ctx: RequestContext, group_id: str, with_synonyms: bool, with_docs: bool
+) -> list[dict]:
     if not group_id:
         raise TopicError(ErrorCode.invalid_request, "Group name must not be empty")
     store = ctx.services.group_configs
@@ -167,11 +180,14 @@ def _group_configs(ctx: RequestContext, group_id: str, with_synonyms: bool) -> l
             broker_value = group_configs.described_value(name, default)
             synonyms.append((definition.broker_name, broker_value, DEFAULT_CONFIG))
         config_type = CONFIG_TYPES.get(definition.type_name, 0)
-        entries.append(_entry(described, config_type, synonyms))
+        doc = definition.doc if with_docs else None
+        entries.append(_entry(described, config_type, synonyms, doc))
     return entries
 
 
-def _client_metrics_configs(ctx: RequestContext, name: str, with_synonyms: bool) -> list[dict]:
+def _client_metrics_configs(
+    ctx: RequestContext, name: str, with_synonyms: bool, with_docs: bool
+) -> list[dict]:
     if not name:
         raise TopicError(
             ErrorCode.invalid_request, "Client metrics subscription name must not be empty"
@@ -187,30 +203,32 @@ def _client_metrics_configs(ctx: RequestContext, name: str, with_synonyms: bool)
         synonyms: list[tuple[str, str | None, int]] = []
         if with_synonyms and key in own:
             synonyms.append((key, value, source))
-        entries.append(_entry(described, CONFIG_TYPES[type_name], synonyms))
+        doc = client_metrics.DOCS[key] if with_docs else None
+        entries.append(_entry(described, CONFIG_TYPES[type_name], synonyms, doc))
     return entries
 
 
 def _configs(
-    ctx: RequestContext, resource: DescribeConfigsResource, with_synonyms: bool
+    ctx: RequestContext, resource: DescribeConfigsResource, with_synonyms: bool, with_docs: bool
 ) -> list[dict[str, Any]]:
     kind, name = resource.resource_type, resource.resource_name
     if kind == TOPIC:
-        return _topic_configs(ctx, name, with_synonyms)
+        return _topic_configs(ctx, name, with_synonyms, with_docs)
     if kind == BROKER:
-        return _broker_configs(ctx, name, with_synonyms)
+        return _broker_configs(ctx, name, with_synonyms, with_docs)
     if kind == BROKER_LOGGER:
         return _logger_configs(ctx, name)
     if kind == GROUP:
-        return _group_configs(ctx, name, with_synonyms)
+        return _group_configs(ctx, name, with_synonyms, with_docs)
     if kind == CLIENT_METRICS:
-        return _client_metrics_configs(ctx, name, with_synonyms)
+        return _client_metrics_configs(ctx, name, with_synonyms, with_docs)
     invalid = ErrorCode.invalid_request
     raise TopicError(invalid, default_message(invalid) or "")
 
 
 async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Reply:
     with_synonyms = request.include_synonyms
+    with_docs = getattr(request, "include_documentation", False)  # v3+
     results = []
     refused_results = []
     for resource in request.resources:
@@ -230,7 +248,7 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Reply:
             refused_results.append(result)
             continue
         try:
-            configs = _configs(ctx, resource, with_synonyms)
+            configs = _configs(ctx, resource, with_synonyms, with_docs)
         except TopicError as exc:
             result["error_code"] = exc.code
             result["error_message"] = exc.message

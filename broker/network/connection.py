@@ -103,6 +103,10 @@ class Owner(Protocol):
 
     def closed(self, connection: Connection) -> None: ...
 
+    def take_over(self, connection: Connection, first: bytes) -> bool:
+        """Serve a connection that does not speak Kafka (True), or let it be closed."""
+        ...
+
 
 class Connection(asyncio.BufferedProtocol):
     # An idle connection holds little: no worker task, no queue or events until its
@@ -202,8 +206,13 @@ class Connection(asyncio.BufferedProtocol):
             self._end += nbytes
             self._cut_frames()
         except FrameError as exc:
+            if self._worker is None and self._owner.take_over(self, self._unparsed()):
+                return  # an HTTP request (the faults' control endpoint), not Kafka
             self.log.warning("closing connection", reason=str(exc))
             self.close()
+
+    def _unparsed(self) -> bytes:
+        return bytes(self._buffer[self._start : self._end])
 
     def _cut_frames(self) -> None:
         buffer = self._buffer

@@ -17,6 +17,12 @@ import structlog
 from odradek.broker.dataplane.quotas import ClientQuotas
 from odradek.broker.network.connection import Chunks, Connection
 from odradek.broker.network.connections import ConnectionTable
+from odradek.broker.network.http_exchange import (
+    Answer,
+    HttpExchange,
+    HttpRequest,
+    looks_like_http,
+)
 from odradek.broker.observability import metrics
 from odradek.broker.security import tls
 from odradek.broker.security.sasl import must_close
@@ -47,6 +53,8 @@ class Server(Protocol):
     ) -> Awaitable[Chunks | None]: ...
 
     def connection_closed(self, connection_id: str) -> None: ...
+
+    def control(self, request: HttpRequest) -> Answer | Awaitable[Answer]: ...
 
     def now_ms(self) -> int: ...
 
@@ -114,6 +122,15 @@ class ListenerConnections:
             connection=connection.connection_id,
             principal=connection.session.principal,
         )
+
+    def take_over(self, connection: Connection, first: bytes) -> bool:
+        """An HTTP request as a connection's first bytes: the faults' control endpoint
+        answers it (refusing, unless the broker was started with faults enabled)."""
+        if not looks_like_http(first):
+            return False
+        exchange = HttpExchange(self.broker.control, lambda: self.closed(connection))
+        exchange.start(connection.transport, first)
+        return True
 
     def closed(self, connection: Connection) -> None:
         if connection not in self.broker.connections.open:

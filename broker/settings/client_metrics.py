@@ -27,6 +27,19 @@ FILE_NAME = "client-metrics.json"
 METRICS, INTERVAL_MS, MATCH = "metrics", "interval.ms", "match"
 TYPES = {METRICS: "list", INTERVAL_MS: "int", MATCH: "list"}
 DEFAULTS = {METRICS: "", INTERVAL_MS: "300000", MATCH: ""}
+# what each does (DescribeConfigs' documentation)
+DOCS = {
+    METRICS: (
+        "The metric-name prefixes the subscription's clients are asked to push: * for "
+        "every metric, empty for none."
+    ),
+    INTERVAL_MS: "How often, in milliseconds, the subscription's clients push their metrics.",
+    MATCH: (
+        "Which clients the subscription is for: selector=regular expression pairs "
+        "(client_id, client_software_name, client_source_address, ...) that must all match; "
+        "empty matches every client."
+    ),
+}
 MIN_INTERVAL_MS, MAX_INTERVAL_MS = 100, 3600000
 SELECTORS = frozenset(
     {

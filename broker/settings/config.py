@@ -1,10 +1,14 @@
 """Broker configuration, named as in Kafka's server.properties.
 
 A setting the broker reads is declared once, on the BrokerConfig field it sets: its
-Kafka name, type, default and checks (setting.py). A setting Kafka has but Odradek does
-not use (a thread count, a replication quota: nothing Odradek does; kafka_settings.py)
-is accepted and reported once in the log; any other name, or a value that does not
-parse, is a ConfigError naming the setting.
+Kafka name, type, default, checks and documentation (setting.py). BrokerConfig is made
+of its own fields (node, cluster, listeners, connections, quotas, delegation tokens) and
+those of LogSettings (topics and their logs, log_settings.py) and CoordinatorSettings
+(groups, offsets, transactions, coordinator_settings.py). The settings broker/security
+reads are named, with their documentation, in SECURITY_DOCS. A setting Kafka has but
+Odradek does not use (a thread count, a replication quota: nothing Odradek does;
+kafka_settings.py) is accepted and reported once in the log; any other name, or a value
+that does not parse, is a ConfigError naming the setting.
 """
 
 from __future__ import annotations
@@ -15,7 +19,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from odradek.broker.settings.cluster_config import ClusterConfig, ClusterConfigError, cluster_config
-from odradek.broker.settings.kafka_settings import NOT_READ, OTHER_DISTRIBUTION_PREFIXES
+from odradek.broker.settings.coordinator_settings import CoordinatorSettings
+from odradek.broker.settings.kafka_settings import (
+    NOT_READ,
+    NOT_READ_DOC,
+    OTHER_DISTRIBUTION_PREFIXES,
+)
 from odradek.broker.settings.listeners import (
     DEFAULT_LISTENERS,
     DEFAULT_PROTOCOL_MAP,
@@ -25,281 +34,332 @@ from odradek.broker.settings.listeners import (
     parse_protocol_map,
     resolve,
 )
+from odradek.broker.settings.log_settings import LogSettings
 from odradek.broker.settings.setting import (
-    BOOLEAN,
     INT,
     LIST,
     LONG,
     PASSWORD,
-    SHORT,
     STRING,
     ConfigError,
     Setting,
     at_least,
     declared_setting,
-    distinct_tags,
     none_if_empty,
-    one_of,
     setting,
-    streams_assignors,
 )
-from odradek.storage import LogConfig
-
-MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
 # Per-listener forms of a setting: listener.name.<listener>.<setting> (a listener name
 # may hold any character but the dot here, `-` say, as Kafka's listener names may)
 _PER_LISTENER = re.compile(r"^listener\.name\.[^.]+\.(.+)$")
 # Per-mechanism SASL settings: [listener.name.<listener>.]<mechanism>.sasl.jaas.config
 _PER_MECHANISM = re.compile(r"^[a-z0-9-]+\.(sasl\..+)$")
-# Read from `raw` per listener by broker/security (so not reported as unused; the
-# JAAS config holds passwords, which must not reach the log)
-READ_BY_SECURITY = frozenset(
-    {
-        "sasl.enabled.mechanisms",
-        "sasl.jaas.config",
-        "sasl.server.max.receive.size",
-        "connection.failed.authentication.delay.ms",
-        "authorizer.class.name",
-        "super.users",
-        "allow.everyone.if.no.acl.found",
-    }
-)
-
-HOUR_MS = 3600 * 1000
+# The settings broker/security reads from `raw`, per listener (so not reported as
+# unused; the JAAS config holds passwords, which must not reach the log), with what each
+# does: their documentation, as a declared setting's is its declaration's
+SECURITY_DOCS = {
+    "sasl.enabled.mechanisms": (
+        "The SASL mechanisms a SASL listener accepts; Odradek serves PLAIN, "
+        "SCRAM-SHA-256 and SCRAM-SHA-512 and refuses to start with any other."
+    ),
+    "sasl.jaas.config": (
+        "The JAAS login configuration of a SASL listener; its PlainLoginModule entry "
+        'lists the users PLAIN accepts (user_<name>="<password>").'
+    ),
+    "sasl.server.max.receive.size": (
+        "The largest frame, in bytes, a client may send before it has authenticated; a "
+        "larger one closes the connection."
+    ),
+    "connection.failed.authentication.delay.ms": (
+        "How long, in milliseconds, the broker waits after refusing an authentication "
+        "before it closes the connection."
+    ),
+    "authorizer.class.name": (
+        "The authorizer that checks ACLs: Kafka's StandardAuthorizer or AclAuthorizer "
+        "class name turns Odradek's ACL authorizer on; empty, every request is allowed."
+    ),
+    "super.users": "Principals (User:name, separated by semicolons) that every ACL check allows.",
+    "allow.everyone.if.no.acl.found": (
+        "Whether a resource that no ACL names is open to everyone (true) or to super "
+        "users only (false)."
+    ),
+}
+READ_BY_SECURITY = frozenset(SECURITY_DOCS)
 
 
 @dataclass
-class BrokerConfig:
+class BrokerConfig(LogSettings, CoordinatorSettings):
     """What the broker runs with. A field that a Kafka setting sets declares it with
-    `setting(...)`; cli.py sets data_dir (--data-dir or log.dirs) and metrics_port."""
+    `setting(...)`; cli.py sets data_dir (--data-dir or log.dirs), metrics_port and
+    enable_faults."""
 
     data_dir: Path = Path("data")
     metrics_port: int | None = None
-    node_id: int = setting("node.id", INT, 0, alias="broker.id")
-    cluster_id: str = setting("cluster.id", STRING, "odradek-cluster")
-    listeners: str = setting("listeners", LIST, DEFAULT_LISTENERS)
-    advertised_listeners: str | None = setting("advertised.listeners", LIST, None)
+    enable_faults: bool = False  # tests may inject faults (broker/faults/); never in production
+    node_id: int = setting(
+        "node.id",
+        INT,
+        0,
+        alias="broker.id",
+        doc=(
+            "This node's id, which names it to clients, in a cluster and as a BROKER config "
+            "resource; broker.id is another name for it."
+        ),
+    )
+    cluster_id: str = setting(
+        "cluster.id",
+        STRING,
+        "odradek-cluster",
+        doc=(
+            "The cluster id clients are told. Kafka keeps it in its formatted storage; "
+            "Odradek takes it from this setting (or CLUSTER_ID in the environment)."
+        ),
+    )
+    listeners: str = setting(
+        "listeners",
+        LIST,
+        DEFAULT_LISTENERS,
+        doc=(
+            "The addresses to listen on, as a list of NAME://host:port; an empty host listens "
+            "on every interface."
+        ),
+    )
+    advertised_listeners: str | None = setting(
+        "advertised.listeners",
+        LIST,
+        None,
+        doc=(
+            "The address of each listener that clients are told to connect to "
+            "(NAME://host:port); a listener not named here advertises the host and port it "
+            "listens on."
+        ),
+    )
     listener_security_protocol_map: str = setting(
-        "listener.security.protocol.map", STRING, DEFAULT_PROTOCOL_MAP
+        "listener.security.protocol.map",
+        STRING,
+        DEFAULT_PROTOCOL_MAP,
+        doc=(
+            "Which security protocol each listener name uses (NAME:PROTOCOL pairs). Odradek "
+            "serves PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL."
+        ),
     )
-    controller_listener_names: str = setting("controller.listener.names", LIST, "")
-    process_roles: str = setting("process.roles", LIST, "")
-    controller_quorum_voters: str = setting("controller.quorum.voters", LIST, "")
+    controller_listener_names: str = setting(
+        "controller.listener.names",
+        LIST,
+        "",
+        doc="The listeners that serve the cluster's controller; they are not offered to clients.",
+    )
+    process_roles: str = setting(
+        "process.roles",
+        LIST,
+        "",
+        doc=(
+            "This node's part in a cluster: broker, controller or both. Unset, Odradek runs "
+            "as a node of its own, with no controller to reach."
+        ),
+    )
+    controller_quorum_voters: str = setting(
+        "controller.quorum.voters",
+        LIST,
+        "",
+        doc=(
+            "The controllers of the cluster, as id@host:port entries; one of this or "
+            "controller.quorum.bootstrap.servers names them when process.roles is set."
+        ),
+    )
     controller_quorum_bootstrap_servers: str = setting(
-        "controller.quorum.bootstrap.servers", LIST, ""
+        "controller.quorum.bootstrap.servers",
+        LIST,
+        "",
+        doc=(
+            "Addresses (host:port) through which a node finds the cluster's controllers when "
+            "controller.quorum.voters does not list them."
+        ),
     )
-    broker_session_timeout_ms: int = setting("broker.session.timeout.ms", INT, 9000)
-    broker_heartbeat_interval_ms: int = setting("broker.heartbeat.interval.ms", INT, 2000)
+    broker_session_timeout_ms: int = setting(
+        "broker.session.timeout.ms",
+        INT,
+        9000,
+        doc=(
+            "How long, in milliseconds, the controller keeps a broker registered without a "
+            "heartbeat from it before fencing it."
+        ),
+    )
+    broker_heartbeat_interval_ms: int = setting(
+        "broker.heartbeat.interval.ms",
+        INT,
+        2000,
+        doc=(
+            "How often, in milliseconds, a broker of a cluster sends its heartbeat to the "
+            "controller."
+        ),
+    )
     initial_broker_registration_timeout_ms: int = setting(
-        "initial.broker.registration.timeout.ms", INT, 60000
+        "initial.broker.registration.timeout.ms",
+        INT,
+        60000,
+        doc=(
+            "How long, in milliseconds, a starting broker of a cluster waits to be registered "
+            "and admitted by the controller before it gives up."
+        ),
     )
-    advertised_host: str | None = setting("advertised.host.name", STRING, None)
-    num_partitions: int = setting("num.partitions", INT, 1)
-    auto_create_topics: bool = setting("auto.create.topics.enable", BOOLEAN, True)
-    delete_topic_enable: bool = setting("delete.topic.enable", BOOLEAN, True)
-    message_max_bytes: int = setting("message.max.bytes", INT, 1048588)
-    socket_request_max_bytes: int = setting("socket.request.max.bytes", INT, 104857600)
-    log_segment_bytes: int = setting("log.segment.bytes", INT, 1073741824)
-    log_roll_ms: int | None = setting("log.roll.ms", LONG, None)
-    log_roll_hours: int = setting("log.roll.hours", INT, 168)
-    log_retention_ms: int | None = setting("log.retention.ms", LONG, None)
-    log_retention_minutes: int | None = setting("log.retention.minutes", INT, None)
-    log_retention_hours: int = setting("log.retention.hours", INT, 168)
-    log_retention_bytes: int = setting("log.retention.bytes", LONG, -1)
-    log_retention_check_interval_ms: int = setting("log.retention.check.interval.ms", LONG, 300000)
-    log_index_interval_bytes: int = setting("log.index.interval.bytes", INT, 4096)
-    log_flush_interval_messages: int | None = setting("log.flush.interval.messages", LONG, None)
-    log_flush_interval_ms: int | None = setting("log.flush.interval.ms", LONG, None)
-    log_cleanup_policy: str = setting("log.cleanup.policy", LIST, "delete")
-    log_message_timestamp_type: str = setting("log.message.timestamp.type", STRING, "CreateTime")
-    min_insync_replicas: int = setting("min.insync.replicas", INT, 1)
-    # in a cluster (one node of its own keeps one copy whatever they say)
-    default_replication_factor: int = setting("default.replication.factor", INT, 1)
-    offsets_topic_replication_factor: int = setting("offsets.topic.replication.factor", SHORT, 3)
-    transaction_state_log_replication_factor: int = setting(
-        "transaction.state.log.replication.factor", SHORT, 3
+    advertised_host: str | None = setting(
+        "advertised.host.name",
+        STRING,
+        None,
+        doc=(
+            "An older way to name the host clients are told: used for every listener that "
+            "advertised.listeners does not cover."
+        ),
     )
-    transaction_state_log_min_isr: int = setting("transaction.state.log.min.isr", INT, 2)
-    replica_lag_time_max_ms: int = setting("replica.lag.time.max.ms", LONG, 30000)
-    replica_fetch_wait_max_ms: int = setting("replica.fetch.wait.max.ms", INT, 500)
-    replica_fetch_min_bytes: int = setting("replica.fetch.min.bytes", INT, 1)
-    # what followers fetch through
-    inter_broker_listener_name: str = setting("inter.broker.listener.name", STRING, "")
-    offsets_topic_num_partitions: int = setting("offsets.topic.num.partitions", INT, 50)
-    transaction_state_log_num_partitions: int = setting(
-        "transaction.state.log.num.partitions", INT, 50
+    socket_request_max_bytes: int = setting(
+        "socket.request.max.bytes",
+        INT,
+        104857600,
+        doc=(
+            "The largest request, in bytes, the broker reads; a larger one closes the connection."
+        ),
     )
-    group_min_session_timeout_ms: int = setting("group.min.session.timeout.ms", INT, 6000)
-    group_max_session_timeout_ms: int = setting("group.max.session.timeout.ms", INT, 1800000)
-    # Kafka's code default is 3000; its shipped server.properties, which a test broker
-    # follows, sets 0 so that the first consumers of a group do not wait three seconds.
-    group_initial_rebalance_delay_ms: int = setting("group.initial.rebalance.delay.ms", INT, 0)
-    offsets_retention_minutes: int = setting("offsets.retention.minutes", INT, 10080)
-    offsets_retention_check_interval_ms: int = setting(
-        "offsets.retention.check.interval.ms", LONG, 600000
+    inter_broker_listener_name: str = setting(
+        "inter.broker.listener.name",
+        STRING,
+        "",
+        doc=(
+            "The listener that brokers of a cluster replicate through; unset, the one named "
+            "PLAINTEXT, else the first. It must be a PLAINTEXT listener."
+        ),
     )
-    offset_metadata_max_bytes: int = setting("offset.metadata.max.bytes", INT, 4096)
-    # client quotas: the rate is measured over this many samples of this many seconds
-    quota_window_num: int = setting("quota.window.num", INT, 11, at_least(1))
-    quota_window_size_seconds: int = setting("quota.window.size.seconds", INT, 1, at_least(1))
-    # controller_mutation_rate: a bucket of this many windows' worth of partitions
-    controller_quota_window_num: int = setting("controller.quota.window.num", INT, 11, at_least(1))
+    quota_window_num: int = setting(
+        "quota.window.num",
+        INT,
+        11,
+        at_least(1),
+        doc=(
+            "How many samples a client's produce, fetch and request-time rates are measured "
+            "over, for client quotas."
+        ),
+    )
+    quota_window_size_seconds: int = setting(
+        "quota.window.size.seconds",
+        INT,
+        1,
+        at_least(1),
+        doc="How long, in seconds, each sample of a client quota's rate lasts.",
+    )
+    controller_quota_window_num: int = setting(
+        "controller.quota.window.num",
+        INT,
+        11,
+        at_least(1),
+        doc=(
+            "How many windows' worth of partition creations and deletions the "
+            "controller_mutation_rate quota lets a client make at once."
+        ),
+    )
     controller_quota_window_size_seconds: int = setting(
-        "controller.quota.window.size.seconds", INT, 1, at_least(1)
+        "controller.quota.window.size.seconds",
+        INT,
+        1,
+        at_least(1),
+        doc="How long, in seconds, each window of the controller_mutation_rate quota lasts.",
     )
-    transaction_max_timeout_ms: int = setting("transaction.max.timeout.ms", INT, 900000)
-    transactional_id_expiration_ms: int = setting("transactional.id.expiration.ms", INT, 604800000)
-    producer_id_expiration_ms: int = setting("producer.id.expiration.ms", INT, 86400000)
-    txn_abort_interval_ms: int = setting(
-        "transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000
+    max_request_partition_size_limit: int = setting(
+        "max.request.partition.size.limit",
+        INT,
+        2000,
+        doc=(
+            "The most partitions one DescribeTopicPartitions answer lists; a client that asks "
+            "for more gets a cursor to continue from."
+        ),
     )
-    log_cleaner_backoff_ms: int = setting("log.cleaner.backoff.ms", LONG, 15000)
-    group_coordinator_rebalance_protocols: str = setting(
-        "group.coordinator.rebalance.protocols", LIST, "classic,consumer,streams"
+    telemetry_max_bytes: int = setting(
+        "telemetry.max.bytes",
+        INT,
+        1048576,
+        doc=(
+            "The largest metrics push, in bytes, a client may send with PushTelemetry; "
+            "clients are told it when they ask for their subscription."
+        ),
     )
-    group_consumer_session_timeout_ms: int = setting(
-        "group.consumer.session.timeout.ms", INT, 45000
-    )
-    group_consumer_heartbeat_interval_ms: int = setting(
-        "group.consumer.heartbeat.interval.ms", INT, 5000
-    )
-    group_consumer_max_size: int = setting("group.consumer.max.size", INT, 2147483647)
-    group_consumer_min_session_timeout_ms: int = setting(
-        "group.consumer.min.session.timeout.ms", INT, 45000
-    )
-    group_consumer_max_session_timeout_ms: int = setting(
-        "group.consumer.max.session.timeout.ms", INT, 60000
-    )
-    group_consumer_min_heartbeat_interval_ms: int = setting(
-        "group.consumer.min.heartbeat.interval.ms", INT, 5000
-    )
-    group_consumer_max_heartbeat_interval_ms: int = setting(
-        "group.consumer.max.heartbeat.interval.ms", INT, 15000
-    )
-    group_consumer_migration_policy: str = setting(
-        "group.consumer.migration.policy", STRING, "bidirectional", one_of(*MIGRATION_POLICIES)
-    )
-    # share groups (KIP-932)
-    group_share_session_timeout_ms: int = setting("group.share.session.timeout.ms", INT, 45000)
-    group_share_min_session_timeout_ms: int = setting(
-        "group.share.min.session.timeout.ms", INT, 45000
-    )
-    group_share_max_session_timeout_ms: int = setting(
-        "group.share.max.session.timeout.ms", INT, 60000
-    )
-    group_share_heartbeat_interval_ms: int = setting("group.share.heartbeat.interval.ms", INT, 5000)
-    group_share_min_heartbeat_interval_ms: int = setting(
-        "group.share.min.heartbeat.interval.ms", INT, 5000
-    )
-    group_share_max_heartbeat_interval_ms: int = setting(
-        "group.share.max.heartbeat.interval.ms", INT, 15000
-    )
-    group_share_max_size: int = setting("group.share.max.size", INT, 200)
-    group_share_delivery_count_limit: int = setting("group.share.delivery.count.limit", INT, 5)
-    group_share_partition_max_record_locks: int = setting(
-        "group.share.partition.max.record.locks", INT, 2000
-    )
-    group_share_record_lock_duration_ms: int = setting(
-        "group.share.record.lock.duration.ms", INT, 30000
-    )
-    group_share_min_record_lock_duration_ms: int = setting(
-        "group.share.min.record.lock.duration.ms", INT, 15000
-    )
-    group_share_max_record_lock_duration_ms: int = setting(
-        "group.share.max.record.lock.duration.ms", INT, 60000
-    )
-    share_max_share_sessions: int = setting("group.share.max.share.sessions", INT, 2000)
-    # streams groups (KIP-1071)
-    group_streams_session_timeout_ms: int = setting("group.streams.session.timeout.ms", INT, 45000)
-    group_streams_min_session_timeout_ms: int = setting(
-        "group.streams.min.session.timeout.ms", INT, 45000
-    )
-    group_streams_max_session_timeout_ms: int = setting(
-        "group.streams.max.session.timeout.ms", INT, 60000
-    )
-    group_streams_heartbeat_interval_ms: int = setting(
-        "group.streams.heartbeat.interval.ms", INT, 5000
-    )
-    group_streams_min_heartbeat_interval_ms: int = setting(
-        "group.streams.min.heartbeat.interval.ms", INT, 5000
-    )
-    group_streams_max_heartbeat_interval_ms: int = setting(
-        "group.streams.max.heartbeat.interval.ms", INT, 15000
-    )
-    group_streams_max_size: int = setting("group.streams.max.size", INT, 2147483647)
-    group_streams_num_standby_replicas: int = setting("group.streams.num.standby.replicas", INT, 0)
-    group_streams_max_standby_replicas: int = setting("group.streams.max.standby.replicas", INT, 2)
-    group_streams_initial_rebalance_delay_ms: int = setting(
-        "group.streams.initial.rebalance.delay.ms", INT, 3000
-    )
-    group_streams_assignment_interval_ms: int = setting(
-        "group.streams.assignment.interval.ms", INT, 1000
-    )
-    group_streams_min_assignment_interval_ms: int = setting(
-        "group.streams.min.assignment.interval.ms", INT, 0
-    )
-    group_streams_max_assignment_interval_ms: int = setting(
-        "group.streams.max.assignment.interval.ms", INT, 15000
-    )
-    # how often members report their changelog offsets (the heartbeat tells them)
-    group_streams_task_offset_interval_ms: int = setting(
-        "group.streams.task.offset.interval.ms", INT, 60000
-    )
-    group_streams_min_task_offset_interval_ms: int = setting(
-        "group.streams.min.task.offset.interval.ms", INT, 15000
-    )
-    # Kafka 4.4 validates and stores these, but its assignment refiner hands out no
-    # warm-up task whatever they say
-    group_streams_num_warmup_replicas: int = setting("group.streams.num.warmup.replicas", INT, 2)
-    group_streams_max_warmup_replicas: int = setting("group.streams.max.warmup.replicas", INT, 20)
-    group_streams_acceptable_recovery_lag: int = setting(
-        "group.streams.acceptable.recovery.lag", LONG, 10000
-    )
-    group_streams_rack_aware_assignment_tags: str = setting(
-        "group.streams.rack.aware.assignment.tags", LIST, "", distinct_tags
-    )
-    # the built-in ones; the first is the default
-    group_streams_assignors: str = setting(
-        "group.streams.assignors", LIST, "sticky", streams_assignors
-    )
-    group_streams_assignor_offload_enable: bool = setting(
-        "group.streams.assignor.offload.enable", BOOLEAN, True
-    )
-    share_coordinator_state_topic_num_partitions: int = setting(
-        "share.coordinator.state.topic.num.partitions", INT, 50
-    )
-    share_coordinator_snapshot_update_records_per_snapshot: int = setting(
-        "share.coordinator.snapshot.update.records.per.snapshot", INT, 500
-    )
-    share_coordinator_state_topic_prune_interval_ms: int = setting(
-        "share.coordinator.state.topic.prune.interval.ms", INT, 300000
-    )
-    # DescribeTopicPartitions' page size cap
-    max_request_partition_size_limit: int = setting("max.request.partition.size.limit", INT, 2000)
-    # the largest metrics push a client may send
-    telemetry_max_bytes: int = setting("telemetry.max.bytes", INT, 1048576)
-    # delegation tokens only when set (an empty key turns them off, as on Kafka)
     delegation_token_secret_key: str | None = setting(
-        "delegation.token.secret.key", PASSWORD, None, none_if_empty
+        "delegation.token.secret.key",
+        PASSWORD,
+        None,
+        none_if_empty,
+        doc=(
+            "The secret delegation tokens are signed with; unset or empty, the broker issues "
+            "no delegation tokens."
+        ),
     )
     delegation_token_max_lifetime_ms: int = setting(
-        "delegation.token.max.lifetime.ms", LONG, 604800000
+        "delegation.token.max.lifetime.ms",
+        LONG,
+        604800000,
+        doc=(
+            "How long, in milliseconds, a delegation token may live at most, however often it "
+            "is renewed."
+        ),
     )
     delegation_token_expiry_time_ms: int = setting(
-        "delegation.token.expiry.time.ms", LONG, 86400000
+        "delegation.token.expiry.time.ms",
+        LONG,
+        86400000,
+        doc=(
+            "How long, in milliseconds, a delegation token stays valid after its creation or "
+            "renewal unless the request asks for less; never past its maximum lifetime."
+        ),
     )
     delegation_token_expiry_check_interval_ms: int = setting(
-        "delegation.token.expiry.check.interval.ms", LONG, 3600000
+        "delegation.token.expiry.check.interval.ms",
+        LONG,
+        3600000,
+        doc="How often, in milliseconds, expired delegation tokens are looked for and removed.",
     )
-    max_connections: int = setting("max.connections", INT, 2147483647)
-    max_connections_per_ip: int = setting("max.connections.per.ip", INT, 2147483647)
-    max_connections_per_ip_overrides: str = setting("max.connections.per.ip.overrides", STRING, "")
+    max_connections: int = setting(
+        "max.connections",
+        INT,
+        2147483647,
+        doc=(
+            "How many client connections the broker holds at once, over all listeners; "
+            "listener.name.<listener>.max.connections limits one listener."
+        ),
+    )
+    max_connections_per_ip: int = setting(
+        "max.connections.per.ip",
+        INT,
+        2147483647,
+        doc="How many connections one client address may hold at once.",
+    )
+    max_connections_per_ip_overrides: str = setting(
+        "max.connections.per.ip.overrides",
+        STRING,
+        "",
+        doc=(
+            "Other limits for some addresses or host names, as host:count pairs separated by "
+            "commas; they win over max.connections.per.ip."
+        ),
+    )
     # Kafka's default is 50, for an acceptor thread that does nothing else; one event
     # loop that also serves requests accepts in bursts, so clients that connect many at
     # once would overflow 50 and wait for SYN retries (a second each).
-    socket_listen_backlog_size: int = setting("socket.listen.backlog.size", INT, 1024)
-    connections_max_idle_ms: int = setting("connections.max.idle.ms", LONG, 600000)
+    socket_listen_backlog_size: int = setting(
+        "socket.listen.backlog.size",
+        INT,
+        1024,
+        doc=(
+            "How many connections may wait to be accepted on a listening socket. Odradek "
+            "defaults to 1024, where Kafka has 50, since one event loop both accepts and "
+            "serves."
+        ),
+    )
+    connections_max_idle_ms: int = setting(
+        "connections.max.idle.ms",
+        LONG,
+        600000,
+        doc=(
+            "How long, in milliseconds, a connection may stay silent before the broker closes it."
+        ),
+    )
     # Kafka settings given but not used here, with their values
     unused: dict[str, str] = field(default_factory=dict)
     # every setting as given (security settings are read from here, per listener)
@@ -408,31 +468,6 @@ class BrokerConfig:
                     f"{protocol}; brokers reach the controller in PLAINTEXT only so far"
                 )
 
-    def retention_ms(self) -> int:
-        if self.log_retention_ms is not None:
-            return self.log_retention_ms
-        if self.log_retention_minutes is not None:
-            return self.log_retention_minutes * 60000
-        return self.log_retention_hours * HOUR_MS
-
-    def log_config(self) -> LogConfig:
-        """Defaults for every topic; a topic's own configs override them."""
-        return LogConfig(
-            segment_bytes=self.log_segment_bytes,
-            segment_ms=self.log_roll_ms
-            if self.log_roll_ms is not None
-            else self.log_roll_hours * HOUR_MS,
-            retention_ms=self.retention_ms(),
-            retention_bytes=self.log_retention_bytes,
-            index_interval_bytes=self.log_index_interval_bytes,
-            max_message_bytes=self.message_max_bytes,
-            flush_messages=self.log_flush_interval_messages,
-            flush_ms=self.log_flush_interval_ms,
-            cleanup_policy=self.log_cleanup_policy,
-            message_timestamp_type=self.log_message_timestamp_type,
-            min_insync_replicas=self.min_insync_replicas,
-        )
-
 
 # (attribute, declaration) of every field that a Kafka setting sets, in field order
 _DECLARED = [
@@ -446,6 +481,20 @@ SETTINGS: dict[str, tuple[str, Setting]] = {
 }
 # Every Kafka broker setting: the ones read here, by broker/security, and the others
 KAFKA_BROKER_SETTINGS = frozenset(SETTINGS) | READ_BY_SECURITY | NOT_READ
+
+
+def documentation(name: str) -> str:
+    """What a Kafka broker setting does in Odradek, as DescribeConfigs tells it: a declared
+    setting's doc, a security setting's, or the one sentence of all the settings Odradek
+    does not read. KeyError for a name that is not a Kafka broker setting."""
+    found = SETTINGS.get(name)
+    if found is not None:
+        return found[1].doc
+    if name in NOT_READ:
+        return NOT_READ_DOC
+    return SECURITY_DOCS[name]
+
+
 # Settings checked against each other, as Kafka 4.4 checks them: low <= high
 ORDERED = (
     ("group.streams.min.assignment.interval.ms", "group.streams.assignment.interval.ms"),
@@ -474,87 +523,3 @@ def is_kafka_setting(name: str) -> bool:
         return is_kafka_setting(per_listener.group(1))
     per_mechanism = _PER_MECHANISM.match(name)
     return per_mechanism is not None and per_mechanism.group(1) in KAFKA_BROKER_SETTINGS
-
-
-# KAFKA_* variables the apache/kafka image reads as something other than a setting
-_NOT_SETTINGS = frozenset(
-    {
-        "KAFKA_VERSION",
-        "KAFKA_HEAP_OPTS",
-        "KAFKA_LOG4J_OPTS",
-        "KAFKA_OPTS",
-        "KAFKA_JMX_OPTS",
-        "KAFKA_JVM_PERFORMANCE_OPTS",
-        "KAFKA_GC_LOG_OPTS",
-        "KAFKA_LOG4J_ROOT_LOGLEVEL",
-        "KAFKA_LOG4J_LOGGERS",
-        "KAFKA_TOOLS_LOG4J_LOGLEVEL",
-        "KAFKA_JMX_HOSTNAME",
-    }
-)
-# Confluent's images give KAFKA_REST_* to their REST Proxy, never to the broker
-# (Testcontainers' Go module sets KAFKA_REST_BOOTSTRAP_SERVERS)
-_NOT_SETTINGS_PREFIX = "KAFKA_REST_"
-
-
-# What --environment listens on when no KAFKA_* variable is set, as the apache/kafka
-# image does: every interface, clients on the host told localhost.
-ENVIRONMENT_DEFAULTS = {
-    "listeners": "PLAINTEXT://:9092",
-    "advertised.listeners": "PLAINTEXT://localhost:9092",
-}
-
-
-def settings_from_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """Settings from environment variables named as the apache/kafka image names them:
-    KAFKA_ and the setting in capitals, `.` written `_`, `_` written `__` and `-`
-    written `___` (KAFKA_LISTENER_SECURITY_PROTOCOL_MAP -> listener.security.protocol.map).
-    CLUSTER_ID gives cluster.id."""
-    settings: dict[str, str] = {}
-    for variable, value in environ.items():
-        if not variable.startswith("KAFKA_") or variable in _NOT_SETTINGS:
-            continue
-        if variable.startswith(_NOT_SETTINGS_PREFIX):
-            continue
-        name = variable[len("KAFKA_") :].lower().replace("_", ".")
-        settings[name.replace("...", "-").replace("..", "_")] = value
-    if not settings:
-        settings.update(ENVIRONMENT_DEFAULTS)
-    if "CLUSTER_ID" in environ and "cluster.id" not in settings:
-        settings["cluster.id"] = environ["CLUSTER_ID"]
-    return settings
-
-
-def read_properties(path: Path) -> dict[str, str]:
-    """Parse a Java .properties file (the subset server.properties uses)."""
-    settings: dict[str, str] = {}
-    for line in _logical_lines(path.read_text()):
-        line = line.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        for separator in ("=", ":"):
-            if separator in line:
-                key, value = line.split(separator, 1)
-                settings[key.strip()] = value.strip()
-                break
-    return settings
-
-
-def _logical_lines(text: str) -> list[str]:
-    """Java properties lines: a line ending in an odd number of backslashes goes on
-    with the next one, whose leading white space is dropped (JAAS configs are
-    usually written over several lines)."""
-    lines: list[str] = []
-    parts: list[str] = []
-    for natural in text.splitlines():
-        line = natural.lstrip()
-        if not parts and line.startswith(("#", "!")):
-            continue  # a comment never continues, whatever it ends with
-        if (len(line) - len(line.rstrip("\\"))) % 2 == 1:
-            parts.append(line[:-1])
-            continue
-        lines.append("".join([*parts, line]))
-        parts = []
-    if parts:
-        lines.append("".join(parts))
-    return lines

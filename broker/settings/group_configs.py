@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from odradek.broker.settings.config import BrokerConfig
@@ -44,6 +44,7 @@ class GroupConfigDef:
     at_least: int | None = None
     check: Callable[[str], str | None] | None = None  # why a string value is refused
     internal: bool = False
+    doc: str = field(kw_only=True)  # what it does in Odradek (DescribeConfigs' documentation)
 
 
 INT_RANGE = (-(2**31), 2**31 - 1)
@@ -67,8 +68,10 @@ def _isolation(value: str) -> str | None:
     return None if value in ISOLATION_LEVELS else "must be read_committed or read_uncommitted"
 
 
-def _int(broker_name: str, default: Callable[[BrokerConfig], int], at_least: int) -> GroupConfigDef:
-    return GroupConfigDef(broker_name, lambda c: str(default(c)), "int", at_least)
+def _int(
+    broker_name: str, default: Callable[[BrokerConfig], int], at_least: int, *, doc: str
+) -> GroupConfigDef:
+    return GroupConfigDef(broker_name, lambda c: str(default(c)), "int", at_least, doc=doc)
 
 
 def _internal(definition: GroupConfigDef) -> GroupConfigDef:
@@ -78,65 +81,155 @@ def _internal(definition: GroupConfigDef) -> GroupConfigDef:
 # In Kafka 4.4's order of definition, which is the order values are parsed in.
 DEFINITIONS: dict[str, GroupConfigDef] = {
     "consumer.session.timeout.ms": _int(
-        "group.consumer.session.timeout.ms", lambda c: c.group_consumer_session_timeout_ms, 1
+        "group.consumer.session.timeout.ms",
+        lambda c: c.group_consumer_session_timeout_ms,
+        1,
+        doc=(
+            "How long, in milliseconds, a member of this consumer group may go without a "
+            "heartbeat before it is removed from the group."
+        ),
     ),
     "consumer.heartbeat.interval.ms": _int(
-        "group.consumer.heartbeat.interval.ms", lambda c: c.group_consumer_heartbeat_interval_ms, 1
+        "group.consumer.heartbeat.interval.ms",
+        lambda c: c.group_consumer_heartbeat_interval_ms,
+        1,
+        doc=(
+            "How often, in milliseconds, the members of this consumer group are told to "
+            "heartbeat; shorter than the group's session timeout."
+        ),
     ),
     "share.session.timeout.ms": _int(
-        "group.share.session.timeout.ms", lambda c: c.group_share_session_timeout_ms, 1
+        "group.share.session.timeout.ms",
+        lambda c: c.group_share_session_timeout_ms,
+        1,
+        doc=(
+            "How long, in milliseconds, a member of this share group may go without a "
+            "heartbeat before it is removed from the group."
+        ),
     ),
     "share.heartbeat.interval.ms": _int(
-        "group.share.heartbeat.interval.ms", lambda c: c.group_share_heartbeat_interval_ms, 1
+        "group.share.heartbeat.interval.ms",
+        lambda c: c.group_share_heartbeat_interval_ms,
+        1,
+        doc=(
+            "How often, in milliseconds, the members of this share group are told to "
+            "heartbeat; shorter than the group's session timeout."
+        ),
     ),
     "share.record.lock.duration.ms": _int(
         "group.share.record.lock.duration.ms",
         lambda c: c.group_share_record_lock_duration_ms,
         1000,
+        doc=(
+            "How long, in milliseconds, a consumer of this share group holds the records it "
+            "fetched before they go back to be delivered again."
+        ),
     ),
     "share.auto.offset.reset": GroupConfigDef(
-        "share.auto.offset.reset", lambda _c: "latest", "string", check=_offset_reset
+        "share.auto.offset.reset",
+        lambda _c: "latest",
+        "string",
+        check=_offset_reset,
+        doc=(
+            "Where this share group starts in a partition it has no state for yet: "
+            "earliest, latest, or by_duration:<ISO 8601 duration> back from now."
+        ),
     ),
     "share.isolation.level": GroupConfigDef(
-        "share.isolation.level", lambda _c: "read_uncommitted", "string", check=_isolation
+        "share.isolation.level",
+        lambda _c: "read_uncommitted",
+        "string",
+        check=_isolation,
+        doc=(
+            "Which records this share group's consumers get: read_committed leaves out "
+            "those of open and aborted transactions, read_uncommitted gives every one."
+        ),
     ),
     "streams.session.timeout.ms": _int(
-        "group.streams.session.timeout.ms", lambda c: c.group_streams_session_timeout_ms, 1
+        "group.streams.session.timeout.ms",
+        lambda c: c.group_streams_session_timeout_ms,
+        1,
+        doc=(
+            "How long, in milliseconds, a member of this streams group may go without a "
+            "heartbeat before it is removed from the group."
+        ),
     ),
     "streams.heartbeat.interval.ms": _int(
-        "group.streams.heartbeat.interval.ms", lambda c: c.group_streams_heartbeat_interval_ms, 1
+        "group.streams.heartbeat.interval.ms",
+        lambda c: c.group_streams_heartbeat_interval_ms,
+        1,
+        doc=(
+            "How often, in milliseconds, the members of this streams group are told to "
+            "heartbeat; shorter than the group's session timeout."
+        ),
     ),
     "streams.num.standby.replicas": _int(
-        "group.streams.num.standby.replicas", lambda c: c.group_streams_num_standby_replicas, 0
+        "group.streams.num.standby.replicas",
+        lambda c: c.group_streams_num_standby_replicas,
+        0,
+        doc=(
+            "How many standby copies of each stateful task this streams group's assignment places."
+        ),
     ),
     "streams.initial.rebalance.delay.ms": _int(
         "group.streams.initial.rebalance.delay.ms",
         lambda c: c.group_streams_initial_rebalance_delay_ms,
         0,
+        doc=(
+            "How long, in milliseconds, this streams group, once empty, waits for more "
+            "members before it computes its first assignment."
+        ),
     ),
     "streams.assignment.interval.ms": _int(
-        "group.streams.assignment.interval.ms", lambda c: c.group_streams_assignment_interval_ms, 0
+        "group.streams.assignment.interval.ms",
+        lambda c: c.group_streams_assignment_interval_ms,
+        0,
+        doc=(
+            "How long, in milliseconds, this streams group waits at least between two new "
+            "assignments."
+        ),
     ),
     "streams.assignor.offload.enable": GroupConfigDef(
         "group.streams.assignor.offload.enable",
         lambda c: str(c.group_streams_assignor_offload_enable).lower(),
         "boolean",
         internal=True,
+        doc=(
+            "Whether this streams group's assignment may be computed away from the "
+            "heartbeats that need it. Odradek accepts and describes it but does not act on "
+            "it."
+        ),
     ),
     "streams.task.offset.interval.ms": _internal(
         _int(
             "group.streams.task.offset.interval.ms",
             lambda c: c.group_streams_task_offset_interval_ms,
             1,
+            doc=(
+                "How often, in milliseconds, the members of this streams group are told to "
+                "report the offsets of their tasks' changelogs."
+            ),
         )
     ),
     "streams.num.warmup.replicas": _internal(
-        _int("group.streams.num.warmup.replicas", lambda c: c.group_streams_num_warmup_replicas, 0)
+        _int(
+            "group.streams.num.warmup.replicas",
+            lambda c: c.group_streams_num_warmup_replicas,
+            0,
+            doc=(
+                "How many warm-up copies of a task this streams group may have. Accepted as "
+                "Kafka 4.4 accepts it, and as there no warm-up task is handed out."
+            ),
+        )
     ),
     "streams.rack.aware.assignment.tags": GroupConfigDef(
         "group.streams.rack.aware.assignment.tags",
         lambda c: ",".join(streams_list(c.group_streams_rack_aware_assignment_tags)),
         "list",
+        doc=(
+            "The client tags every member of this streams group must send; the assignment "
+            "does not place standbys by them (as in Kafka 4.4)."
+        ),
     ),
     "streams.acceptable.recovery.lag": GroupConfigDef(
         "group.streams.acceptable.recovery.lag",
@@ -144,9 +237,19 @@ DEFINITIONS: dict[str, GroupConfigDef] = {
         "long",
         0,
         internal=True,
+        doc=(
+            "How far, in records, a member's copy of a task's state may lag and still count "
+            "as caught up; members are told it in their heartbeats."
+        ),
     ),
     "streams.assignor.name": GroupConfigDef(
-        "group.streams.assignors", lambda c: streams_list(c.group_streams_assignors)[0], "string"
+        "group.streams.assignors",
+        lambda c: streams_list(c.group_streams_assignors)[0],
+        "string",
+        doc=(
+            "The task assignor this streams group uses, one of the broker's "
+            "group.streams.assignors (Odradek has the sticky assignor only)."
+        ),
     ),
 }
 

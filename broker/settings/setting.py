@@ -1,6 +1,7 @@
 """A broker setting's declaration: its Kafka name, its type as DescribeConfigs gives it,
-its default and its checks, carried by the BrokerConfig field that holds its value
-(`num_partitions: int = setting("num.partitions", INT, 1)`)."""
+its default, its checks and what it does in Odradek (the documentation DescribeConfigs
+answers with), carried by the BrokerConfig field that holds its value
+(`num_partitions: int = setting("num.partitions", INT, 1, doc="...")`)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class Setting:
     config_type: int
     checks: tuple[Check, ...] = ()
     alias: str | None = None  # another Kafka name for the same setting (broker.id)
+    doc: str = ""  # what the setting does in Odradek, in a sentence or two
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -47,9 +49,11 @@ class Setting:
         return raw
 
 
-def setting(name: str, config_type: int, default: T, *checks: Check, alias: str | None = None) -> T:
-    """A BrokerConfig field that Kafka's setting `name` sets."""
-    declared = Setting(name, config_type, checks, alias)
+def setting(
+    name: str, config_type: int, default: T, *checks: Check, doc: str, alias: str | None = None
+) -> T:
+    """A BrokerConfig field that Kafka's setting `name` sets; `doc` says what it does."""
+    declared = Setting(name, config_type, checks, alias, doc)
     return field(default=default, metadata={"setting": declared})
 
 

@@ -35,6 +35,7 @@ class TopicConfigDef:
     broker_name: str | None  # the broker setting that provides the default
     default: Callable[[BrokerConfig], str]
     type_name: str  # int, long, string, boolean, double, list, class
+    doc: str  # what the config does in Odradek (DescribeConfigs' documentation)
 
 
 def _const(value: str) -> Callable[[BrokerConfig], str]:
@@ -48,58 +49,217 @@ def _opt(value: int | None, fallback: str) -> str:
 LONG_MAX = str((1 << 63) - 1)
 
 DEFINITIONS: dict[str, TopicConfigDef] = {
-    "cleanup.policy": TopicConfigDef("log.cleanup.policy", lambda c: c.log_cleanup_policy, "list"),
-    "compression.type": TopicConfigDef("compression.type", _const("producer"), "string"),
-    "delete.retention.ms": TopicConfigDef(
-        "log.cleaner.delete.retention.ms", _const("86400000"), "long"
+    "cleanup.policy": TopicConfigDef(
+        "log.cleanup.policy",
+        lambda c: c.log_cleanup_policy,
+        "list",
+        doc=(
+            "What happens to the topic's old records: delete removes segments past "
+            "retention, compact keeps the latest record of each key, and compact,delete "
+            "does both."
+        ),
     ),
-    "file.delete.delay.ms": TopicConfigDef("log.segment.delete.delay.ms", _const("60000"), "long"),
+    "compression.type": TopicConfigDef(
+        "compression.type",
+        _const("producer"),
+        "string",
+        doc=(
+            "The compression the topic's batches are to be stored with. Odradek keeps every "
+            "batch as its producer compressed it: it stores and describes this value "
+            "without acting on it."
+        ),
+    ),
+    "delete.retention.ms": TopicConfigDef(
+        "log.cleaner.delete.retention.ms",
+        _const("86400000"),
+        "long",
+        doc=(
+            "How long, in milliseconds, compaction keeps delete markers (records without a "
+            "value) and transaction markers once it has reached them, so that slow "
+            "consumers still see them."
+        ),
+    ),
+    "file.delete.delay.ms": TopicConfigDef(
+        "log.segment.delete.delay.ms",
+        _const("60000"),
+        "long",
+        doc=(
+            "How long Kafka waits before removing the files of a deleted segment. Odradek "
+            "stores and describes it without acting on it."
+        ),
+    ),
     "flush.messages": TopicConfigDef(
         "log.flush.interval.messages",
         lambda c: _opt(c.log_flush_interval_messages, LONG_MAX),
         "long",
+        doc=(
+            "After how many appended records the partition's log is written to disk "
+            "(fsync); the largest long, the default, leaves that to the operating system."
+        ),
     ),
     "flush.ms": TopicConfigDef(
-        "log.flush.interval.ms", lambda c: _opt(c.log_flush_interval_ms, LONG_MAX), "long"
+        "log.flush.interval.ms",
+        lambda c: _opt(c.log_flush_interval_ms, LONG_MAX),
+        "long",
+        doc=(
+            "How long, in milliseconds, appended records may wait before the log is written "
+            "to disk (fsync); the largest long, the default, leaves that to the operating "
+            "system."
+        ),
     ),
     "index.interval.bytes": TopicConfigDef(
-        "log.index.interval.bytes", lambda c: str(c.log_index_interval_bytes), "int"
+        "log.index.interval.bytes",
+        lambda c: str(c.log_index_interval_bytes),
+        "int",
+        doc=(
+            "How many bytes of records lie between two entries of a segment's sparse offset "
+            "and time indexes."
+        ),
     ),
     "max.compaction.lag.ms": TopicConfigDef(
-        "log.cleaner.max.compaction.lag.ms", _const(LONG_MAX), "long"
+        "log.cleaner.max.compaction.lag.ms",
+        _const(LONG_MAX),
+        "long",
+        doc=(
+            "The longest a record may stay uncompacted in Kafka. Odradek stores and "
+            "describes it without acting on it: its compaction runs on the dirty ratio."
+        ),
     ),
     "max.message.bytes": TopicConfigDef(
-        "message.max.bytes", lambda c: str(c.message_max_bytes), "int"
+        "message.max.bytes",
+        lambda c: str(c.message_max_bytes),
+        "int",
+        doc=(
+            "The largest record batch, in bytes, the topic accepts; a larger one is refused "
+            "with MESSAGE_TOO_LARGE."
+        ),
     ),
     "message.timestamp.type": TopicConfigDef(
-        "log.message.timestamp.type", lambda c: c.log_message_timestamp_type, "string"
+        "log.message.timestamp.type",
+        lambda c: c.log_message_timestamp_type,
+        "string",
+        doc=(
+            "Which timestamp the topic's records carry: CreateTime keeps the producer's, "
+            "LogAppendTime replaces it with the broker's clock at append."
+        ),
     ),
     "message.timestamp.before.max.ms": TopicConfigDef(
-        "log.message.timestamp.before.max.ms", _const(LONG_MAX), "long"
+        "log.message.timestamp.before.max.ms",
+        _const(LONG_MAX),
+        "long",
+        doc=(
+            "How far, in milliseconds, a CreateTime record's timestamp may lie before the "
+            "broker's clock; an older one is refused with INVALID_TIMESTAMP."
+        ),
     ),
     "message.timestamp.after.max.ms": TopicConfigDef(
-        "log.message.timestamp.after.max.ms", _const(LONG_MAX), "long"
+        "log.message.timestamp.after.max.ms",
+        _const(LONG_MAX),
+        "long",
+        doc=(
+            "How far, in milliseconds, a CreateTime record's timestamp may lie after the "
+            "broker's clock; a later one is refused with INVALID_TIMESTAMP. Unlimited by "
+            "default in Odradek, where Kafka 4.4 allows one hour."
+        ),
     ),
     "min.cleanable.dirty.ratio": TopicConfigDef(
-        "log.cleaner.min.cleanable.ratio", _const("0.5"), "double"
+        "log.cleaner.min.cleanable.ratio",
+        _const("0.5"),
+        "double",
+        doc=(
+            "The share of a compacted log, from 0 to 1, that must be written since its last "
+            "compaction before it is compacted again."
+        ),
     ),
     "min.compaction.lag.ms": TopicConfigDef(
-        "log.cleaner.min.compaction.lag.ms", _const("0"), "long"
+        "log.cleaner.min.compaction.lag.ms",
+        _const("0"),
+        "long",
+        doc=(
+            "How long, in milliseconds, a record stays as written before compaction may remove it."
+        ),
     ),
     "min.insync.replicas": TopicConfigDef(
-        "min.insync.replicas", lambda c: str(c.min_insync_replicas), "int"
+        "min.insync.replicas",
+        lambda c: str(c.min_insync_replicas),
+        "int",
+        doc=(
+            "How many in-sync replicas a partition needs for a produce with acks=all to "
+            "succeed; with fewer it is refused with NOT_ENOUGH_REPLICAS."
+        ),
     ),
-    "preallocate": TopicConfigDef("log.preallocate", _const("false"), "boolean"),
+    "preallocate": TopicConfigDef(
+        "log.preallocate",
+        _const("false"),
+        "boolean",
+        doc=(
+            "Whether Kafka reserves the disk space of a new segment when it creates it. "
+            "Odradek stores and describes it without acting on it."
+        ),
+    ),
     "retention.bytes": TopicConfigDef(
-        "log.retention.bytes", lambda c: str(c.log_retention_bytes), "long"
+        "log.retention.bytes",
+        lambda c: str(c.log_retention_bytes),
+        "long",
+        doc=(
+            "How large, in bytes, a partition's log may grow before its oldest segments are "
+            "deleted (-1: no limit), under the delete cleanup policy."
+        ),
     ),
-    "retention.ms": TopicConfigDef("log.retention.ms", lambda c: str(c.retention_ms()), "long"),
-    "segment.bytes": TopicConfigDef("log.segment.bytes", lambda c: str(c.log_segment_bytes), "int"),
-    "segment.index.bytes": TopicConfigDef("log.index.size.max.bytes", _const("10485760"), "int"),
-    "segment.jitter.ms": TopicConfigDef("log.roll.jitter.ms", _const("0"), "long"),
-    "segment.ms": TopicConfigDef("log.roll.ms", lambda c: str(c.log_config().segment_ms), "long"),
+    "retention.ms": TopicConfigDef(
+        "log.retention.ms",
+        lambda c: str(c.retention_ms()),
+        "long",
+        doc=(
+            "How long, in milliseconds, records are kept before their segment is deleted "
+            "(-1: forever), under the delete cleanup policy."
+        ),
+    ),
+    "segment.bytes": TopicConfigDef(
+        "log.segment.bytes",
+        lambda c: str(c.log_segment_bytes),
+        "int",
+        doc=(
+            "The size, in bytes, at which a partition's log closes its segment and starts a "
+            "new one."
+        ),
+    ),
+    "segment.index.bytes": TopicConfigDef(
+        "log.index.size.max.bytes",
+        _const("10485760"),
+        "int",
+        doc=(
+            "The size Kafka gives a segment's index files. Odradek stores and describes it "
+            "without acting on it."
+        ),
+    ),
+    "segment.jitter.ms": TopicConfigDef(
+        "log.roll.jitter.ms",
+        _const("0"),
+        "long",
+        doc=(
+            "A random time Kafka takes off segment.ms so that segments do not all roll at "
+            "once. Odradek stores and describes it without acting on it."
+        ),
+    ),
+    "segment.ms": TopicConfigDef(
+        "log.roll.ms",
+        lambda c: str(c.log_config().segment_ms),
+        "long",
+        doc=(
+            "How old, in milliseconds, a segment may grow before the log starts a new one, "
+            "so that retention and compaction can reach its records."
+        ),
+    ),
     "unclean.leader.election.enable": TopicConfigDef(
-        "unclean.leader.election.enable", _const("false"), "boolean"
+        "unclean.leader.election.enable",
+        _const("false"),
+        "boolean",
+        doc=(
+            "Whether, in a cluster, a replica outside the in-sync set may become a "
+            "partition's leader when no in-sync one is left, at the cost of the records it "
+            "lacks."
+        ),
     ),
 }
 

@@ -1,8 +1,8 @@
 """Test support other projects import (as odradek.testing, and through the pytest
 plugin): the real broker as a subprocess (broker.py), a cluster of them (cluster.py),
-and the fixtures (pytest_plugin.py). It starts `python -m odradek` and talks to it
-over the network; of the broker's insides it uses only the inter-broker client.
-May use: cluster/ (its node client)."""
+fault injection from a test (faults.py) and the fixtures (pytest_plugin.py). It
+starts `python -m odradek` and talks to it over the network; of the broker's insides
+it uses only the inter-broker client. May use: cluster/ (its node client)."""
 
 from odradek.broker.testing.broker import (
     START_TIMEOUT,
@@ -14,6 +14,7 @@ from odradek.broker.testing.broker import (
     port_accepts,
 )
 from odradek.broker.testing.cluster import Cluster
+from odradek.broker.testing.faults import Fault, FaultControl, FaultRefused
 
 __all__ = [
     "START_TIMEOUT",
@@ -21,6 +22,9 @@ __all__ = [
     "Broker",
     "BrokerStartError",
     "Cluster",
+    "Fault",
+    "FaultControl",
+    "FaultRefused",
     "free_port",
     "normalize_overrides",
     "port_accepts",

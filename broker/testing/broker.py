@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO
 
 import odradek
+from odradek.broker.testing.faults import FaultControl
 
 START_TIMEOUT = float(os.environ.get("ODRADEK_BROKER_START_TIMEOUT", "10"))
 STOP_TIMEOUT = float(os.environ.get("ODRADEK_BROKER_STOP_TIMEOUT", "15"))
@@ -102,6 +103,7 @@ class Broker:
         python: str | None = None,
         external: bool = False,
         env: Mapping[str, str] | None = None,
+        faults: bool = False,
     ) -> None:
         self._temporary: Path | None = None
         if data_dir is None:
@@ -114,6 +116,7 @@ class Broker:
         self.metrics_port = metrics_port
         self.config_file = config_file
         self.extra_args = list(extra_args)
+        self.enable_faults = faults  # tests may inject faults (``self.faults``)
         self.log_dir = Path(log_dir) if log_dir is not None else self.data_dir.parent
         self.python = python or os.environ.get("ODRADEK_PYTHON") or sys.executable
         # external: a broker this object does not own (ODRADEK_BOOTSTRAP_SERVERS in the
@@ -140,6 +143,11 @@ class Broker:
     def bootstrap_servers(self) -> str:
         """What a client's bootstrap.servers setting takes."""
         return self.bootstrap
+
+    @property
+    def faults(self) -> FaultControl:
+        """Its fault injection (started with ``faults=True``; refused otherwise)."""
+        return FaultControl(self.bootstrap)
 
     @property
     def pid(self) -> int | None:
@@ -171,6 +179,8 @@ class Broker:
             cmd += ["--host", self.host, "--port", str(self.port)]
         if self.metrics_port is not None:
             cmd += ["--metrics-port", str(self.metrics_port)]
+        if self.enable_faults:
+            cmd.append("--enable-faults")
         if self.config_file is not None:
             cmd += ["--config", str(self.config_file)]
         for key, value in self.overrides.items():
@@ -182,6 +192,17 @@ class Broker:
             return self.log_path.read_text(errors="replace")
         except FileNotFoundError:
             return ""
+
+    def start_log(self, start: int, wait_for: str = '"event": "started"', timeout: float = 10) -> str:
+        """The log written since start number `start`, once it holds `wait_for`: the port
+        accepts connections a moment before the broker's first lines are written."""
+        deadline = time.monotonic() + timeout
+        while True:
+            parts = self.log_text().split(f"==== start #{start}:")
+            text = parts[1] if len(parts) > 1 else ""
+            if wait_for in text or time.monotonic() > deadline:
+                return text
+            time.sleep(0.05)
 
     def log_tail(self, max_chars: int = 6000) -> str:
         text = self.log_text()

@@ -44,6 +44,7 @@ class Cluster:
         overrides: Mapping[str, object] | None = None,
         session_timeout_ms: int = 2000,
         host: str = "127.0.0.1",
+        faults: bool = False,
     ) -> None:
         self._temporary: Path | None = None
         if base_dir is None:
@@ -74,6 +75,7 @@ class Cluster:
                 "process.roles": "controller",
                 "listeners": f"CONTROLLER://{host}:{self.controller_port}",
             },
+            faults=faults,  # move_leader
         )
         self.nodes: dict[int, Broker] = {}
         for node_id in range(1, brokers + 1):
@@ -88,6 +90,7 @@ class Cluster:
                     "process.roles": "broker",
                     "listeners": f"PLAINTEXT://{host}:{port}",
                 },
+                faults=faults,  # each node's own: node(i).faults
             )
 
     # -- lifecycle ---------------------------------------------------------------------

@@ -13,6 +13,9 @@ pytest plugin when the package is installed):
 - ``odradek_bootstrap_servers``: its address, ``host:port``;
 - ``odradek_broker_factory``: more brokers with their own settings, killed and their
   data removed when the test ends;
+- ``odradek_faults``: the session broker's fault injection (``odradek.testing.FaultControl``),
+  every fault ended when the test ends: ``odradek_faults.error("Produce",
+  "NOT_LEADER_OR_FOLLOWER", count=3)``;
 - ``odradek_cluster``: three brokers and a controller (``odradek.testing.Cluster``),
   to kill a partition's leader: ``odradek_cluster.kill(odradek_cluster.leader_of(t, 0))``.
 
@@ -29,6 +32,7 @@ import pytest
 
 from odradek.broker.testing.broker import Broker
 from odradek.broker.testing.cluster import Cluster
+from odradek.broker.testing.faults import FaultControl
 
 BrokerMaker = Callable[..., Broker]
 
@@ -41,7 +45,7 @@ def odradek_broker() -> Iterator[Broker]:
         host, _, port = elsewhere.split(",")[0].rpartition(":")
         broker = Broker(host=host, port=int(port), external=True)
     else:
-        broker = Broker().start()
+        broker = Broker(faults=True).start()  # a test broker: odradek_faults may use it
     try:
         yield broker
     finally:
@@ -55,6 +59,14 @@ def odradek_bootstrap_servers(odradek_broker: Broker) -> str:
 
 
 @pytest.fixture
+def odradek_faults(odradek_broker: Broker) -> Iterator[FaultControl]:
+    """Faults on the session broker, all ended when the test ends."""
+    control = odradek_broker.faults
+    yield control
+    control.clear()
+
+
+@pytest.fixture
 def odradek_broker_factory() -> Iterator[BrokerMaker]:
     """``make(settings=None, *, start=True, **settings)``: a broker of the test's own."""
     made: list[Broker] = []
@@ -65,7 +77,7 @@ def odradek_broker_factory() -> Iterator[BrokerMaker]:
         """A broker with Kafka settings (``{"num.partitions": 3}`` or ``num_partitions=3``)."""
         settings = dict(overrides or {})
         settings.update({key.replace("_", "."): value for key, value in kw.items()})
-        broker = Broker(overrides=settings)
+        broker = Broker(overrides=settings, faults=True)
         made.append(broker)
         return broker.start() if start else broker
 

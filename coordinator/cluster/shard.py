@@ -461,6 +461,24 @@ class ClusterShard:
         changed = _new_leader(current, preferred)
         return Result([_partition_record(topic, index, changed)], {"error_code": ErrorCode.none})
 
+    def move_leader(self, topic: str, index: int, to: int | None) -> Result[dict[str, Any]]:
+        """Another in-sync, live replica leads (`to`, or the next one after the leader):
+        what a test asks for to see its clients follow a leader that moved."""
+        current = self.partition(topic, index)
+        if current is None:
+            return self._no_partition(topic, index)
+        live = set(self.live_brokers())
+        candidates = [r for r in current.isr if r in live and r != current.leader]
+        if to is not None:
+            candidates = [r for r in candidates if r == to]
+        if not candidates:
+            return _refused(
+                ErrorCode.eligible_leaders_not_available, "no other live in-sync replica"
+            )
+        changed = _new_leader(current, candidates[0])
+        answer = {"error_code": ErrorCode.none, "leader": changed.leader}
+        return Result([_partition_record(topic, index, changed)], answer)
+
     def _no_partition(self, topic: str, index: int) -> Result[dict[str, Any]]:
         """An election's answer where there is no such partition, in Kafka's words."""
         missing = f"No such topic as {topic}" if topic not in self.topics else None

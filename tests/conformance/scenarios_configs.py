@@ -1,6 +1,7 @@
 """Scenarios of configs beyond scenarios_topics.py: DescribeConfigs of a broker (its
 delegation-token settings with and without a secret key), of the cluster's defaults
-and of the broker's loggers, with documentation and synonyms; AlterConfigs (the whole
+and of the broker's loggers, with documentation (whether there is one; each broker's
+words are its own) and synonyms; AlterConfigs (the whole
 set at once); IncrementalAlterConfigs of broker resources and with operations Kafka
 refuses."""
 
@@ -20,7 +21,7 @@ from conformance.scenarios_topics import (
 )
 
 ALTER_CONFIGS = 33
-TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 LONG, PASSWORD = 5, 9
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -162,11 +163,37 @@ def set_topic_configs(run: Run, name: str, configs: dict[str, str]) -> None:
     run.quiet(INCREMENTAL_ALTER_CONFIGS, 1, incremental_body([(TOPIC, name, settings)]))
 
 
-@scenario("describe-configs.documentation", "a topic's and a broker's configs, documented")
+def documented(answer: Any) -> Any:
+    """The answer by name (see by_name) with each documentation text made "<text>": each
+    broker says what a config does in its own words (null and empty stay as they are)."""
+
+    def config(c: Any) -> Any:
+        return dataclasses.replace(c, documentation="<text>" if c.documentation else None)
+
+    results = [
+        dataclasses.replace(r, configs=tuple(config(c) for c in r.configs))
+        for r in by_name(answer).results
+    ]
+    return dataclasses.replace(answer, results=tuple(results))
+
+
+@scenario(
+    "describe-configs.documentation",
+    "configs of a topic, a broker, a group, a client-metrics subscription and the loggers, "
+    "with and without their documentation",
+)
 def _describe_documentation(run: Run) -> None:
     quietly_create(run, run.name("d"))
-    describe(run, TOPIC, run.name("d"), ["retention.ms", "segment.bytes"], documentation=True)
-    describe(run, BROKER, NODE, ["num.partitions"], documentation=True)
+    resources = [
+        (TOPIC, run.name("d"), ["retention.ms", "segment.bytes", "compression.type"]),
+        (BROKER, NODE, ["num.partitions", "auto.create.topics.enable", "socket.request.max.bytes"]),
+        (GROUP, run.name("g"), ["consumer.session.timeout.ms", "share.isolation.level"]),
+        (CLIENT_METRICS, run.name("s"), None),
+    ]
+    for documentation in (True, False):
+        for kind, name, keys in resources:
+            describe(run, kind, name, keys, documentation=documentation, view=documented)
+        describe(run, BROKER_LOGGER, NODE, ["root"], documentation=documentation)
 
 
 @scenario("describe-configs.dynamic-broker-configs", "broker settings Kafka changes at run time")

@@ -263,13 +263,13 @@ def test_clean_shutdown_skips_recovery_scan(broker_factory, unique_topic) -> Non
     broker.start()
     with WireClient(broker.bootstrap) as client:
         assert list_offset(client, unique_topic, -1) == 50
-    second_start = broker.log_text().split("==== start #2")[1]
+    second_start = broker.start_log(2)
     assert '"recovered_partitions": 0' in second_start
     with WireClient(broker.bootstrap) as client:
         produce(client, unique_topic, build_batch([(None, b"after")]))
     broker.kill()
     broker.start()
-    third_start = broker.log_text().split("==== start #3")[1]
+    third_start = broker.start_log(3)
     assert '"recovered_partitions": 1' in third_start
 
 

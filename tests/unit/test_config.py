@@ -3,6 +3,7 @@ variables, unknown and malformed settings, the health probe's bytes."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import subprocess
 import sys
@@ -11,20 +12,23 @@ from pathlib import Path
 import pytest
 
 from odradek.broker.observability import health
+from odradek.broker.settings import client_metrics, group_configs, topic_configs
 from odradek.broker.settings.broker_configs import DESCRIBE_ORDER
 from odradek.broker.settings.config import (
+    KAFKA_BROKER_SETTINGS,
     READ_BY_SECURITY,
+    SECURITY_DOCS,
     SETTINGS,
     BrokerConfig,
     ConfigError,
+    documentation,
     is_kafka_setting,
-    read_properties,
-    settings_from_environment,
 )
 from odradek.broker.settings.group_configs import shard_config
 from odradek.broker.settings.kafka_settings import NOT_READ
 from odradek.broker.settings.listeners import Listener, ListenerError, parse_endpoints, resolve
 from odradek.broker.settings.setting import BOOLEAN, INT, LONG, SHORT
+from odradek.broker.settings.sources import read_properties, settings_from_environment
 
 
 def test_the_usual_compose_pair_of_listeners() -> None:
@@ -206,11 +210,35 @@ def test_each_setting_is_declared_once_with_a_type_its_field_holds() -> None:
     assert not NOT_READ & READ_BY_SECURITY
     assert len(set(DESCRIBE_ORDER)) == len(DESCRIBE_ORDER)
     assert set(DESCRIBE_ORDER) <= set(SETTINGS)
-    annotations = BrokerConfig.__annotations__
+    # (BrokerConfig's fields include those of LogSettings and CoordinatorSettings)
+    annotations = {f.name: f.type for f in dataclasses.fields(BrokerConfig)}
     for name, (attribute, declared) in SETTINGS.items():
         python_type = {BOOLEAN: "bool", INT: "int", SHORT: "int", LONG: "int"}
         expected = python_type.get(declared.config_type, "str")
         assert annotations[attribute] in (expected, f"{expected} | None"), name
+
+
+def test_every_kafka_broker_setting_is_documented() -> None:
+    """A declared setting's doc is its own; a security setting's is in SECURITY_DOCS; the
+    ones Odradek does not read share one sentence."""
+    for name, (_attribute, declared) in SETTINGS.items():
+        assert declared.doc.strip(), f"{name} has no doc"
+        assert documentation(name) == declared.doc
+    for name in KAFKA_BROKER_SETTINGS:
+        assert documentation(name).strip(), name
+    assert documentation("super.users") == SECURITY_DOCS["super.users"]
+    assert documentation("background.threads") == documentation("log.cleaner.threads")
+    with pytest.raises(KeyError):
+        documentation("no.such.setting")
+
+
+def test_every_topic_group_and_client_metrics_config_is_documented() -> None:
+    for name, topic_config in topic_configs.DEFINITIONS.items():
+        assert topic_config.doc.strip(), name
+    for name, group_config in group_configs.DEFINITIONS.items():
+        assert group_config.doc.strip(), name
+    assert set(client_metrics.DOCS) == set(client_metrics.TYPES)
+    assert all(doc.strip() for doc in client_metrics.DOCS.values())
 
 
 def test_group_shards_run_with_the_broker_settings() -> None:

@@ -272,15 +272,11 @@ def test_members_keep_the_offsets_of_the_topics_they_read_from_expiring() -> Non
     h.apply(committed.records)
     later = now_ms() + h.shard.context.config.offsets_retention_ms + 1
     records = h.shard.expired_offset_records(later)
-    assert [_decoded_key(key, value) for key, value in records] == [
-        OffsetKey("g", "elsewhere", 0)
-    ]
+    assert [_decoded_key(key, value) for key, value in records] == [OffsetKey("g", "elsewhere", 0)]
     h.apply(records)
     h.beat(member_id="a", member_epoch=-1)
     records = h.shard.expired_offset_records(later)
-    assert [_decoded_key(key, value) for key, value in records] == [
-        OffsetKey("g", "orders", 0)
-    ]
+    assert [_decoded_key(key, value) for key, value in records] == [OffsetKey("g", "orders", 0)]
 
 
 def _decoded_key(key: bytes | None, value: bytes | None) -> Any:
