@@ -193,7 +193,9 @@ class Broker:
         except FileNotFoundError:
             return ""
 
-    def start_log(self, start: int, wait_for: str = '"event": "started"', timeout: float = 10) -> str:
+    def start_log(
+        self, start: int, wait_for: str = '"event": "started"', timeout: float = 10
+    ) -> str:
         """The log written since start number `start`, once it holds `wait_for`: the port
         accepts connections a moment before the broker's first lines are written."""
         deadline = time.monotonic() + timeout
