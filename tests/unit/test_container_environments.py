@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from odradek.broker import cli
-from odradek.broker.settings.config import is_kafka_setting, settings_from_environment
+from odradek.broker.settings.config import is_kafka_setting
+from odradek.broker.settings.sources import settings_from_environment
 from odradek.broker.settings.listeners import ListenerError, parse_protocol_map, resolve
 
 # As KafkaHelper.envVars() and KafkaContainer.containerIsStarting() set them, with one
