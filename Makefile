@@ -148,7 +148,7 @@ lint: $(STAMP_TEST)
 
 # CI leaves out the long versions of tests whose short versions run (marked slow)
 test: install-test lint
-	$(PY) -m pytest $(if $(filter true,$(CI)),-m "not slow") $(PYTEST_ARGS)
+	$(PY) -m pytest --durations=40 $(if $(filter true,$(CI)),-m "not slow") $(PYTEST_ARGS)
 
 clean:
 	rm -rf tests/go/bin tests/js/node_modules tests/java/classes tests/streams/lib tests/streams/target tests/java/lib tests/reference/lib $(TC_DIR)/java/lib $(TC_DIR)/java/target $(TC_DIR)/go/bin .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
