@@ -14,8 +14,8 @@ import pytest
 
 from odradek.broker import cli
 from odradek.broker.settings.config import is_kafka_setting
-from odradek.broker.settings.sources import settings_from_environment
 from odradek.broker.settings.listeners import ListenerError, parse_protocol_map, resolve
+from odradek.broker.settings.sources import settings_from_environment
 
 # As KafkaHelper.envVars() and KafkaContainer.containerIsStarting() set them, with one
 # withListener("kafka:19092"), which adds TC-0
