@@ -122,7 +122,17 @@ TC_GO := $(TC_DIR)/go/bin/tckafka
 $(TC_GO): $(TC_DIR)/go/go.mod $(TC_DIR)/go/go.sum $(wildcard $(TC_DIR)/go/*.go)
 	cd $(TC_DIR)/go && go build -o bin/tckafka .
 
-install-test: $(STAMP_TEST) system-deps $(REFERENCE_STAMP) $(JAVA_CLIENT_STAMP) $(GO_CLIENT) $(JS_CLIENT_STAMP) $(STREAMS_STAMP) $(TC_JAVA_STAMP) $(TC_GO)
+# Spark's own Kafka connector, format("kafka") (tests/spark/connector/pom.xml): its jars
+# copied into tests/spark/connector/lib for spark.jars. Spark's parent pom names a second
+# repository; the settings file reads every repository from Maven Central.
+SPARK_KAFKA_DIR := tests/spark/connector
+SPARK_KAFKA_STAMP := $(SPARK_KAFKA_DIR)/lib/.stamp
+$(SPARK_KAFKA_STAMP): $(SPARK_KAFKA_DIR)/pom.xml $(SPARK_KAFKA_DIR)/maven-settings.xml
+	rm -rf $(SPARK_KAFKA_DIR)/lib
+	mvn -q -B -s $(SPARK_KAFKA_DIR)/maven-settings.xml -f $(SPARK_KAFKA_DIR)/pom.xml dependency:copy-dependencies
+	@touch $@
+
+install-test: $(STAMP_TEST) system-deps $(REFERENCE_STAMP) $(JAVA_CLIENT_STAMP) $(GO_CLIENT) $(JS_CLIENT_STAMP) $(STREAMS_STAMP) $(TC_JAVA_STAMP) $(TC_GO) $(SPARK_KAFKA_STAMP)
 
 # Podman settings this host needs (runc, ulimits); the base image carries the host's apt
 # sources and stays local; the host's CA bundle is mounted for pip during the build only.
@@ -151,7 +161,7 @@ test: install-test lint
 	$(PY) -m pytest --durations=40 $(if $(filter true,$(CI)),-m "not slow") $(PYTEST_ARGS)
 
 clean:
-	rm -rf tests/go/bin tests/js/node_modules tests/java/classes tests/streams/lib tests/streams/target tests/java/lib tests/reference/lib $(TC_DIR)/java/lib $(TC_DIR)/java/target $(TC_DIR)/go/bin .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
+	rm -rf tests/go/bin tests/js/node_modules tests/java/classes tests/streams/lib tests/streams/target tests/java/lib tests/reference/lib $(TC_DIR)/java/lib $(TC_DIR)/java/target $(TC_DIR)/go/bin $(SPARK_KAFKA_DIR)/lib .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)
 
 # Data-plane benchmark, Odradek beside Apache Kafka 4.4 (tests/reference/lib, as the tests
 # start it) and librdkafka's mock cluster (bench/data_plane.py).
