@@ -3,6 +3,7 @@ orders to a topic of results, exactly once.
 
     python -m odradek.spark.examples.orders                 # starts an Odradek of its own
     python -m odradek.spark.examples.orders --bootstrap HOST:PORT
+    python -m odradek.spark.examples.orders --connector kafka    # Spark's own connector
     spark-submit odradek_spark/examples/orders.py --bootstrap HOST:PORT --checkpoint DIR
 
 1. Produces a sample of orders (JSON, event times spread over a few minutes, some
@@ -13,7 +14,10 @@ orders to a topic of results, exactly once.
    with a schema, join a small static table of products, count orders and sum revenue
    per one-minute event-time window and category (with a watermark), and write the
    results to the ``revenue`` topic through the exactly-once sink, until the input is
-   drained (``trigger(availableNow=True)``).
+   drained (``trigger(availableNow=True)``). With ``--connector kafka`` the same job reads
+   and writes through Spark's own Kafka connector, ``format("kafka")`` (its sink is at
+   least once: a retried task may write a result row twice, which a table read by key
+   does not mind).
 3. Reads the results back as a read_committed consumer, prints the table and checks it
    against the same sums computed in plain Python.
 """
@@ -56,6 +60,10 @@ WINDOW = timedelta(minutes=1)
 # spark.sql.shuffle.partitions: the aggregation's state and the sink's tasks (one Kafka
 # transaction each per micro-batch) are split this many ways; the table is small.
 SHUFFLE_PARTITIONS = 2
+# Spark's own Kafka connector, fetched by spark.jars.packages when no --kafka-jars is given
+# (4.2.0 is the newest published; it runs on Spark 4.3)
+KAFKA_CONNECTOR_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
+CONNECTORS = ("odradek", "kafka")
 
 
 # ---------------------------------------------------------------- the sample data
@@ -159,7 +167,9 @@ def ensure_orders(bootstrap: str, topic: str, orders: list[dict[str, Any]]) -> i
 # ---------------------------------------------------------------- the Spark job
 
 
-def run_job(spark: Any, bootstrap: str, source: str, sink: str, checkpoint: str) -> Any:
+def run_job(
+    spark: Any, bootstrap: str, source: str, sink: str, checkpoint: str, connector: str = "odradek"
+) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
@@ -176,7 +186,7 @@ def run_job(spark: Any, bootstrap: str, source: str, sink: str, checkpoint: str)
         PRODUCTS, "product_id string, name string, category string, price_cents int"
     )
     orders = (
-        spark.readStream.format("odradek")
+        spark.readStream.format(connector)
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", source)
         .option("startingOffsets", "earliest")
@@ -214,7 +224,7 @@ def run_job(spark: Any, bootstrap: str, source: str, sink: str, checkpoint: str)
         ).alias("value"),
     )
     query = (
-        results.writeStream.format("odradek")
+        results.writeStream.format(connector)
         .outputMode("complete")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("topic", sink)
@@ -334,6 +344,18 @@ def main(argv: list[str] | None = None) -> int:
         help=f"spark.sql.shuffle.partitions for a new checkpoint (default: spark-submit's "
         f"--conf if given, else {SHUFFLE_PARTITIONS}); a checkpoint keeps its first value",
     )
+    parser.add_argument(
+        "--connector",
+        choices=CONNECTORS,
+        default="odradek",
+        help='format("odradek"), with its exactly-once sink, or Spark\'s own format("kafka")',
+    )
+    parser.add_argument(
+        "--kafka-jars",
+        type=Path,
+        help=f"a directory holding the jars of Spark's Kafka connector, for --connector kafka "
+        f"(default: spark.jars.packages fetches {KAFKA_CONNECTOR_PACKAGE})",
+    )
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="odradek-orders-") as scratch:
@@ -343,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
             with odradek(Path(scratch) / "data") as bootstrap:
                 print(f"started Odradek on {bootstrap}")
                 return run(args, bootstrap, Path(scratch))
-        except InputTopicError as exc:
+        except (InputTopicError, ConnectorError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
 
@@ -358,7 +380,22 @@ def positive_int(text: str) -> int:
     return value
 
 
-def spark_session(shuffle_partitions: int | None) -> Any:
+def kafka_connector_config(jars: Path | None) -> dict[str, str]:
+    """What puts Spark's Kafka connector on a local session: the jars in ``jars``, or the
+    package fetched from Maven Central."""
+    if jars is None:
+        return {"spark.jars.packages": KAFKA_CONNECTOR_PACKAGE}
+    found = sorted(str(jar) for jar in jars.glob("*.jar"))
+    if not found:
+        raise ConnectorError(f"no jars in {jars} (--kafka-jars)")
+    return {"spark.jars": ",".join(found)}
+
+
+class ConnectorError(Exception):
+    """Spark's Kafka connector cannot be put on the session as asked."""
+
+
+def spark_session(shuffle_partitions: int | None, config: dict[str, str] | None = None) -> Any:
     """The local session, or under spark-submit the one spark-submit made (its master and
     settings) with what the job needs: window starts formatted in UTC, as the table and
     the check have them, whatever the driver's time zone; and few shuffle partitions,
@@ -368,7 +405,9 @@ def spark_session(shuffle_partitions: int | None) -> Any:
 
     partitions = shuffle_partitions or SHUFFLE_PARTITIONS
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
-        return odradek_spark.local_session("orders-example", shuffle_partitions=partitions)
+        return odradek_spark.local_session(
+            "orders-example", shuffle_partitions=partitions, config=config
+        )
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.appName("orders-example").getOrCreate()
@@ -381,6 +420,9 @@ def spark_session(shuffle_partitions: int | None) -> Any:
 
 
 def run(args: argparse.Namespace, bootstrap: str, scratch: Path) -> int:
+    # under spark-submit, --jars or --packages put Spark's Kafka connector on the session
+    kafka = args.connector == "kafka" and "PYSPARK_GATEWAY_PORT" not in os.environ
+    session_config = kafka_connector_config(args.kafka_jars) if kafka else None
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for topic in (args.input_topic, args.output_topic):
         if topic not in admin.list_topics(timeout=30).topics:
@@ -398,7 +440,7 @@ def run(args: argparse.Namespace, bootstrap: str, scratch: Path) -> int:
             f"{len(orders)} sample orders; produced the other {produced}"
         )
 
-    spark = spark_session(args.shuffle_partitions)
+    spark = spark_session(args.shuffle_partitions, session_config)
     began = time.monotonic()
     query = run_job(
         spark,
@@ -406,6 +448,7 @@ def run(args: argparse.Namespace, bootstrap: str, scratch: Path) -> int:
         args.input_topic,
         args.output_topic,
         args.checkpoint or str(scratch / "checkpoint"),
+        args.connector,
     )
     took = time.monotonic() - began
     batches = [p for p in query.recentProgress if p["numInputRows"]]

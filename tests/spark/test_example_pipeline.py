@@ -13,7 +13,8 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 from helpers.broker import Broker
-from helpers.spark import read_topic
+from helpers.env import missing
+from helpers.spark import KAFKA_CONNECTOR_LIB, kafka_connector_jars, read_topic
 from helpers.topics import create_topic
 
 from odradek.spark.examples.orders import ensure_orders, produce_orders, sample_orders
@@ -46,6 +47,29 @@ def test_orders_pipeline_matches_plain_python(
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "results match the same computation done in plain Python" in run.stdout
     assert "3000 orders in, 44 result rows out" in run.stdout
+
+
+def test_orders_pipeline_through_sparks_own_kafka_connector(
+    shared_broker: Broker, name_factory: Callable[[str], str], tmp_path: Path
+) -> None:
+    if not kafka_connector_jars():
+        missing(
+            f"Spark's Kafka connector jars are not in {KAFKA_CONNECTOR_LIB} (make install-test)"
+        )
+    run = example(
+        *("--bootstrap", shared_broker.bootstrap, "--orders", "3000"),
+        *("--connector", "kafka", "--kafka-jars", str(KAFKA_CONNECTOR_LIB)),
+        *("--input-topic", name_factory("orders"), "--output-topic", name_factory("revenue")),
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "results match the same computation done in plain Python" in run.stdout
+    assert "3000 orders in, 44 result rows out" in run.stdout
+
+
+def test_kafka_jars_without_jars_is_a_clear_error(tmp_path: Path) -> None:
+    run = example("--connector", "kafka", "--kafka-jars", str(tmp_path), timeout=60)
+    assert run.returncode == 2, run.stdout[-3000:] + run.stderr[-3000:]
+    assert f"no jars in {tmp_path} (--kafka-jars)" in run.stderr
 
 
 def order_ids(bootstrap: str, topic: str) -> list[str]:
