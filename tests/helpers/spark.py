@@ -97,6 +97,17 @@ def records_from_rows(rows: list[object]) -> list[Record]:
     return sorted(out, key=lambda r: (r.partition, r.offset))
 
 
+# ------------------------------------------------------ Spark's own Kafka connector
+
+KAFKA_CONNECTOR_LIB = Path(__file__).resolve().parents[1] / "spark" / "connector" / "lib"
+
+
+def kafka_connector_jars() -> list[Path]:
+    """The jars of Spark's own Kafka connector, format("kafka"), that `make install-test`
+    copies (tests/spark/connector/pom.xml); empty when they are not there."""
+    return sorted(KAFKA_CONNECTOR_LIB.glob("*.jar"))
+
+
 # ---------------------------------------------------------------- a standalone cluster
 
 
