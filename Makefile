@@ -178,7 +178,7 @@ bench: $(STAMP_TEST) $(REFERENCE_STAMP)
 #   make bench-groups         join time 1/10/100 members, commits/s, memory per group
 #   make bench-transactions   txn/s, commit latency, read_committed consume
 #   make bench-share          share groups (1 and 4 members) beside a classic group
-.PHONY: bench-groups bench-transactions bench-share bench-spark
+.PHONY: bench-groups bench-transactions bench-share bench-spark bench-spark-connectors
 bench-groups: $(STAMP_TEST) $(REFERENCE_STAMP)
 	$(PY) -m bench.groups $(BENCH_ARGS)
 
@@ -199,6 +199,12 @@ bench-testcontainers: image $(STAMP_TEST) $(REFERENCE_STAMP) $(TC_JAVA_STAMP) $(
 # (bench/spark.py); BENCH_ARGS=--quick for a smoke run.
 bench-spark: $(STAMP_SPARK) system-deps
 	$(PY) -m bench.spark $(BENCH_ARGS)
+
+# Spark's two Kafka connectors, format("kafka") and format("odradek"), each on Odradek
+# and on Kafka 4.4 in one run: availableNow reads and streaming copies, records/s and the
+# broker's CPU per MB (bench/spark_connectors.py); BENCH_ARGS=--quick for a smoke run.
+bench-spark-connectors: $(STAMP_TEST) system-deps $(REFERENCE_STAMP) $(SPARK_KAFKA_STAMP)
+	$(PY) -m bench.spark_connectors $(BENCH_ARGS)
 
 # Soak (tests/soak/soak.py): kill -9 cycles of one broker under idempotent, transactional
 # and consumer-group load, then a read_committed check of everything acknowledged.
