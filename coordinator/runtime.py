@@ -26,7 +26,6 @@ operation to the shard like any request.
 from __future__ import annotations
 
 import asyncio
-import functools
 import struct
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import structlog
 
+from odradek.coordinator.partitioning import partition_for
 from odradek.protocol.batch import (
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
@@ -126,22 +126,10 @@ def control_batch(producer_id: int, epoch: int, commit: bool, now_ms: int) -> by
     )
 
 
-def java_string_hash(text: str) -> int:
-    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
-    h = 0
-    raw = text.encode("utf-16-be")
-    for i in range(0, len(raw), 2):
-        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-@functools.lru_cache(maxsize=65536)
-def partition_for(key: str, partitions: int) -> int:
-    h = java_string_hash(key)
-    return 0 if h == -(1 << 31) else abs(h) % partitions
-
-
 Operation = Callable[[Any], "Result[Any]"]
+# how long a shard's load replays records before the loop serves anything else
+LOAD_SLICE_S = 0.005
+
 # an operation's future, and what it is to get once its records are written
 Answer = tuple[asyncio.Future[Any], Any, BaseException | None]
 
@@ -208,22 +196,31 @@ class ShardRuntime:
             self._worker.cancel()
             await asyncio.gather(self._worker, return_exceptions=True)
 
-    def _load(self) -> None:
+    async def _load(self) -> None:
+        """Replay every stored record, a slice at a time: after LOAD_SLICE_S of work the
+        loop serves everything else before the next slice, so a broker whose shards
+        hold millions of records keeps answering while they load."""
         started = time.monotonic()
         count = 0
+        slice_ends = started + LOAD_SLICE_S
         log_start = self.partition.log.log_start_offset
         for header, data in self.partition.log.iter_batches(log_start):
             if header.is_control:
                 for _delta, key, _value in iter_records(data):
                     if key is not None and len(key) >= 4:
                         self.shard.replay_control(header.producer_id, key[3] == 1)
-                continue
-            producer_id = header.producer_id if header.is_transactional else -1
-            for delta, key, value in iter_records(data):
-                if key is None:
-                    continue
-                self.shard.replay(header.base_offset + delta, key, value, producer_id)
-                count += 1
+            else:
+                producer_id = header.producer_id if header.is_transactional else -1
+                for delta, key, value in iter_records(data):
+                    if key is None:
+                        continue
+                    self.shard.replay(header.base_offset + delta, key, value, producer_id)
+                    count += 1
+            if time.monotonic() >= slice_ends:
+                await asyncio.sleep(0)
+                if self.resigned:
+                    return
+                slice_ends = time.monotonic() + LOAD_SLICE_S
         self.loaded = True
         self._loaded_event.set()
         self.shard.on_loaded()
@@ -237,7 +234,7 @@ class ShardRuntime:
 
     async def _run(self) -> None:
         try:
-            self._load()
+            await self._load()
         except Exception:
             log.exception("shard failed to load", partition=self.index)
             raise

@@ -35,6 +35,7 @@ from prometheus_client.registry import Collector
 
 from odradek.broker.observability.otlp import Point
 from odradek.broker.settings.client_metrics import DEFAULTS, INTERVAL_MS, ClientMetricsStore
+from odradek.coordinator.partitioning import java_string_hash
 from odradek.protocol.errors import ErrorCode
 
 DEFAULT_INTERVAL_MS = int(DEFAULTS[INTERVAL_MS])
@@ -51,13 +52,6 @@ class TelemetryRefusal(Exception):
         self.code = code
 
 
-def _java_string_hash(text: str) -> int:
-    h = 0
-    for unit in text.encode("utf-16-be").hex(" ", 2).split():
-        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
-    return h
-
-
 def java_hash_set_order(items: list[str]) -> list[str]:
     """The iteration order of a java.util.HashSet the items were added to, in order."""
     capacity = 16
@@ -65,7 +59,7 @@ def java_hash_set_order(items: list[str]) -> list[str]:
         capacity *= 2
 
     def bucket(item: str) -> int:
-        h = _java_string_hash(item)
+        h = java_string_hash(item) & 0xFFFFFFFF  # as Java's >>> sees it
         return (h ^ (h >> 16)) & (capacity - 1)
 
     return sorted(dict.fromkeys(items), key=bucket)

@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 from helpers.wire import WireClient
 
-from odradek.coordinator.runtime import partition_for
+from odradek.coordinator.partitioning import partition_for
 from odradek.protocol.batch import ATTR_TRANSACTIONAL, build_batch
 from odradek.testing import Cluster
 

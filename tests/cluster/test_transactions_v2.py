@@ -22,7 +22,7 @@ from cluster.test_transactions import (
     _transactional_id,
     _value,
 )
-from odradek.coordinator.runtime import partition_for
+from odradek.coordinator.partitioning import partition_for
 from odradek.protocol.batch import ATTR_TRANSACTIONAL, build_batch
 from odradek.testing import Cluster
 

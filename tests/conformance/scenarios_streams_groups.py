@@ -19,7 +19,7 @@ from conformance.scenarios_group_admin import (
 from conformance.scenarios_groups import ready
 from conformance.scenarios_new_groups import consumer_heartbeat, share_heartbeat
 from conformance.scenarios_topics import incremental_body, quietly_create
-from odradek.coordinator.runtime import partition_for
+from odradek.coordinator.partitioning import partition_for
 
 STREAMS_HEARTBEAT, STREAMS_DESCRIBE = 88, 89
 
