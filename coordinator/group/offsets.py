@@ -62,7 +62,8 @@ def _replay(
     if (
         producer_id < 0
         and value is not None
-        and not shard.context.holds(group_id, "classic", "consumer", "streams")
+        and group_id not in shard.classic.groups
+        and not shard.context.holds(group_id, "consumer", "streams")
     ):
         # a group known only by its offsets (simple commits) is an Empty group
         shard.classic.groups[group_id] = ClassicGroup(group_id)

@@ -52,6 +52,8 @@ def test_older_offset_value_versions_are_read() -> None:
         b"\x00\x01\x00\x05ab",  # group runs past the end
         b"\x00\x01\x00\x01a\x00\x01b\x00",  # partition cut short
         b"\x00\x01\xff\xff\x00\x01b\x00\x00\x00\x01",  # null group
+        b"\x00\x01\x00\x01a\xff\xff\x00\x00\x00\x01",  # null topic
+        b"\x00\x01\x00\x01a\x00\x09b\x00\x00\x00\x01",  # topic runs past the end
     ],
 )
 def test_damaged_keys_are_format_errors(raw: bytes) -> None:
