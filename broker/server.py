@@ -49,9 +49,9 @@ from odradek.broker.settings.feature_store import FeatureStore
 from odradek.broker.settings.group_configs import GroupConfigStore, GroupSettings, shard_config
 from odradek.broker.settings.listeners import Listener, ListenError
 from odradek.coordinator.group.shard import GroupShard
-from odradek.coordinator.runtime import CoordinatorRuntime, control_batch
+from odradek.coordinator.runtime import CoordinatorRuntime
 from odradek.protocol import messages
-from odradek.protocol.batch import BatchHeader, iter_batches
+from odradek.protocol.batch import BatchHeader, control_batch, iter_batches
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.header import (
     SIZE_PREFIX,

@@ -26,8 +26,8 @@ operation to the shard like any request.
 from __future__ import annotations
 
 import asyncio
-import struct
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -36,9 +36,9 @@ import structlog
 
 from odradek.coordinator.partitioning import partition_for
 from odradek.protocol.batch import (
-    ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
     build_batch,
+    control_batch,
     iter_batches,
     iter_records,
 )
@@ -113,22 +113,19 @@ class Shard(Protocol):
         """Every stored record has been replayed: arm the timers."""
 
 
-def control_batch(producer_id: int, epoch: int, commit: bool, now_ms: int) -> bytes:
-    """A transaction marker: key = (version 0, type), value = (version 0, coordinator epoch)."""
-    key = struct.pack(">hh", 0, 1 if commit else 0)
-    value = struct.pack(">hi", 0, 0)
-    return build_batch(
-        [(key, value)],
-        timestamp=now_ms,
-        attributes=ATTR_TRANSACTIONAL | ATTR_CONTROL,
-        producer_id=producer_id,
-        producer_epoch=epoch,
-    )
-
-
 Operation = Callable[[Any], "Result[Any]"]
-# how long a shard's load replays records before the loop serves anything else
+# how long a shard's load replays records before the loop serves anything else; one
+# shard of the event loop's loads at a time, or fifty loading shards would each take
+# their slice between two reads of the sockets
 LOAD_SLICE_S = 0.005
+_LOADING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _loading_lock() -> asyncio.Lock:
+    return _LOADING.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+
 
 # an operation's future, and what it is to get once its records are written
 Answer = tuple[asyncio.Future[Any], Any, BaseException | None]
@@ -234,7 +231,9 @@ class ShardRuntime:
 
     async def _run(self) -> None:
         try:
-            await self._load()
+            async with _loading_lock():
+                if not self.resigned:
+                    await self._load()
         except Exception:
             log.exception("shard failed to load", partition=self.index)
             raise

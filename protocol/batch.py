@@ -277,3 +277,16 @@ def iter_records(batch: bytes | memoryview) -> Iterator[tuple[int, bytes | None,
                 position += size
         yield offset_delta, parts[0], parts[1]
         position = end
+
+
+def control_batch(producer_id: int, epoch: int, commit: bool, now_ms: int) -> bytes:
+    """A transaction marker: key = (version 0, type), value = (version 0, coordinator epoch)."""
+    key = struct.pack(">hh", 0, 1 if commit else 0)
+    value = struct.pack(">hi", 0, 0)
+    return build_batch(
+        [(key, value)],
+        timestamp=now_ms,
+        attributes=ATTR_TRANSACTIONAL | ATTR_CONTROL,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+    )
