@@ -3,7 +3,7 @@ __consumer_offsets, Odradek beside Apache Kafka 4.4 in one run.
 
 Run from the repository root (`make bench-coordinator-load`):
 
-    .venv/bin/python -m bench.coordinator_load [--quick]
+    .venv/bin/python -m bench.coordinator_load [--quick] [--groups G] [--records N]
 
 - fill: on each broker (a fresh data dir each), simple-group offset commits
   (OffsetCommit v8, generation -1, no member) of every partition of a 50-partition
@@ -16,7 +16,8 @@ Run from the repository root (`make bench-coordinator-load`):
   this process asks OffsetFetch v8 for every group (batches of groups, one partition
   each) until none answers COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR or
   COORDINATOR_NOT_AVAILABLE: "all groups ready". Then a sample of groups is fetched
-  whole and checked against the last offsets committed.
+  whole and checked against the last offsets committed. (The raw connection and the
+  probe: bench/coordinator_wire.py.)
 
 Reported per broker and restart: the slowest ApiVersions answer and the p99 while the
 groups were loading, seconds from the port accepting to all groups ready, spawn to
@@ -28,15 +29,9 @@ bench/results/coordinator_load.json.
 
 from __future__ import annotations
 
-import argparse
-import io
 import json
 import re
-import socket
-import struct
-import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -44,24 +39,17 @@ from typing import Any
 
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.find_coordinator.v4.response import FindCoordinatorResponse
-from kio.schema.offset_commit.v8.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
 from kio.schema.offset_commit.v8.response import OffsetCommitResponse
-from kio.schema.offset_fetch.v8.request import (
-    OffsetFetchRequest,
-    OffsetFetchRequestGroup,
-    OffsetFetchRequestTopics,
-)
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponse
-from kio.schema.request_header.v2.header import RequestHeader
-from kio.schema.response_header.v1.header import ResponseHeader
-from kio.schema.types import GroupId, TopicName
-from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i32, i64
 
+from bench.coordinator_wire import (
+    PROBE_GAP_S,
+    Connection,
+    Probe,
+    commit_request,
+    fetch_request,
+    group_error,
+)
 from bench.peers import (
     OTHER_CPU,
     REPO,
@@ -92,7 +80,6 @@ PARTITIONS = 50
 IN_FLIGHT = 64  # pipelined commit requests
 FETCH_BATCH = 50  # groups per readiness OffsetFetch
 VERIFY_GROUPS = 200
-PROBE_GAP_S = 0.005
 POLL_GAP_S = 0.02
 READY_TIMEOUT_S = 600.0
 NOT_READY = {14: "COORDINATOR_LOAD_IN_PROGRESS", 15: "COORDINATOR_NOT_AVAILABLE",
@@ -127,175 +114,13 @@ def committed(settings: Settings, round_: int, group: int, partition: int) -> in
     return (round_ * settings.groups + group) * settings.partitions + partition
 
 
-# --------------------------------------------------------------------------- the wire
+def commit(settings: Settings, topic: str, round_: int, group: int) -> Any:
+    offsets = [committed(settings, round_, group, p) for p in range(settings.partitions)]
+    return commit_request(group_name(group), topic, offsets)
 
 
-class Connection:
-    """One raw connection: requests written and answers read with kio's classes."""
-
-    def __init__(self, bootstrap: str, timeout: float = 60.0) -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self.correlation = 0
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def frame(self, request: Any) -> bytes:
-        self.correlation += 1
-        header = RequestHeader(
-            request_api_key=request.__api_key__,
-            request_api_version=request.__version__,
-            correlation_id=i32(self.correlation),
-            client_id="odradek-bench",
-        )
-        out = io.BytesIO()
-        entity_writer(RequestHeader)(out, header)
-        entity_writer(type(request))(out, request)
-        body = out.getvalue()
-        return struct.pack(">i", len(body)) + body
-
-    def send(self, requests: list[Any]) -> None:
-        self.sock.sendall(b"".join(self.frame(request) for request in requests))
-
-    def receive(self, cls: type) -> Any:
-        size = struct.unpack(">i", self._exactly(4))[0]
-        frame = self._exactly(size)
-        _header, position = entity_reader(ResponseHeader)(frame, 0)
-        value: Any = entity_reader(cls)(frame, position)[0]
-        return value
-
-    def call(self, request: Any, cls: type) -> Any:
-        self.send([request])
-        return self.receive(cls)
-
-    def _exactly(self, count: int) -> bytes:
-        chunks = []
-        while count:
-            chunk = self.sock.recv(min(count, 1 << 20))
-            if not chunk:
-                raise ConnectionError("connection closed by the broker")
-            chunks.append(chunk)
-            count -= len(chunk)
-        return b"".join(chunks)
-
-
-def commit_request(settings: Settings, topic: str, round_: int, group: int) -> Any:
-    partitions = tuple(
-        OffsetCommitRequestPartition(
-            partition_index=i32(p),
-            committed_offset=i64(committed(settings, round_, group, p)),
-            committed_leader_epoch=i32(-1),
-            committed_metadata="",
-        )
-        for p in range(settings.partitions)
-    )
-    return OffsetCommitRequest(
-        group_id=GroupId(group_name(group)),
-        generation_id_or_member_epoch=i32(-1),
-        member_id="",
-        group_instance_id=None,
-        topics=(OffsetCommitRequestTopic(name=TopicName(topic), partitions=partitions),),
-    )
-
-
-def fetch_request(groups: list[int], topic: str, partitions: tuple[int, ...] | None) -> Any:
-    topics = None
-    if partitions is not None:
-        indexes = tuple(i32(p) for p in partitions)
-        topics = (OffsetFetchRequestTopics(name=TopicName(topic), partition_indexes=indexes),)
-    return OffsetFetchRequest(
-        groups=tuple(
-            OffsetFetchRequestGroup(group_id=GroupId(group_name(g)), topics=topics) for g in groups
-        ),
-        require_stable=False,
-    )
-
-
-def group_error(group: Any) -> int:
-    """The group's error code, or its first partition's (Kafka may put it either way)."""
-    if group.error_code:
-        return int(group.error_code)
-    for topic in group.topics:
-        for partition in topic.partitions:
-            if partition.error_code:
-                return int(partition.error_code)
-    return 0
-
-
-# --------------------------------------------------------------------------- the probe
-
-
-def api_versions_frame(correlation: int) -> bytes:
-    client = b"probe"
-    body = struct.pack(">hhih", 18, 0, correlation, len(client)) + client
-    return struct.pack(">i", len(body)) + body
-
-
-def probe_main(port: int) -> int:
-    """Child process: once the port accepts, ApiVersions one at a time until a line on
-    stdin; then one JSON line: when it connected and (sent, seconds) per answer, both
-    on the machine's monotonic clock, which the parent shares."""
-    stop = threading.Event()
-
-    def wait_for_stop() -> None:
-        sys.stdin.readline()
-        stop.set()
-
-    threading.Thread(target=wait_for_stop, daemon=True).start()
-    print("waiting", flush=True)
-    accepted = None
-    samples: list[tuple[float, float]] = []
-    failures: list[str] = []
-    sock: socket.socket | None = None
-    correlation = 0
-    while not stop.is_set():
-        if sock is None:
-            try:
-                sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-            except OSError:
-                time.sleep(0.002)
-                continue
-            accepted = accepted or time.monotonic()
-        correlation += 1
-        sent = time.monotonic()
-        try:
-            sock.sendall(api_versions_frame(correlation))
-            head = sock.recv(8, socket.MSG_WAITALL)
-            if len(head) < 8:
-                raise ConnectionError("closed")
-            size, answered = struct.unpack(">ii", head)
-            if answered != correlation:
-                raise ConnectionError(f"correlation {answered} != {correlation}")
-            if len(sock.recv(size - 4, socket.MSG_WAITALL)) < size - 4:
-                raise ConnectionError("closed")
-        except OSError as exc:
-            failures.append(f"{time.monotonic() - (accepted or sent):.3f}s: {exc!r}")
-            sock.close()
-            sock = None
-            continue
-        samples.append((sent, time.monotonic() - sent))
-        stop.wait(PROBE_GAP_S)
-    print(json.dumps({"accepted": accepted, "samples": samples, "failures": failures}))
-    return 0
-
-
-class Probe:
-    """The probe process, started before the broker so that it sees the port open."""
-
-    def __init__(self, python: str, port: int) -> None:
-        self.proc = subprocess.Popen(
-            [python, "-m", "bench.coordinator_load", "--probe", str(port)],
-            cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert self.proc.stdout is not None
-        if self.proc.stdout.readline().strip() != "waiting":
-            raise RuntimeError(f"the probe did not start ({self.proc.poll()})")
-
-    def finish(self) -> dict[str, Any]:
-        out, _ = self.proc.communicate("stop\n", timeout=120)
-        result: dict[str, Any] = json.loads(out.splitlines()[-1])
-        return result
+def fetch(groups: list[int], topic: str, partitions: tuple[int, ...] | None) -> Any:
+    return fetch_request([group_name(g) for g in groups], topic, partitions)
 
 
 # --------------------------------------------------------------------------- the cases
@@ -319,6 +144,8 @@ class Restart:
     ready_s: float = 0.0  # port accepting to every group answering
     probes: int = 0
     slowest_ms: float = 0.0
+    slowest_at_s: float = 0.0  # when that request was sent, after the port accepted
+    first_ms: float = 0.0  # the first answer's
     p99_ms: float = 0.0
     p50_ms: float = 0.0
     probe_failures: list[str] = field(default_factory=list)
@@ -363,7 +190,7 @@ def fill(settings: Settings, peer: Peer, topic: str) -> Fill:
             began = time.perf_counter()
             for first in range(0, len(requests), IN_FLIGHT):
                 batch = requests[first : first + IN_FLIGHT]
-                connection.send([commit_request(settings, topic, r, g) for r, g in batch])
+                connection.send([commit(settings, topic, r, g) for r, g in batch])
                 for _ in batch:
                     reply = connection.receive(OffsetCommitResponse)
                     codes = {int(p.error_code) for t in reply.topics for p in t.partitions}
@@ -393,7 +220,7 @@ def wait_ready(settings: Settings, peer: Peer, topic: str, result: Restart) -> f
             try:
                 for first in range(0, len(pending), FETCH_BATCH):
                     batch = pending[first : first + FETCH_BATCH]
-                    reply = connection.call(fetch_request(batch, topic, (0,)), OffsetFetchResponse)
+                    reply = connection.call(fetch(batch, topic, (0,)), OffsetFetchResponse)
                     codes = {str(g.group_id): group_error(g) for g in reply.groups}
                     for index in batch:
                         code = codes.get(group_name(index), -1)
@@ -427,7 +254,7 @@ def verify(settings: Settings, peer: Peer, topic: str, result: Restart) -> None:
     try:
         for first in range(0, len(sample), 10):
             batch = sample[first : first + 10]
-            reply = connection.call(fetch_request(batch, topic, None), OffsetFetchResponse)
+            reply = connection.call(fetch(batch, topic, None), OffsetFetchResponse)
             for group in reply.groups:
                 index = int(str(group.group_id).rsplit("-", 1)[1])
                 found = {
@@ -505,11 +332,13 @@ def restart(run: Run, peer: Peer, kind: str, topic: str) -> Restart:
     result.cpu_after_accept_s = meter.broker_seconds
     accepted = probed["accepted"] or ready
     result.ready_s = ready - accepted
-    during = [seconds * 1000 for sent, seconds in probed["samples"] if sent <= ready]
+    timed = [(sent - accepted, seconds * 1000) for sent, seconds in probed["samples"]]
+    during = [ms for at, ms in timed if at <= result.ready_s]
     result.probes = len(during)
     result.probe_failures = probed["failures"][:20]
     if during:
-        result.slowest_ms = max(during)
+        result.slowest_at_s, result.slowest_ms = max(timed[: len(during)], key=lambda t: t[1])
+        result.first_ms = during[0]
         result.p99_ms = percentile(during, 99)
         result.p50_ms = percentile(during, 50)
     verify(settings, peer, topic, result)
@@ -607,7 +436,11 @@ def lines(bench: CoordinatorLoadBench) -> list[Line]:
             values = {name: float(getattr(r, attribute)) for name, r in done.items()}
             texts = {name: fmt.format(v) for name, v in values.items()}
             if attribute == "slowest_ms":
-                texts = {n: f"{t} ({done[n].probes} answers)" for n, t in texts.items()}
+                texts = {
+                    n: f"{t} at {done[n].slowest_at_s:.2f} s ({done[n].probes} answers, the "
+                    f"first in {done[n].first_ms:.0f} ms)"
+                    for n, t in texts.items()
+                }
             out.append(Line(f"after {label}: {what}", values, texts))
         logged = {name: r.loaded for name, r in done.items() if r.loaded}
         out.append(
@@ -616,7 +449,7 @@ def lines(bench: CoordinatorLoadBench) -> list[Line]:
                 {name: v["slowest_partition_ms"] for name, v in logged.items()},
                 {
                     name: f"{v['slowest_partition_ms']:.0f} ms ({v['records']:,.0f} records, "
-                    f"{v['partitions']:.0f} partitions, {v['sum_ms']:.0f} ms in all)"
+                    f"{v['partitions']:.0f} partition loads)"
                     for name, v in logged.items()
                 },
             )
@@ -645,7 +478,11 @@ def report(run: Run, bench: CoordinatorLoadBench, findings: list[str]) -> None:
         "answers to requests sent before all groups were ready. A group is ready when "
         f"OffsetFetch v8 (batches of {FETCH_BATCH} groups, polled every "
         f"{POLL_GAP_S * 1000:.0f} ms) answers it without error; the CPU is the broker "
-        "process's (Kafka: the whole JVM, start-up included).",
+        "process's (Kafka: the whole JVM, start-up included). The log row: each broker's "
+        'own line per __consumer_offsets partition loaded (Odradek\'s "shard loaded", '
+        'Kafka\'s "Finished loading of metadata"); the partitions load side by side. After '
+        "kill -9 Kafka loads each partition twice, once before its port accepts and again "
+        "with a new leader epoch; both count.",
         kafka_note(run),
         noise_note(),
     ]
@@ -682,10 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = arg_parser(__doc__)
     parser.add_argument("--groups", type=int, help="groups to commit for (a smaller run)")
     parser.add_argument("--records", type=int, help="offset records in all (a smaller run)")
-    parser.add_argument("--probe", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.probe:
-        return probe_main(args.probe)
     settings = Settings.make(args.quick, args.groups, args.records)
     run = start_run(settings, "coordinator load", "odradek-bench-coordload-")
     bench = CoordinatorLoadBench(run)
