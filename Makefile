@@ -178,7 +178,8 @@ bench: $(STAMP_TEST) $(REFERENCE_STAMP)
 #   make bench-groups         join time 1/10/100 members, commits/s, memory per group
 #   make bench-transactions   txn/s, commit latency, read_committed consume
 #   make bench-share          share groups (1 and 4 members) beside a classic group
-.PHONY: bench-groups bench-transactions bench-share bench-spark bench-spark-connectors
+.PHONY: bench-groups bench-transactions bench-share bench-coordinator-load bench-spark \
+	bench-spark-connectors
 bench-groups: $(STAMP_TEST) $(REFERENCE_STAMP)
 	$(PY) -m bench.groups $(BENCH_ARGS)
 
@@ -187,6 +188,12 @@ bench-transactions: $(STAMP_TEST) $(REFERENCE_STAMP)
 
 bench-share: $(STAMP_TEST)
 	$(PY) -m bench.share_groups $(BENCH_ARGS)
+
+# A group coordinator loading a large __consumer_offsets (1M offset records, 2,000 groups)
+# after SIGTERM and after kill -9, Odradek beside Kafka 4.4: ApiVersions latency during
+# the load, time until every group answers, the broker's CPU (bench/coordinator_load.py).
+bench-coordinator-load: $(STAMP_TEST) $(REFERENCE_STAMP)
+	$(PY) -m bench.coordinator_load $(BENCH_ARGS)
 
 # Time to ready through Testcontainers' Kafka modules (Java, Go, Python): the image
 # (built first) beside Apache Kafka 4.4 from its jars (bench/testcontainers_start.py);

@@ -355,6 +355,10 @@ class Peer:
     def delete_topic(self, topic: str) -> None:
         raise NotImplementedError
 
+    def restart(self) -> None:
+        """Start the broker again after stop() or kill(), on its port and data."""
+        raise NotImplementedError
+
     def died(self) -> str | None:
         code = self.proc.poll()
         return None if code is None else f"{self.name} exited with code {code}"
@@ -367,6 +371,12 @@ class Peer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would end it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
 
     def wait_for_topic(self, topic: str, partitions: int, timeout: float = 15.0) -> None:
         sink = ErrorSink()
@@ -444,6 +454,11 @@ class OdradekPeer(AdminPeer):
         ]  # fmt: skip
         for key, value in (overrides or {}).items():
             self.command += ["--override", f"{key}={value}"]
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.restart()
+
+    def restart(self) -> None:
+        """Start the broker (again, after stop() or kill()) on the same port and data."""
         self._log: IO[bytes] = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         started = time.perf_counter()
         self.proc = subprocess.Popen(
@@ -454,11 +469,15 @@ class OdradekPeer(AdminPeer):
         except RuntimeError:
             self.stop()
             raise
-        self.bootstrap = f"127.0.0.1:{self.port}"
 
     def stop(self) -> None:
         self._admin = None
         super().stop()
+        self._log.close()
+
+    def kill(self) -> None:
+        self._admin = None
+        super().kill()
         self._log.close()
 
 
@@ -483,6 +502,17 @@ class KafkaPeer(AdminPeer):
     def stop(self) -> None:
         self._admin = None
         self.kafka.stop()
+
+    def kill(self) -> None:
+        self._admin = None
+        self.kafka.kill()
+
+    def restart(self) -> None:
+        """Start Kafka again on the same ports and data (no new storage format)."""
+        self.kafka.start()
+        assert self.kafka.proc is not None and self.kafka.figures is not None
+        self.proc = self.kafka.proc
+        self.startup_s = self.kafka.figures.seconds
 
 
 class MockPeer(Peer):
