@@ -431,16 +431,16 @@ class ShardRuntime:
         return CoordinatorError(ErrorCode.not_coordinator, f"write failed: {exc}")
 
     def _rebuild(self) -> None:
-        """A new shard from what the log holds (timers and waiters of the old one go)."""
+        """A new shard from what the log holds (timers and waiters of the old one go),
+        loaded as at start: its callers get COORDINATOR_LOAD_IN_PROGRESS meanwhile."""
         for timer in self._timers.values():
             timer.handle.cancel()
         self._timers.clear()
         self.loaded = False
+        self._loaded_event = asyncio.Event()
         self.shard = self._make_shard(self)
-        try:
-            self._load()
-        except Exception:
-            log.exception("shard failed to reload", partition=self.index)
+        assert self._loop is not None
+        self._worker = self._loop.create_task(self._run())  # the last one has ended
 
     # Timers: a firing timer runs its operation like any request. Moving a timer later
     # (a session kept alive by every heartbeat or commit) only records the new time; the
