@@ -158,11 +158,11 @@ lint: $(STAMP_TEST)
 
 # CI leaves out the long versions of tests whose short versions run (marked slow)
 # Two workers (pytest-xdist): most of a test's time is spent waiting on brokers and
-# clients, so two run side by side on two cores; each file stays in one worker
-# (tests/conftest.py). TEST_WORKERS=0 runs them one by one.
+# clients, so two run side by side on two cores; each file stays in one worker, so its
+# module fixtures start once. TEST_WORKERS=0 runs them one by one.
 TEST_WORKERS ?= 2
 test: install-test lint
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=40 $(if $(filter true,$(CI)),-m "not slow") $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=40 $(if $(filter true,$(CI)),-m "not slow") $(PYTEST_ARGS)
 
 clean:
 	rm -rf tests/go/bin tests/js/node_modules tests/java/classes tests/streams/lib tests/streams/target tests/java/lib tests/reference/lib $(TC_DIR)/java/lib $(TC_DIR)/java/target $(TC_DIR)/go/bin $(SPARK_KAFKA_DIR)/lib .pytest_cache .mypy_cache .ruff_cache $(STAMP_RUN) $(STAMP_TEST) $(STAMP_SPARK)

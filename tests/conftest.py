@@ -38,19 +38,6 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-# Under `pytest -n N --dist loadgroup` (make test), each file's tests run in one worker,
-# so its module fixtures start once; the tests that build the image, and those on the
-# session's Spark, each run in one worker (one build, one Spark JVM).
-_ONE_WORKER = {"containers": "images", "testcontainers": "images", "spark": "spark"}
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        path = item.path.relative_to(config.rootpath / "tests")
-        group = _ONE_WORKER.get(path.parts[0], str(path))
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
 def _remember(request: pytest.FixtureRequest, broker: Broker) -> None:
     node = request.node
     node.stash.setdefault(_BROKERS_KEY, []).append(broker)

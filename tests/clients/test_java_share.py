@@ -82,26 +82,24 @@ def test_explicit_accept_release_reject(
 def test_two_members_share_one_partition(
     shared_broker: Broker, kafka44: ReferenceKafka, unique_topic: str, unique_group: str
 ) -> None:
-    def scenario(bootstrap: str) -> tuple[list[tuple], list[tuple[int, ...]], int]:
+    def scenario(bootstrap: str) -> tuple[list[tuple], int, int]:
         lines = share_scenario(bootstrap, "two-members", unique_topic, unique_group)
         got = deliveries(lines)
         # at most 5 records a poll, acquired in record-limit mode: while a holds 0-4, b
-        # gets 5-9; then they take turns
-        held = [x for x in got if x[4] == "none"]
-        assert held == [("a", i, f"v-{i}", 1, "none") for i in range(5)] + [
-            ("b", i, f"v-{i}", 1, "none") for i in range(5, 10)
-        ]
+        # gets five others, 5-9 or, when a's consumer has already fetched those ahead
+        # (Kafka's client may, on a busy machine), the next five
+        held_a = [x for x in got if x[4] == "none" and x[0] == "a"]
+        held_b = [x[1] for x in got if x[4] == "none" and x[0] == "b"]
+        assert held_a == [("a", i, f"v-{i}", 1, "none") for i in range(5)]
+        assert len(held_b) == 5 and held_b[0] >= 5
+        assert held_b == list(range(held_b[0], held_b[0] + 5))
+        # then they take turns: every record delivered once, and accepted
+        assert sorted(x[1] for x in got) == list(range(20))
+        assert all(x[3] == 1 for x in got)
         later = [x for x in got if x[4] == "accept"]
-        assert sorted(x[1] for x in later) == list(range(10, 20))
         assert {x[0] for x in later} == {"a", "b"}
-        assert all(x[3] == 1 for x in got)  # nothing delivered twice
         assert lag(lines) == 0
-        # which member polls first once both have acknowledged is a race on either
-        # broker: compare the batches each member got, not who got which
-        later_batches = sorted(
-            tuple(x[1] for x in later if x[0] == member) for member in ("a", "b")
-        )
-        return held, later_batches, lag(lines)
+        return held_a, len(held_b), lag(lines)
 
     outcomes = on_both(scenario, shared_broker, kafka44)
     assert outcomes["odradek"] == outcomes["kafka44"]

@@ -3,13 +3,16 @@ session), running compose, removing a session's containers."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from helpers.broker import REPO_ROOT
@@ -66,19 +69,30 @@ def _build_command() -> list[str]:
     return ["podman", "build", "--format", "docker", "--build-arg", f"BASE={BASE_IMAGE}", *ca]
 
 
+@contextlib.contextmanager
+def one_build_at_a_time() -> Iterator[None]:
+    """Test processes running side by side (pytest -n) build the images in turn: the
+    second build finds the first one's layers."""
+    with open(Path(tempfile.gettempdir()) / "odradek-image-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 @functools.cache
 def build_broker_image() -> None:
     """The base image (once per machine), then the broker image, once per session."""
-    run([str(DOCKER_DIR / "build-base-image.sh"), BASE_IMAGE], timeout=600)
-    run([*_build_command(), "-f", "docker/Dockerfile", "-t", BROKER_IMAGE, "."], timeout=600)
-    run(["podman", "tag", BROKER_IMAGE, BROKER_IMAGE_CP_TAG])
+    with one_build_at_a_time():
+        run([str(DOCKER_DIR / "build-base-image.sh"), BASE_IMAGE], timeout=600)
+        run([*_build_command(), "-f", "docker/Dockerfile", "-t", BROKER_IMAGE, "."], timeout=600)
+        run(["podman", "tag", BROKER_IMAGE, BROKER_IMAGE_CP_TAG])
 
 
 @functools.cache
 def build_images() -> None:
     """The broker image, then the example application's."""
     build_broker_image()
-    run([*_build_command(), "-t", APP_IMAGE, "docker/example-app"], timeout=600)
+    with one_build_at_a_time():
+        run([*_build_command(), "-t", APP_IMAGE, "docker/example-app"], timeout=600)
 
 
 def podman_compose() -> str:
