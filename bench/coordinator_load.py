@@ -52,7 +52,6 @@ from bench.coordinator_wire import (
 )
 from bench.peers import (
     OTHER_CPU,
-    REPO,
     CpuMeter,
     OdradekPeer,
     Peer,
@@ -60,7 +59,6 @@ from bench.peers import (
     process_cpu_seconds,
 )
 from bench.report import (
-    RESULTS_DIR,
     Run,
     Step,
     arg_parser,
@@ -74,6 +72,7 @@ from bench.report import (
     run_steps,
     start_kafka,
     start_run,
+    write_results,
 )
 
 PARTITIONS = 50
@@ -492,8 +491,6 @@ def report(run: Run, bench: CoordinatorLoadBench, findings: list[str]) -> None:
     print(text)
     print_problems(run, findings)
     print(f"\ntook {elapsed:.0f}s")
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / "coordinator_load.json"
     document = {
         "command": command,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -511,8 +508,7 @@ def report(run: Run, bench: CoordinatorLoadBench, findings: list[str]) -> None:
         **run.extra,
         "table_markdown": table,
     }
-    out.write_text(json.dumps(document, indent=2, default=str) + "\n")
-    print(f"results: {out.relative_to(REPO)}")
+    write_results("coordinator_load", document)
 
 
 def main(argv: list[str] | None = None) -> int:

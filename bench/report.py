@@ -408,8 +408,6 @@ def report(
     for line in appendix or []:
         print(line)
     print(f"\ntook {elapsed:.0f}s")
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / f"{name}.json"
     document = {
         "command": command,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -433,6 +431,13 @@ def report(
         **(extra or {}),
         "table_markdown": text if notes_in_table else table,
     }
+    write_results(name, document)
+
+
+def write_results(name: str, document: dict[str, Any]) -> None:
+    """bench/results/<name>.json, and where it is, on stdout."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    out = RESULTS_DIR / f"{name}.json"
     out.write_text(json.dumps(document, indent=2, default=str) + "\n")
     print(f"results: {out.relative_to(REPO)}")
 

@@ -43,7 +43,6 @@ is reported (noise).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import time
@@ -62,14 +61,12 @@ from bench.data_plane import (
 from bench.peers import (
     CLIENT_LOG,
     OTHER_CPU,
-    REPO,
     ErrorSink,
     JobMeter,
     OdradekPeer,
     Peer,
 )
 from bench.report import (
-    RESULTS_DIR,
     Run,
     Step,
     arg_parser,
@@ -82,6 +79,7 @@ from bench.report import (
     run_steps,
     start_run,
     topic_name,
+    write_results,
 )
 from bench.spark_direct import committed_records, direct_read, direct_write
 from bench.spark_floor import floor_data_source, floor_read_job, floor_write_job
@@ -488,8 +486,6 @@ def report(run: Run, bench: SparkBench, findings: list[str]) -> None:
         run.problems.append(f"client errors: {bench.sink.errors[:5]}")
     print_problems(run, findings)
     print(f"\ntook {elapsed:.0f}s")
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / "spark.json"
     document = {
         "command": command,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -507,8 +503,7 @@ def report(run: Run, bench: SparkBench, findings: list[str]) -> None:
         **run.extra,
         "table_markdown": table,
     }
-    out.write_text(json.dumps(document, indent=2, default=str) + "\n")
-    print(f"results: {out.relative_to(REPO)}")
+    write_results("spark", document)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,6 @@ bench/results/spark_connectors.json.
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import tempfile
 import time
@@ -39,7 +38,6 @@ from bench.clients import MB, produce
 from bench.data_plane import size_text
 from bench.peers import OTHER_CPU, REPO, JobMeter, OdradekPeer, Peer
 from bench.report import (
-    RESULTS_DIR,
     Run,
     Step,
     arg_parser,
@@ -54,6 +52,7 @@ from bench.report import (
     start_kafka,
     start_run,
     topic_name,
+    write_results,
 )
 from bench.spark import Measure, measured
 from bench.spark_direct import committed_records
@@ -270,8 +269,6 @@ def report(run: Run, bench: ConnectorsBench, findings: list[str]) -> None:
     print("\n".join([table, "", *[n for n in text_notes if n], "", f"command: `{command}`"]))
     print_problems(run, findings)
     print(f"\ntook {elapsed:.0f}s")
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / "spark_connectors.json"
     rows = {
         case.kind: {
             f"{c}@{b}": (m.summary() | {"broker_cpu_s_per_mb": broker_cpu_s_per_mb(m)})
@@ -296,8 +293,7 @@ def report(run: Run, bench: ConnectorsBench, findings: list[str]) -> None:
         **run.extra,
         "table_markdown": table,
     }
-    out.write_text(json.dumps(document, indent=2, default=str) + "\n")
-    print(f"results: {out.relative_to(REPO)}")
+    write_results("spark_connectors", document)
 
 
 def main(argv: list[str] | None = None) -> int:
