@@ -93,6 +93,8 @@ def test_loading_coordinators_do_not_stall_the_broker(
         f"slowest {slowest:.3f} s, {loaded} shards"
     )
     assert answered_while_loading >= 5
-    # Kafka's mark; before slices the first Metadata waited out the whole load, and
-    # with every shard taking its slice in turn, 50 slices of 5 ms passed between reads
-    assert slowest < 0.25, (slowest, loading_s)
+    # Before slices the first Metadata waited out the whole load (1.7 s here), and with
+    # every shard taking its slice in turn, 50 slices of 5 ms passed between two reads
+    # (1.1 s); now about 50 ms. Twice Kafka's 250 ms mark leaves room for a test run
+    # sharing two cores; bench/coordinator_load.py measures it beside Kafka.
+    assert slowest < 0.5, (slowest, loading_s)
