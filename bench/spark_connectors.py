@@ -56,6 +56,7 @@ from bench.report import (
 )
 from bench.spark import Measure, measured
 from bench.spark_direct import committed_records
+from odradek.spark import KAFKA_CONNECTOR_PACKAGE
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -64,7 +65,6 @@ PARTITIONS = 2
 CONNECTORS = ("kafka", "odradek")
 BROKERS = ("odradek", "kafka")
 KAFKA_CONNECTOR_LIB = REPO / "tests" / "spark" / "connector" / "lib"
-KAFKA_CONNECTOR_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
 QUERY_TIMEOUT = 900.0
 
 

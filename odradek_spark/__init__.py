@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 FORMAT = "odradek"
+# Spark's own Kafka connector, format("kafka"), for spark.jars.packages: the newest
+# published (4.3.0 is not), which runs on Spark 4.3
+KAFKA_CONNECTOR_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
 
 
 def register(spark: SparkSession) -> None:
@@ -61,4 +64,4 @@ def local_session(
     return spark
 
 
-__all__ = ["FORMAT", "local_session", "register"]
+__all__ = ["FORMAT", "KAFKA_CONNECTOR_PACKAGE", "local_session", "register"]

@@ -43,6 +43,8 @@ from typing import Any, cast
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from odradek.spark import KAFKA_CONNECTOR_PACKAGE
+
 PRODUCTS = [
     # product id, name, category, unit price in cents
     ("p01", "espresso beans", "coffee", 1490),
@@ -60,9 +62,6 @@ WINDOW = timedelta(minutes=1)
 # spark.sql.shuffle.partitions: the aggregation's state and the sink's tasks (one Kafka
 # transaction each per micro-batch) are split this many ways; the table is small.
 SHUFFLE_PARTITIONS = 2
-# Spark's own Kafka connector, fetched by spark.jars.packages when no --kafka-jars is given
-# (4.2.0 is the newest published; it runs on Spark 4.3)
-KAFKA_CONNECTOR_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
 CONNECTORS = ("odradek", "kafka")
 
 
