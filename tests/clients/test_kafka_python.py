@@ -63,6 +63,19 @@ def produce(b: Broker, topic: str, records: list[dict[str, Any]], **conf: Any) -
         producer.close(timeout=5)
 
 
+def group_consumer(b: Broker, topic: str, group: str, **conf: Any) -> KafkaConsumer:
+    """A consumer in `group` subscribed to `topic`, which it knows the partitions of
+    before it joins. kafka-python, joining first, assigns nothing, rebalances once the
+    metadata comes; if a poll times out during that second join, kafka-python 3.0.12
+    never applies the assignment the join brought and the consumer fetches nothing."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=b.bootstrap, group_id=group, request_timeout_ms=15000, **conf
+    )
+    assert consumer.partitions_for_topic(topic), f"no metadata for {topic}"
+    consumer.subscribe([topic])
+    return consumer
+
+
 def poll_n(consumer: KafkaConsumer, count: int, timeout: float = TIMEOUT) -> list[Any]:
     out: list[Any] = []
     deadline = time.monotonic() + timeout
@@ -177,13 +190,12 @@ def test_auto_offset_reset_earliest(
 ) -> None:
     create_topic(admin, unique_topic)
     produce(shared_broker, unique_topic, [{"value": f"old-{i}".encode()} for i in range(5)])
-    consumer = KafkaConsumer(
+    consumer = group_consumer(
+        shared_broker,
         unique_topic,
-        bootstrap_servers=shared_broker.bootstrap,
-        group_id=unique_group,
+        unique_group,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
-        request_timeout_ms=15000,
     )
     try:
         got = poll_n(consumer, 5, timeout=30)
@@ -197,13 +209,12 @@ def test_auto_offset_reset_latest(
 ) -> None:
     create_topic(admin, unique_topic)
     produce(shared_broker, unique_topic, [{"value": f"old-{i}".encode()} for i in range(5)])
-    consumer = KafkaConsumer(
+    consumer = group_consumer(
+        shared_broker,
         unique_topic,
-        bootstrap_servers=shared_broker.bootstrap,
-        group_id=unique_group,
+        unique_group,
         auto_offset_reset="latest",
         enable_auto_commit=False,
-        request_timeout_ms=15000,
     )
     try:
         tp = TopicPartition(unique_topic, 0)
