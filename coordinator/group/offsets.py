@@ -7,7 +7,6 @@ group type's to say: the shard asks the group's part before it asks this one."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from odradek.coordinator.group import records as rec
@@ -22,13 +21,9 @@ if TYPE_CHECKING:
     from odradek.coordinator.group.shard import GroupShard
 
 
-@dataclass(slots=True)
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int = -1
+# A committed offset is the value of its record as it was read (offset, leader epoch,
+# metadata, commit and expire timestamps): nothing changes it, a later commit replaces it
+CommittedOffset = rec.OffsetValue
 
 
 # (topic, partition) -> its committed offset, of one group
@@ -36,17 +31,10 @@ Offsets = dict[tuple[str, int], CommittedOffset]
 
 
 def _apply(offsets: Offsets, key: OffsetKey, value: rec.OffsetValue | None) -> None:
-    tp = (key.topic, key.partition)
     if value is None:
-        offsets.pop(tp, None)
+        offsets.pop((key.topic, key.partition), None)
     else:
-        offsets[tp] = CommittedOffset(
-            value.offset,
-            value.leader_epoch,
-            value.metadata,
-            value.commit_timestamp,
-            value.expire_timestamp,
-        )
+        offsets[key.topic, key.partition] = value
 
 
 def _replay(
