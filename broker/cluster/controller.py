@@ -1,15 +1,18 @@
-"""The controller role: the cluster's metadata in `__cluster_metadata`, kept by one
-shard (coordinator/cluster/shard.py) on the coordinator runtime, and what the
-controller listener answers from it.
+"""The controller role: the cluster's metadata in `__cluster_metadata`, a log the
+voters of `controller.quorum.voters` keep together (quorum/quorum.py). The quorum's
+leader runs the metadata shard (coordinator/cluster/shard.py) on the coordinator
+runtime and answers the controller APIs; the other controllers answer NOT_CONTROLLER
+and follow its log, ready to take over.
 
-Brokers register and heartbeat (BrokerRegistration, BrokerHeartbeat), read the
-metadata log with Fetch as they would any partition and replay it into a view of
-their own; DescribeQuorum shows this controller as the leader of its one-voter quorum
-and the brokers as observers, with the metadata offset each last reported.
+Brokers register and heartbeat (BrokerRegistration, BrokerHeartbeat) with the leader,
+read the metadata log with Fetch and replay it into a view of their own;
+DescribeQuorum shows the voters and the brokers as observers, with the metadata
+offset each last reported.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,12 +24,14 @@ from odradek.broker.cluster.controller_documents import (
     ControllerQuotas,
     ControllerTokens,
 )
+from odradek.broker.cluster.quorum.quorum import Quorum
 from odradek.broker.settings.cluster_config import ClusterConfig
 from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
 from odradek.coordinator.runtime import CoordinatorRuntime, Operation
 
 if TYPE_CHECKING:
     from odradek.broker.cluster.node import Node
+    from odradek.broker.dataplane.topics import Partition
 
 METADATA_TOPIC = "__cluster_metadata"
 # Written through the page cache like every other log here: it survives kill -9; a
@@ -51,6 +56,7 @@ class Controller:
             cluster_id=broker.config.cluster_id,
             broker_session_timeout_ms=broker.config.broker_session_timeout_ms,
         )
+        self._broker = broker
         self.runtime = CoordinatorRuntime(
             METADATA_TOPIC,
             1,
@@ -59,6 +65,8 @@ class Controller:
             broker.flush_partition,
         )
         self.observers: dict[int, Observer] = {}
+        self.quorum: Quorum | None = None
+        self._partition: Partition | None = None
         self.acls = ControllerAcls(self)
         self.credentials = ControllerCredentials(self)
         self.features = ControllerFeatures(self)
@@ -66,8 +74,43 @@ class Controller:
         self.tokens = ControllerTokens(self, broker.config.delegation_token_secret_key)
 
     async def start(self) -> None:
-        await self.runtime.ensure_started()
-        await self.runtime.shard_at(0).wait_loaded()
+        """Join the quorum; a quorum of one leads at once, and this returns once its
+        shard has loaded."""
+        partitions = await self._broker.internal_topic(METADATA_TOPIC, 1, METADATA_TOPIC_CONFIGS)
+        partition = self._partition = partitions[0]
+        voters = {v.node_id: (v.host, v.port) for v in self.cluster.voters}
+        if not voters:  # found through controller.quorum.bootstrap.servers: the only one
+            voters = {self.node_id: ("", 0)}
+        self.quorum = Quorum(
+            self.node_id,
+            voters,
+            partition,
+            self._broker.config,
+            on_lead=self._lead,
+            on_resign=self._resign,
+        )
+        partition.replication = self.quorum
+        self.quorum.start()
+        if len(voters) == 1:
+            while not self.quorum.is_leader:
+                await asyncio.sleep(0.001)
+            await self.runtime.shard_at(0).wait_loaded()
+
+    def _lead(self) -> None:
+        assert self._partition is not None
+        self.runtime.lead(0, self._partition)
+
+    def _resign(self) -> None:
+        self.runtime.resign(0)
+        self.observers.clear()
+
+    @property
+    def is_active(self) -> bool:
+        """This controller leads the quorum and its shard has loaded."""
+        shard = self.runtime.shards.get(0)
+        return (
+            self.quorum is not None and self.quorum.is_leader and shard is not None and shard.loaded
+        )
 
     @property
     def shard(self) -> ClusterShard:
@@ -78,7 +121,7 @@ class Controller:
         return await self.runtime.shard_at(0).submit(operation)
 
     def high_watermark(self) -> int:
-        return int(self.runtime.shard_at(0).partition.log.log_end_offset)
+        return 0 if self.quorum is None else self.quorum.high_watermark
 
     def observed(self, node_id: int, offset: int) -> None:
         observer = self.observers.setdefault(node_id, Observer())
@@ -86,4 +129,6 @@ class Controller:
         observer.last_seen_ms = int(time.time() * 1000)
 
     async def stop(self) -> None:
+        if self.quorum is not None:
+            await self.quorum.stop()
         await self.runtime.stop()

@@ -17,6 +17,7 @@ from odradek.broker.handlers import (
     alter_share_group_offsets,
     alter_user_scram_credentials,
     api_versions,
+    begin_quorum_epoch,
     broker_heartbeat,
     broker_registration,
     consumer_group_describe,
@@ -26,6 +27,7 @@ from odradek.broker.handlers import (
     controller_create_topics,
     controller_delete_topics,
     controller_elect_leaders,
+    controller_fetch,
     create_acls,
     create_delegation_token,
     create_partitions,
@@ -50,6 +52,7 @@ from odradek.broker.handlers import (
     describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
+    end_quorum_epoch,
     end_txn,
     expire_delegation_token,
     fetch,
@@ -88,6 +91,7 @@ from odradek.broker.handlers import (
     sync_group,
     txn_offset_commit,
     update_features,
+    vote,
     write_share_group_state,
     write_txn_markers,
 )
@@ -169,10 +173,10 @@ _MODULES: dict[int, ModuleType] = {
 }
 
 # What a controller listener serves: the brokers' registrations and heartbeats, the
-# metadata log (read with Fetch), the quorum's description, and the changes brokers
+# metadata log (read with Fetch), the quorum's elections and description, and the changes brokers
 # ask of the cluster's metadata (topics, ISRs).
 _CONTROLLER_MODULES: dict[int, ModuleType] = {
-    1: fetch,
+    1: controller_fetch,
     17: sasl_handshake,
     18: api_versions,
     19: controller_create_topics,
@@ -188,6 +192,9 @@ _CONTROLLER_MODULES: dict[int, ModuleType] = {
     44: controller_alter_configs,
     49: alter_client_quotas,
     51: alter_user_scram_credentials,
+    52: vote,
+    53: begin_quorum_epoch,
+    54: end_quorum_epoch,
     55: describe_quorum,
     56: alter_partition,
     57: update_features,

@@ -1,12 +1,11 @@
 """DescribeQuorum (55), v0-v2: the metadata quorum as `kafka-metadata-quorum.sh` shows it.
 
-- One voter: this controller, the leader, with the metadata log's end as its offset
-  and the high watermark (every write is on disk before it counts).
-- Observers: the registered brokers, with the metadata offset each last reported in
-  a heartbeat and when.
+- Answered by the quorum's leader: its epoch and high watermark, every voter with the
+  log end it last fetched from and when (the leader: its own log end, now), and the
+  brokers as observers, with the metadata offset each last reported and when.
+- Another controller answers NOT_LEADER_OR_FOLLOWER, as on Kafka; any other topic or
+  partition UNKNOWN_TOPIC_OR_PARTITION; a node that is no controller NOT_CONTROLLER.
 - v2 adds the voters' controller listeners (`nodes`).
-- Any other topic or partition: UNKNOWN_TOPIC_OR_PARTITION; a node that is no
-  controller: NOT_CONTROLLER.
 """
 
 from __future__ import annotations
@@ -16,7 +15,8 @@ from typing import Any
 
 from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest
 
-from odradek.broker.cluster.controller import METADATA_TOPIC
+from odradek.broker.cluster.controller import METADATA_TOPIC, Controller
+from odradek.broker.cluster.quorum.quorum import Quorum
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.protocol.errors import ErrorCode
 
@@ -36,9 +36,9 @@ def _replica(node_id: int, log_end_offset: int, seen_ms: int) -> dict[str, Any]:
 
 async def handle(ctx: RequestContext, request: DescribeQuorumRequest) -> Reply:
     controller = ctx.services.controller
-    if controller is None:
+    if controller is None or controller.quorum is None:
         return {"error_code": ErrorCode.not_controller, "topics": [], "nodes": []}
-    end = controller.high_watermark()
+    quorum = controller.quorum
     now_ms = int(time.time() * 1000)
     topics = []
     for topic in request.topics:
@@ -46,38 +46,61 @@ async def handle(ctx: RequestContext, request: DescribeQuorumRequest) -> Reply:
         for partition in topic.partitions:
             index = partition.partition_index
             if topic.topic_name != METADATA_TOPIC or index != 0:
-                partitions.append(
-                    {"partition_index": index, "error_code": ErrorCode.unknown_topic_or_partition}
-                )
+                code = ErrorCode.unknown_topic_or_partition
+            elif not quorum.is_leader:
+                code = ErrorCode.not_leader_or_follower
+            else:
+                partitions.append(_leader_view(controller, now_ms))
                 continue
             partitions.append(
                 {
-                    "partition_index": 0,
-                    "error_code": 0,
-                    "leader_id": controller.node_id,
-                    "leader_epoch": 1,
-                    "high_watermark": end,
-                    "current_voters": [_replica(controller.node_id, end, now_ms)],
-                    "observers": [
-                        _replica(node_id, seen.log_end_offset, seen.last_seen_ms)
-                        for node_id, seen in sorted(controller.observers.items())
-                        if node_id != controller.node_id
-                    ],
+                    "partition_index": index,
+                    "error_code": code,
+                    "current_voters": [],
+                    "observers": [],
                 }
             )
         topics.append({"topic_name": topic.topic_name, "partitions": partitions})
-    nodes = [
-        {
-            "node_id": controller.node_id,
-            "listeners": [
-                {
-                    "name": listener.name,
-                    "host": listener.advertised_host,
-                    "port": listener.advertised_port,
-                }
-                for listener in ctx.services.listeners
-                if listener.controller
-            ],
-        }
+    return {"error_code": 0, "topics": topics, "nodes": _nodes(ctx, quorum)}
+
+
+def _leader_view(controller: Controller, now_ms: int) -> dict[str, Any]:
+    quorum = controller.quorum
+    assert quorum is not None
+    own_end = quorum.partition.log.log_end_offset
+    voters = []
+    for voter in sorted(quorum.voters):
+        if voter == quorum.node_id:
+            voters.append(_replica(voter, own_end, now_ms))
+        else:
+            seen = quorum.voter_seen_ms.get(voter, -1)
+            voters.append(_replica(voter, quorum.voter_ends.get(voter, -1), seen))
+    return {
+        "partition_index": 0,
+        "error_code": 0,
+        "leader_id": quorum.node_id,
+        "leader_epoch": quorum.leader_epoch,
+        "high_watermark": quorum.high_watermark,
+        "current_voters": voters,
+        "observers": [
+            _replica(node_id, seen.log_end_offset, seen.last_seen_ms)
+            for node_id, seen in sorted(controller.observers.items())
+            if node_id not in quorum.voters
+        ],
+    }
+
+
+def _nodes(ctx: RequestContext, quorum: Quorum) -> list[dict[str, Any]]:
+    """Each voter's controller listener: this node's as it advertises them, the others'
+    as controller.quorum.voters names them."""
+    own = [
+        {"name": listener.name, "host": listener.advertised_host, "port": listener.advertised_port}
+        for listener in ctx.services.listeners
+        if listener.controller
     ]
-    return {"error_code": 0, "topics": topics, "nodes": nodes}
+    name = own[0]["name"] if own else "CONTROLLER"
+    nodes = []
+    for voter, (host, port) in sorted(quorum.voters.items()):
+        listeners = own if voter == quorum.node_id else [{"name": name, "host": host, "port": port}]
+        nodes.append({"node_id": voter, "listeners": listeners})
+    return nodes

@@ -247,7 +247,7 @@ def _follower_behind(
     )
 
 
-def _replica_id(request: FetchRequest) -> int:
+def replica_id_of(request: FetchRequest) -> int:
     """Who fetches: a follower's node id, -1 for a consumer."""
     state = getattr(request, "replica_state", None)
     if state is not None:
@@ -257,7 +257,7 @@ def _replica_id(request: FetchRequest) -> int:
 
 async def handle(ctx: RequestContext, request: FetchRequest) -> Reply:
     by_id = ctx.version >= 13
-    replica_id = _replica_id(request)
+    replica_id = replica_id_of(request)
     # v18: the high watermark each partition's follower knows
     follower_knows: dict[PartitionKey, int] | None = (
         {} if replica_id >= 0 and ctx.version >= 18 else None
@@ -287,7 +287,7 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> Reply:
 
     max_bytes: int = request.max_bytes
     min_bytes: int = request.min_bytes
-    replica_id = _replica_id(request)
+    replica_id = replica_id_of(request)
     quotas = ctx.services.quotas
     counted = quotas.enabled and replica_id < 0 and not ctx.listener.controller
     if counted:

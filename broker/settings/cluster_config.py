@@ -142,11 +142,6 @@ def cluster_config(
             "controller.quorum.voters or controller.quorum.bootstrap.servers: one of them "
             "must name the controllers when process.roles is set"
         )
-    if len(parsed_voters) > 1:
-        raise ClusterConfigError(
-            f"controller.quorum.voters={voters!r}: one controller voter is supported; "
-            "a quorum of several is not yet"
-        )
     if not controller_names:
         raise ClusterConfigError("controller.listener.names: required when process.roles is set")
     voter_ids = [v.node_id for v in parsed_voters]

@@ -35,6 +35,7 @@ from odradek.broker.settings.listeners import (
     resolve,
 )
 from odradek.broker.settings.log_settings import LogSettings
+from odradek.broker.settings.quorum_settings import QuorumSettings
 from odradek.broker.settings.setting import (
     INT,
     LIST,
@@ -88,7 +89,7 @@ READ_BY_SECURITY = frozenset(SECURITY_DOCS)
 
 
 @dataclass
-class BrokerConfig(LogSettings, CoordinatorSettings):
+class BrokerConfig(LogSettings, CoordinatorSettings, QuorumSettings):
     """What the broker runs with. A field that a Kafka setting sets declares it with
     `setting(...)`; cli.py sets data_dir (--data-dir or log.dirs), metrics_port and
     enable_faults."""

@@ -73,7 +73,6 @@ def test_voters_parse_with_ipv6_hosts() -> None:
         ({"voters": "x@a:1"}, "is not id@host:port"),
         ({"voters": "1@a:70000"}, "port 70000 is out of range"),
         ({"voters": "1@a:1,1@b:1"}, "a node id is named twice"),
-        ({"voters": "1@a:1,2@b:1"}, "one controller voter is supported"),
         ({"controller_names": ""}, "controller.listener.names: required"),
         ({"node_id": 2}, "a controller must be one of controller.quorum.voters"),
         ({"listeners": ("PLAINTEXT",)}, "a controller needs a listener named in"),
@@ -149,3 +148,9 @@ def test_the_inter_broker_listener_is_named_and_plaintext_for_now() -> None:
         config.cluster()
     config.apply({"inter.broker.listener.name": "internal"})
     assert config.inter_broker_listener(config.cluster()) == "INTERNAL"
+
+
+def test_a_quorum_of_three_voters_is_read() -> None:
+    config = kraft(voters="1@a:9093,2@b:9093,3@c:9093", node_id=2)
+    assert [v.node_id for v in config.voters] == [1, 2, 3]
+    assert config.controllers() == [("a", 9093), ("b", 9093), ("c", 9093)]

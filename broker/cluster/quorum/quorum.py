@@ -1,0 +1,583 @@
+"""One controller's part in the quorum that keeps `__cluster_metadata`, as KRaft does.
+
+A voter is, at any time, one of:
+- unattached: it knows no leader of its epoch (it may have voted); after a random
+  `controller.quorum.election.timeout.ms` to twice that it becomes a candidate;
+- candidate: it moved to the next epoch, voted for itself and asks the others (Vote);
+  with a majority it leads, else after the election timeout and a random backoff
+  (`controller.quorum.election.backoff.max.ms`) it tries again in a newer epoch;
+- follower: it fetches the log from the leader (Fetch, with the epoch of its last
+  record, so that the leader can tell it where their logs part); after
+  `controller.quorum.fetch.timeout.ms` without an answer it becomes a candidate;
+- leader: it writes a LeaderChange record as it takes office, tells the others
+  (BeginQuorumEpoch), runs the cluster metadata shard and counts a record as written
+  once a majority of the voters hold it (the high watermark). Brokers (observers)
+  read only up to the high watermark. A leader that has not heard from a majority for
+  one and a half fetch timeouts resigns, so that a leader cut off from the others
+  stops taking changes.
+
+Every change of epoch, leader or vote is written to `quorum-state` before it is acted
+on. This object is also the metadata partition's `replication` (the Replication
+protocol of broker/dataplane/topics.py): its high watermark is the quorum's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import structlog
+
+from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
+from odradek.broker.cluster.quorum import state_file
+from odradek.broker.cluster.quorum.records import leader_change_batch
+from odradek.broker.cluster.quorum.rules import (
+    NONE,
+    Election,
+    LogEnd,
+    committed_end,
+    decide_vote,
+    divergence,
+    majority,
+)
+from odradek.protocol.batch import iter_batches
+from odradek.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from odradek.broker.dataplane.topics import Partition
+    from odradek.broker.settings.config import BrokerConfig
+
+log = structlog.get_logger("controller")
+
+UNATTACHED, CANDIDATE, FOLLOWER, LEADER = "unattached", "candidate", "follower", "leader"
+FETCH, VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH = 1, 52, 53, 54
+FETCH_WAIT_MS = 500
+FETCH_MAX_BYTES = 8 * 1024 * 1024
+RETRY_S = 0.05
+
+
+class Deposed(Exception):
+    """This controller stopped leading before the records waited for were committed."""
+
+
+class FetchCheck(NamedTuple):
+    """What the leader makes of a fetch before reading: an error, where the fetcher's
+    log parts from its own, or how far it may read (None: to the log end)."""
+
+    error: ErrorCode = ErrorCode.none
+    diverging: LogEnd | None = None
+    read_to: int | None = None
+
+
+class Quorum:
+    def __init__(
+        self,
+        node_id: int,
+        voters: Mapping[int, tuple[str, int]],
+        partition: Partition,
+        config: BrokerConfig,
+        on_lead: Callable[[], None],
+        on_resign: Callable[[], None],
+    ) -> None:
+        self.node_id = node_id
+        self.voters = dict(voters)
+        self.partition = partition
+        self.cluster_id = config.cluster_id
+        self._fetch_timeout_s = config.controller_quorum_fetch_timeout_ms / 1000
+        self._election_timeout_s = config.controller_quorum_election_timeout_ms / 1000
+        self._backoff_max_s = config.controller_quorum_election_backoff_max_ms / 1000
+        self._request_timeout_s = config.controller_quorum_request_timeout_ms / 1000
+        self._on_lead = on_lead
+        self._on_resign = on_resign
+        self.election = state_file.read(partition.log.directory)
+        self.role = UNATTACHED
+        self.high_watermark = 0
+        self.epoch_start = 0  # where the leader's LeaderChange record is
+        self.voter_ends: dict[int, int] = {}  # the leader's: each voter's log end
+        self.voter_seen: dict[int, float] = {}  # ...and when it last fetched (monotonic)
+        self.voter_seen_ms: dict[int, int] = {}  # ...as a wall clock, for DescribeQuorum
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._changed = asyncio.Event()
+        self._leader_heard = time.monotonic()
+        self._clients: dict[int, NodeClient] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    # -- the Replication protocol (the metadata partition's) --------------------------
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.election.epoch
+
+    @property
+    def leader_id(self) -> int:
+        return self.election.leader_id
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        return tuple(sorted(self.voters))
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self.replicas
+
+    @property
+    def is_leader(self) -> bool:
+        return self.role == LEADER
+
+    def update_high_watermark(self, log_end_offset: int) -> bool:
+        if self.role != LEADER:
+            return False
+        self.voter_ends[self.node_id] = log_end_offset
+        return self._commit()
+
+    def wait_for(self, offset: int) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.high_watermark >= offset:
+            future.set_result(None)
+        else:
+            self._waiters.append((offset, future))
+        return future
+
+    # -- running ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        log_epoch = self.partition.log.latest_epoch
+        if log_epoch > self.election.epoch:  # a log written before the quorum-state
+            self._persist(Election(log_epoch))
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="quorum")
+
+    async def stop(self) -> None:
+        """Stop; a leader first tells the others (EndQuorumEpoch), so that they elect a
+        new one at once rather than after a fetch timeout."""
+        self._stopping = True
+        if self.role == LEADER and len(self.voters) > 1:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._end_epoch(), self._request_timeout_s)
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for client in self._clients.values():
+            client.close()
+        self._fail_waiters()
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            try:
+                if self.role == LEADER:
+                    await self._lead()
+                elif self.role == FOLLOWER:
+                    await self._follow()
+                elif self.role == CANDIDATE:
+                    await self._campaign()
+                else:
+                    await self._wait_for_a_leader()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("quorum step failed", role=self.role, epoch=self.election.epoch)
+                await asyncio.sleep(RETRY_S)
+
+    async def _wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`; True if something changed this voter's state."""
+        self._changed.clear()
+        try:
+            await asyncio.wait_for(self._changed.wait(), max(seconds, 0))
+        except TimeoutError:
+            return False
+        return True
+
+    # -- the roles -------------------------------------------------------------------
+
+    async def _wait_for_a_leader(self) -> None:
+        if len(self.voters) == 1:
+            self._become_candidate()
+            return
+        timeout = self._election_timeout_s * (1 + random.random())
+        if not await self._wait(timeout) and self.role == UNATTACHED:
+            self._become_candidate()
+
+    async def _campaign(self) -> None:
+        epoch = self.election.epoch
+        granted = {self.node_id}
+        if len(granted) >= majority(len(self.voters)):
+            self._become_leader(granted)
+            return
+        mine = self._log_end()
+        asks = [
+            asyncio.ensure_future(self._ask_vote(voter, epoch, mine))
+            for voter in self.voters
+            if voter != self.node_id
+        ]
+        deadline = time.monotonic() + self._election_timeout_s
+        try:
+            for done in asyncio.as_completed(asks, timeout=self._election_timeout_s):
+                with contextlib.suppress(NodeUnreachable):
+                    voter, vote = await done
+                    if self.role != CANDIDATE or self.election.epoch != epoch:
+                        return  # a newer epoch or a leader came meanwhile
+                    if vote:
+                        granted.add(voter)
+                    if len(granted) >= majority(len(self.voters)):
+                        self._become_leader(granted)
+                        return
+        except TimeoutError:
+            pass
+        finally:
+            for ask in asks:
+                ask.cancel()
+        # lost or split: wait out the election, then a random backoff, then again
+        for pause in (deadline - time.monotonic(), random.random() * self._backoff_max_s):
+            if self.role != CANDIDATE or self.election.epoch != epoch:
+                return
+            await self._wait(pause)
+        if self.role == CANDIDATE and self.election.epoch == epoch:
+            self._become_candidate()
+
+    async def _ask_vote(self, voter: int, epoch: int, mine: LogEnd) -> tuple[int, bool]:
+        request = {
+            "cluster_id": self.cluster_id,
+            "voter_id": voter,
+            "topics": [
+                {
+                    "topic_name": self.partition.topic.name,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "replica_epoch": epoch,
+                            "replica_id": self.node_id,
+                            "replica_directory_id": None,
+                            "voter_directory_id": None,
+                            "last_offset_epoch": mine.epoch,
+                            "last_offset": mine.offset,
+                            "pre_vote": False,
+                        }
+                    ],
+                }
+            ],
+        }
+        answer = await self._client(voter).call(VOTE, 2, request)
+        if answer.error_code != ErrorCode.none:
+            return voter, False
+        result = answer.topics[0].partitions[0]
+        self.observe(result.leader_epoch, result.leader_id)
+        return voter, bool(result.vote_granted) and result.error_code == ErrorCode.none
+
+    async def _follow(self) -> None:
+        leader = self.election.leader_id
+        epoch = self.election.epoch
+        try:
+            answer = await self._fetch_from(leader)
+        except NodeUnreachable:
+            answer = None
+        if self.role != FOLLOWER or self.election.epoch != epoch:
+            return
+        if answer is not None and self._take(answer):
+            self._leader_heard = time.monotonic()
+            return
+        if time.monotonic() - self._leader_heard > self._fetch_timeout_s:
+            log.warning("leader unreachable: calling an election", leader=leader, epoch=epoch)
+            self._become_candidate()
+        else:
+            await self._wait(RETRY_S * 4)
+
+    async def _lead(self) -> None:
+        epoch = self.election.epoch
+        now = time.monotonic()
+        silent = [v for v in self.voters if v != self.node_id and v not in self.voter_ends]
+        for voter in silent:  # a voter that has not fetched in this epoch yet is told
+            asyncio.ensure_future(self._begin_epoch(voter, epoch))
+        heard = sum(
+            1
+            for voter in self.voters
+            if voter == self.node_id
+            or now - self.voter_seen.get(voter, -1e9) <= 1.5 * self._fetch_timeout_s
+        )
+        if heard < majority(len(self.voters)):
+            log.warning("lost the majority of the quorum: resigning", epoch=epoch)
+            self._step_down(replace(self.election, leader_id=NONE))
+            return
+        await self._wait(min(self._fetch_timeout_s / 4, 0.5))
+
+    # -- transitions -----------------------------------------------------------------
+
+    def _persist(self, election: Election) -> None:
+        if election != self.election:
+            state_file.write(self.partition.log.directory, election)
+            self.election = election
+
+    def _become_candidate(self) -> None:
+        self._step_down(Election(self.election.epoch + 1, NONE, self.node_id), CANDIDATE)
+        log.info("candidate", node_id=self.node_id, epoch=self.election.epoch)
+
+    def _become_leader(self, granted: set[int]) -> None:
+        self._persist(replace(self.election, leader_id=self.node_id))
+        self.role = LEADER
+        plog = self.partition.log
+        self.epoch_start = plog.log_end_offset
+        batch = leader_change_batch(
+            self.node_id, sorted(self.voters), sorted(granted), int(time.time() * 1000)
+        )
+        plog.append(
+            bytearray(batch),
+            list(iter_batches(batch)),
+            leader_epoch=self.election.epoch,
+            now_ms=int(time.time() * 1000),
+        )
+        now = time.monotonic()
+        self.voter_ends = {}
+        self.voter_seen = {voter: now for voter in self.voters}
+        self.voter_seen_ms = {}
+        log.info("leading the quorum", node_id=self.node_id, epoch=self.election.epoch)
+        self._on_lead()
+        self.partition.appended()
+        self._changed.set()
+
+    def _become_follower(self, epoch: int, leader: int) -> None:
+        voted = self.election.voted_id if epoch == self.election.epoch else NONE
+        self._step_down(Election(epoch, leader, voted), FOLLOWER)
+        self._leader_heard = time.monotonic()
+        log.info("following", node_id=self.node_id, leader=leader, epoch=epoch)
+
+    def _step_down(self, election: Election, role: str = UNATTACHED) -> None:
+        was_leader = self.role == LEADER
+        self._persist(election)
+        self.role = role
+        if was_leader:
+            self._fail_waiters()
+            self._on_resign()
+            self.partition.data_arrived()  # parked fetches answer NOT_LEADER_OR_FOLLOWER
+        self._changed.set()
+
+    def observe(self, epoch: int, leader: int) -> None:
+        """Another node's request or answer names `epoch` and its `leader` (NONE if it
+        knows none): a newer epoch is followed, an older one ignored."""
+        if epoch > self.election.epoch:
+            if leader not in (NONE, self.node_id):
+                self._become_follower(epoch, leader)
+            else:
+                self._step_down(Election(epoch))
+        elif (
+            epoch == self.election.epoch
+            and leader not in (NONE, self.node_id)
+            and self.role != FOLLOWER
+        ):
+            self._become_follower(epoch, leader)
+
+    # -- requests from the other controllers (the handlers call these) --------------
+
+    def vote(self, candidate: int, epoch: int, last: LogEnd) -> bool:
+        if candidate not in self.voters:
+            return False
+        if epoch > self.election.epoch and self.role != UNATTACHED:
+            self._step_down(Election(epoch))
+        granted, election = decide_vote(self.election, candidate, epoch, last, self._log_end())
+        self._persist(election)
+        if granted:
+            self._changed.set()  # a vote given restarts the wait before an election
+            log.info("voted", node_id=self.node_id, candidate=candidate, epoch=epoch)
+        return granted
+
+    def would_vote(self, candidate: int, epoch: int, last: LogEnd) -> bool:
+        """A pre-vote: whether `vote` would grant it, refused while this voter hears
+        from a leader; nothing changes."""
+        if candidate not in self.voters or self.role == LEADER:
+            return False
+        if self.role == FOLLOWER and time.monotonic() - self._leader_heard < self._fetch_timeout_s:
+            return False
+        granted, _ = decide_vote(self.election, candidate, epoch, last, self._log_end())
+        return granted
+
+    def begin_epoch(self, leader: int, epoch: int) -> ErrorCode:
+        if epoch < self.election.epoch:
+            return ErrorCode.fenced_leader_epoch
+        if leader != self.node_id and not (self.role == FOLLOWER and self.leader_id == leader):
+            self._become_follower(epoch, leader)
+        return ErrorCode.none
+
+    def end_epoch(self, leader: int, epoch: int, successors: list[int]) -> ErrorCode:
+        if epoch < self.election.epoch:
+            return ErrorCode.fenced_leader_epoch
+        if epoch == self.election.epoch and self.leader_id == leader and leader != self.node_id:
+            self._step_down(replace(self.election, leader_id=NONE))
+            if successors[:1] == [self.node_id]:
+                self._become_candidate()
+        return ErrorCode.none
+
+    def check_fetch(
+        self, replica_id: int, leader_epoch: int, fetch_offset: int, last_fetched_epoch: int
+    ) -> FetchCheck:
+        if self.role != LEADER:
+            return FetchCheck(ErrorCode.not_leader_or_follower)
+        if leader_epoch >= 0 and leader_epoch < self.election.epoch:
+            return FetchCheck(ErrorCode.fenced_leader_epoch)
+        if leader_epoch > self.election.epoch:
+            return FetchCheck(ErrorCode.unknown_leader_epoch)
+        plog = self.partition.log
+        parted = divergence(
+            fetch_offset, last_fetched_epoch, plog.end_offset_for_epoch(last_fetched_epoch)
+        )
+        if parted is not None:
+            return FetchCheck(diverging=parted)
+        if replica_id not in self.voters:
+            return FetchCheck(read_to=self.high_watermark)
+        self.voter_ends[replica_id] = fetch_offset
+        self.voter_seen[replica_id] = time.monotonic()
+        self.voter_seen_ms[replica_id] = int(time.time() * 1000)
+        if self._commit():
+            self.partition.high_watermark_moved()
+        return FetchCheck()
+
+    # -- replication -----------------------------------------------------------------
+
+    def _commit(self) -> bool:
+        end = committed_end(self.voter_ends.values(), len(self.voters), self.epoch_start)
+        if end is None or end <= self.high_watermark:
+            return False
+        self.high_watermark = end
+        waiting = []
+        for offset, future in self._waiters:
+            if offset <= end:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                waiting.append((offset, future))
+        self._waiters = waiting
+        return True
+
+    def _fail_waiters(self) -> None:
+        for _offset, future in self._waiters:
+            if not future.done():
+                future.set_exception(Deposed())
+        self._waiters = []
+
+    def _log_end(self) -> LogEnd:
+        plog = self.partition.log
+        return LogEnd(plog.latest_epoch, plog.log_end_offset)
+
+    async def _fetch_from(self, leader: int) -> Any:
+        mine = self._log_end()
+        request = {
+            "cluster_id": self.cluster_id,
+            "replica_id": self.node_id,
+            "max_wait": FETCH_WAIT_MS,
+            "min_bytes": 1,
+            "max_bytes": FETCH_MAX_BYTES,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic": self.partition.topic.name,
+                    "partitions": [
+                        {
+                            "partition": 0,
+                            "current_leader_epoch": self.election.epoch,
+                            "fetch_offset": mine.offset,
+                            "last_fetched_epoch": mine.epoch if mine.offset > 0 else -1,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": FETCH_MAX_BYTES,
+                        }
+                    ],
+                }
+            ],
+        }
+        answer = await self._client(leader).call(FETCH, 12, request)
+        return answer.responses[0].partitions[0]
+
+    def _take(self, answer: Any) -> bool:
+        """Apply the leader's fetch answer; False if it did not serve it."""
+        current = answer.current_leader
+        if current is not None and current.leader_epoch >= 0:
+            self.observe(current.leader_epoch, current.leader_id)
+            if self.role != FOLLOWER:
+                return False
+        if answer.error_code != ErrorCode.none:
+            return False
+        plog = self.partition.log
+        diverging = answer.diverging_epoch
+        if diverging is not None and diverging.end_offset >= 0:
+            target = max(min(diverging.end_offset, plog.log_end_offset), self.high_watermark)
+            removed = plog.truncate_to(target)
+            log.warning("cut the metadata log back to the leader's", to=target, removed=removed)
+            return True
+        records = memoryview(answer.records or b"")
+        if records:
+            headers = [h for h in iter_batches(records) if h.base_offset >= plog.log_end_offset]
+            if headers:
+                first = headers[0].position
+                data = records[first : headers[-1].position + headers[-1].size]
+                plog.append_as_is(
+                    data, [h._replace(position=h.position - first) for h in headers], gaps=True
+                )
+                self.partition.data_arrived()
+        self.high_watermark = max(min(answer.high_watermark, plog.log_end_offset), 0)
+        return True
+
+    async def _begin_epoch(self, voter: int, epoch: int) -> None:
+        request = {
+            "cluster_id": self.cluster_id,
+            "voter_id": voter,
+            "topics": [
+                {
+                    "topic_name": self.partition.topic.name,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "voter_directory_id": None,
+                            "leader_id": self.node_id,
+                            "leader_epoch": epoch,
+                        }
+                    ],
+                }
+            ],
+            "leader_endpoints": [],
+        }
+        with contextlib.suppress(NodeUnreachable):
+            answer = await self._client(voter).call(BEGIN_QUORUM_EPOCH, 1, request)
+            if answer.error_code == ErrorCode.none and answer.topics:
+                result = answer.topics[0].partitions[0]
+                self.observe(result.leader_epoch, result.leader_id)
+
+    async def _end_epoch(self) -> None:
+        others = [v for v in self.voters if v != self.node_id]
+        successors = sorted(others, key=lambda v: -self.voter_ends.get(v, -1))
+        request = {
+            "cluster_id": self.cluster_id,
+            "topics": [
+                {
+                    "topic_name": self.partition.topic.name,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "leader_id": self.node_id,
+                            "leader_epoch": self.election.epoch,
+                            "preferred_candidates": [
+                                {"candidate_id": v, "candidate_directory_id": None}
+                                for v in successors
+                            ],
+                        }
+                    ],
+                }
+            ],
+            "leader_endpoints": [],
+        }
+
+        async def tell(voter: int) -> None:
+            with contextlib.suppress(NodeUnreachable):
+                await self._client(voter).call(END_QUORUM_EPOCH, 1, request)
+
+        await asyncio.gather(*(tell(v) for v in others))
+
+    def _client(self, voter: int) -> NodeClient:
+        client = self._clients.get(voter)
+        if client is None:
+            host, port = self.voters[voter]
+            timeout = self._request_timeout_s + FETCH_WAIT_MS / 1000
+            client = self._clients[voter] = NodeClient(host, port, timeout)
+        return client
