@@ -69,6 +69,7 @@ class ClusterMember:
         self._fetch_clients: list[NodeClient] = []
         self._admin_clients: list[NodeClient] = []  # topic changes, ISR changes
         self._peers: dict[int, NodeClient] = {}  # other brokers, by node id
+        self._leader: int | None = None  # which controller leads: an index into the above
         self.inter_broker_listener = ""  # known once the listeners are
         self._tasks: list[asyncio.Task[None]] = []
         self._unfenced = asyncio.Event()
@@ -115,14 +116,20 @@ class ClusterMember:
         )
 
     async def _reach_controller(self, deadline: float) -> tuple[NodeClient, Any]:
-        """The first controller that answers, with its DescribeQuorum answer."""
+        """The quorum's leader, with its DescribeQuorum answer: the controllers are
+        asked in turn until one leads (while they elect one, none does)."""
         last = ""
         while True:
-            for client in self._clients:
+            for index, client in enumerate(self._clients):
                 try:
-                    return client, await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
+                    answer = await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
                 except NodeUnreachable as exc:
                     last = str(exc)
+                    continue
+                if _leads(answer) or answer.error_code != ErrorCode.none:
+                    self._leader = index
+                    return client, answer
+                last = f"{client.address} does not lead the controller quorum"
             if time.monotonic() >= deadline:
                 wanted = ", ".join(c.address for c in self._clients)
                 raise ClusterJoinError(
@@ -164,6 +171,11 @@ class ClusterMember:
             code = await self._register(client)
             if code == ErrorCode.none:
                 return
+            if code == ErrorCode.not_controller:  # the quorum elected another meanwhile
+                self.leader_lost()
+                client = await self._any_client()
+                await asyncio.sleep(RETRY_S)
+                continue
             if code != ErrorCode.duplicate_broker_registration:
                 raise ClusterJoinError(f"node.id={self.node_id}: {_refusal(code)}")
             if refused_since is None:
@@ -209,6 +221,7 @@ class ClusterMember:
             try:
                 await self._heartbeat()
             except NodeUnreachable as exc:
+                self.leader_lost()
                 log.warning("controller unreachable", error=str(exc))
             except Exception:
                 log.exception("heartbeat failed")
@@ -238,6 +251,9 @@ class ClusterMember:
             if code != ErrorCode.none:
                 log.warning("registration refused", node_id=self.node_id, reason=_refusal(code))
             return answer
+        if answer.error_code == ErrorCode.not_controller:
+            self.leader_lost()
+            return answer
         if answer.error_code != ErrorCode.none:
             log.warning("heartbeat refused", node_id=self.node_id, reason=answer.error_code.name)
             return answer
@@ -249,32 +265,54 @@ class ClusterMember:
         return answer
 
     async def _any_client(self, clients: list[NodeClient] | None = None) -> NodeClient:
-        """The client that is connected, else the first that answers now."""
+        """The connection (of `clients`, one per controller) to the quorum's leader,
+        found by asking each controller in turn when it is not known."""
         clients = self._clients if clients is None else clients
-        for client in clients:
-            if client.connected:
-                return client
-        for client in clients:
+        if self._leader is not None:
+            return clients[self._leader]
+        for index, client in enumerate(self._clients):
             try:
-                await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
-                return client
+                answer = await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
             except NodeUnreachable:
                 continue
-        raise NodeUnreachable("no controller reachable")
+            if _leads(answer):
+                self._leader = index
+                return clients[index]
+        raise NodeUnreachable("no controller leads the quorum (an election may be under way)")
+
+    def leader_lost(self) -> None:
+        """The controller asked did not answer as the leader: find it again."""
+        self._leader = None
 
     async def ask_controller(
         self, api_key: int, version: int, request: dict[str, Any], client_id: str | None = None
     ) -> Any:
-        """One request to the controller (raises NodeUnreachable); `client_id`, when
-        given, names the principal it is made for."""
-        client = await self._any_client(self._admin_clients)
-        if client_id is None:
-            return await client.call(api_key, version, request)
-        return await client.call(api_key, version, request, client_id)
+        """One request to the active controller (raises NodeUnreachable); `client_id`,
+        when given, names the principal it is made for. A controller that no longer
+        leads (or is gone) is left for the new leader, once."""
+        for attempt in range(2):
+            client = await self._any_client(self._admin_clients)
+            try:
+                if client_id is None:
+                    answer = await client.call(api_key, version, request)
+                else:
+                    answer = await client.call(api_key, version, request, client_id)
+            except NodeUnreachable:
+                self.leader_lost()
+                if attempt:
+                    raise
+                continue
+            if getattr(answer, "error_code", None) != ErrorCode.not_controller or attempt:
+                return answer
+            self.leader_lost()
+        raise AssertionError("unreachable")
 
     async def settle(self) -> None:
         """Wait until this broker's view has everything the controller wrote so far."""
         answer = await self.ask_controller(DESCRIBE_QUORUM, 2, _quorum_request())
+        if not _leads(answer):
+            self.leader_lost()
+            raise NodeUnreachable("the controller asked no longer leads the quorum")
         end = answer.topics[0].partitions[0].high_watermark
         await self.wait_for_view(lambda: self.view.last_offset + 1 >= end, SETTLE_WAIT_S)
 
@@ -408,6 +446,7 @@ class ClusterMember:
                 client = await self._any_client(self._fetch_clients)
                 await self._fetch_once(client)
             except NodeUnreachable:
+                self.leader_lost()
                 await asyncio.sleep(RETRY_S)
             except Exception:
                 log.exception("metadata fetch failed")
@@ -442,6 +481,7 @@ class ClusterMember:
         answer = await client.call(FETCH, 12, request)
         partition = answer.responses[0].partitions[0]
         if partition.error_code != ErrorCode.none:
+            self.leader_lost()
             raise NodeUnreachable(f"metadata fetch: {partition.error_code.name}")
         records = bytes(partition.records or b"")
         before = self.view.last_offset
@@ -490,6 +530,14 @@ _REFUSALS = {
 
 def _refusal(code: ErrorCode) -> str:
     return _REFUSALS.get(code, code.name)
+
+
+def _leads(answer: Any) -> bool:
+    """Does a DescribeQuorum answer come from the quorum's leader?"""
+    if answer.error_code != ErrorCode.none or not answer.topics:
+        return False
+    partitions = answer.topics[0].partitions
+    return bool(partitions) and partitions[0].error_code == ErrorCode.none
 
 
 def _quorum_request() -> dict[str, Any]:

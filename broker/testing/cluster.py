@@ -9,11 +9,17 @@
         cluster.wait_for_new_leader("orders", 0, old=leader)
         cluster.restart(leader)                  # same data, same port: it catches up
 
+    with Cluster(brokers=3, controllers=3) as cluster:   # controllers 0, 4 and 5
+        active = cluster.active_controller()
+        cluster.kill(active)
+        cluster.wait_for_active_controller(other_than=active)
+
 Each node is a ``odradek.testing.Broker`` configured as Kafka's KRaft settings describe
 it (``process.roles``, ``node.id``, ``controller.quorum.voters``, a CONTROLLER listener).
-The controller runs on a node of its own, so that any broker may be killed; while it is
-down the brokers keep serving what they lead, but nothing fails over. Timings are set
-for tests: a broker that stops heartbeating is fenced after ``session_timeout_ms``.
+The controllers run on nodes of their own, so that any broker may be killed. With one
+controller, while it is down the brokers keep serving what they lead, but nothing fails
+over; with three, the others elect a new leader. Timings are set for tests: a broker
+that stops heartbeating is fenced after ``session_timeout_ms``.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
 from odradek.broker.testing.broker import START_TIMEOUT, Broker, free_port, normalize_overrides
 
 CONTROLLER_ID = 0
-METADATA = 3
+METADATA, DESCRIBE_QUORUM = 3, 55
 
 
 class Cluster:
@@ -41,6 +47,7 @@ class Cluster:
         brokers: int = 3,
         base_dir: Path | None = None,
         *,
+        controllers: int = 1,
         overrides: Mapping[str, object] | None = None,
         session_timeout_ms: int = 2000,
         host: str = "127.0.0.1",
@@ -51,10 +58,13 @@ class Cluster:
             base_dir = self._temporary = Path(tempfile.mkdtemp(prefix="odradek-cluster-"))
         self.base_dir = Path(base_dir)
         self.host = host
-        self.controller_port = free_port(host)
+        self.controller_ids = [CONTROLLER_ID] + [brokers + i for i in range(1, controllers)]
+        ports = {node_id: free_port(host) for node_id in self.controller_ids}
+        self.controller_port = ports[CONTROLLER_ID]
+        voters = ",".join(f"{node_id}@{host}:{port}" for node_id, port in ports.items())
         common = {
             "controller.listener.names": "CONTROLLER",
-            "controller.quorum.voters": f"{CONTROLLER_ID}@{host}:{self.controller_port}",
+            "controller.quorum.voters": voters,
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "broker.session.timeout.ms": str(session_timeout_ms),
             "broker.heartbeat.interval.ms": str(max(session_timeout_ms // 8, 50)),
@@ -65,18 +75,23 @@ class Cluster:
             "default.replication.factor": str(min(brokers, 3)),
             **normalize_overrides(overrides),
         }
-        self.controller = Broker(
-            self.base_dir / "controller",
-            host=host,
-            port=self.controller_port,
-            overrides={
-                **common,
-                "node.id": CONTROLLER_ID,
-                "process.roles": "controller",
-                "listeners": f"CONTROLLER://{host}:{self.controller_port}",
-            },
-            faults=faults,  # move_leader
-        )
+        self.controllers: dict[int, Broker] = {
+            node_id: Broker(
+                self.base_dir
+                / ("controller" if node_id == CONTROLLER_ID else f"controller{node_id}"),
+                host=host,
+                port=port,
+                overrides={
+                    **common,
+                    "node.id": node_id,
+                    "process.roles": "controller",
+                    "listeners": f"CONTROLLER://{host}:{port}",
+                },
+                faults=faults,  # move_leader
+            )
+            for node_id, port in ports.items()
+        }
+        self.controller = self.controllers[CONTROLLER_ID]
         self.nodes: dict[int, Broker] = {}
         for node_id in range(1, brokers + 1):
             port = free_port(host)
@@ -96,13 +111,14 @@ class Cluster:
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self, timeout: float = START_TIMEOUT) -> Cluster:
-        self.controller.start(timeout)
+        for controller in self.controllers.values():
+            controller.start(timeout)
         for broker in self.nodes.values():
             broker.start(timeout)
         return self
 
     def kill(self, node_id: int) -> None:
-        """SIGKILL one node (CONTROLLER_ID: the controller)."""
+        """SIGKILL one node (a controller's id: that controller)."""
         self.node(node_id).kill()
 
     def stop(self, node_id: int) -> None:
@@ -118,10 +134,10 @@ class Cluster:
         return broker.start(timeout)
 
     def node(self, node_id: int) -> Broker:
-        return self.controller if node_id == CONTROLLER_ID else self.nodes[node_id]
+        return self.controllers[node_id] if node_id in self.controllers else self.nodes[node_id]
 
     def close(self) -> None:
-        for broker in [*self.nodes.values(), self.controller]:
+        for broker in [*self.nodes.values(), *self.controllers.values()]:
             broker.close()
         if self._temporary is not None:
             shutil.rmtree(self._temporary, ignore_errors=True)
@@ -191,6 +207,34 @@ class Cluster:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"ISR of {topic}-{partition} is not {sorted(isr)}")
             time.sleep(0.1)
+
+    def active_controller(self) -> int:
+        """The node id of the controller leading the quorum (-1: none now)."""
+        request = {
+            "topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]
+        }
+        for node_id, controller in self.controllers.items():
+            if not controller.is_running():
+                continue
+            try:
+                answer = _call(controller.host, controller.port, DESCRIBE_QUORUM, 2, request)
+            except NodeUnreachable:
+                continue
+            partition = answer.topics[0].partitions[0] if answer.topics else None
+            if answer.error_code == 0 and partition is not None and partition.error_code == 0:
+                return node_id
+        return -1
+
+    def wait_for_active_controller(self, other_than: int | None = None, timeout: float = 30) -> int:
+        """Wait until a controller (not `other_than`) leads the quorum; its node id."""
+        deadline = time.monotonic() + timeout
+        while True:
+            active = self.active_controller()
+            if active not in (-1, other_than):
+                return active
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no controller leads the quorum after {timeout}s")
+            time.sleep(0.05)
 
     def __repr__(self) -> str:
         running = [n for n, b in self.nodes.items() if b.is_running()]

@@ -1,0 +1,102 @@
+"""A quorum of three controllers keeps the cluster's metadata: one leads, the others
+follow its log, and when the leader is killed the others elect a new one while the
+brokers keep serving and follow it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from cluster.conftest import SESSION_MS, create_topic, read_all
+from odradek.testing import Cluster
+
+pytestmark = pytest.mark.timeout(240)
+
+DESCRIBE_QUORUM = 55
+
+
+@pytest.fixture
+def quorum(tmp_path: Path) -> Iterator[Cluster]:
+    with Cluster(
+        brokers=3, controllers=3, base_dir=tmp_path, session_timeout_ms=SESSION_MS
+    ) as made:
+        yield made
+
+
+def describe(cluster: Cluster) -> object:
+    from odradek.broker.testing.cluster import _call
+
+    active = cluster.wait_for_active_controller()
+    node = cluster.node(active)
+    request = {
+        "topics": [
+            {"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}
+        ]
+    }
+    return _call(node.host, node.port, DESCRIBE_QUORUM, 2, request)
+
+
+def produce(cluster: Cluster, topic: str, values: list[bytes]) -> None:
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "enable.idempotence": True}
+    )
+    for value in values:
+        producer.produce(topic, value)
+    assert producer.flush(30) == 0
+
+
+def test_three_voters_elect_one_leader_and_follow_it(quorum: Cluster) -> None:
+    answer = describe(quorum)
+    partition = answer.topics[0].partitions[0]  # type: ignore[attr-defined]
+    assert sorted(v.replica_id for v in partition.current_voters) == sorted(
+        quorum.controller_ids
+    )
+    assert partition.leader_id in quorum.controller_ids
+    assert partition.leader_epoch >= 1
+    assert sorted(o.replica_id for o in partition.observers) == [1, 2, 3]
+    # every voter holds the log up to the high watermark
+    deadline = time.monotonic() + 10
+    while True:
+        partition = describe(quorum).topics[0].partitions[0]  # type: ignore[attr-defined]
+        ends = [v.log_end_offset for v in partition.current_voters]
+        if min(ends) >= partition.high_watermark > 0:
+            break
+        assert time.monotonic() < deadline, f"voters behind: {ends} {partition.high_watermark}"
+        time.sleep(0.1)
+    create_topic(quorum, "replicated", partitions=1, factor=3)
+    assert sorted(quorum.partition("replicated", 0).replica_nodes) == [1, 2, 3]
+    produce(quorum, "replicated", [b"a", b"b", b"c"])
+    assert read_all(quorum, "replicated", 0, 3) == [b"a", b"b", b"c"]
+
+
+def test_the_leading_controller_killed_another_leads_and_nothing_is_lost(quorum: Cluster) -> None:
+    create_topic(quorum, "before", partitions=1, factor=3)
+    produce(quorum, "before", [b"x%d" % i for i in range(50)])
+    old = quorum.wait_for_active_controller()
+    quorum.kill(old)
+    started = time.monotonic()
+    new = quorum.wait_for_active_controller(other_than=old, timeout=20)
+    took = time.monotonic() - started
+    print(f"controller {new} leads {took:.2f} s after controller {old} was killed")
+    assert new != old and took < 15, took
+    # topic changes resume through the new leader; what the old one committed is there
+    create_topic(quorum, "after", partitions=1, factor=3)
+    produce(quorum, "after", [b"y%d" % i for i in range(10)])
+    assert read_all(quorum, "after", 0, 10) == [b"y%d" % i for i in range(10)]
+    assert read_all(quorum, "before", 0, 50) == [b"x%d" % i for i in range(50)]
+    names = {t.name for t in quorum.metadata().topics}
+    assert {"before", "after"} <= names
+    # the killed controller comes back as a follower and catches up
+    quorum.restart(old)
+    deadline = time.monotonic() + 20
+    while True:
+        partition = describe(quorum).topics[0].partitions[0]  # type: ignore[attr-defined]
+        ends = {v.replica_id: v.log_end_offset for v in partition.current_voters}
+        if ends[old] >= partition.high_watermark:
+            break
+        assert time.monotonic() < deadline, f"{old} behind: {ends}"
+        time.sleep(0.1)
