@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("broker")
 
 API_VERSIONS_KEY = 18
+DESCRIBE_QUORUM = 55
 OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 
@@ -96,6 +97,8 @@ class Broker:
         self.member = (
             ClusterMember(self, cluster) if cluster.is_broker and not cluster.standalone else None
         )
+        if self.member is None:
+            self.apis.pop(DESCRIBE_QUORUM, None)  # a node of its own has no quorum to describe
         self.replicas: ReplicaManager | None = None
         if self.member is not None:
             # cluster-only modules load only in a cluster: one node starts as fast as ever

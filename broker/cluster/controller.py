@@ -25,6 +25,7 @@ from odradek.broker.cluster.controller_documents import (
     ControllerTokens,
 )
 from odradek.broker.cluster.quorum.quorum import Quorum
+from odradek.broker.cluster.quorum.requests import METADATA_TOPIC
 from odradek.broker.settings.cluster_config import ClusterConfig
 from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
 from odradek.coordinator.runtime import CoordinatorRuntime, Operation
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from odradek.broker.cluster.node import Node
     from odradek.broker.dataplane.topics import Partition
 
-METADATA_TOPIC = "__cluster_metadata"
 # Written through the page cache like every other log here: it survives kill -9; a
 # power cut may lose the last decisions (Kafka's Raft log fsyncs each; that costs
 # ~20 ms a write on this kind of disk, twice in a node's start).

@@ -147,10 +147,18 @@ def _wake(future: asyncio.Future[None] | None) -> None:
 
 class Replication(Protocol):
     high_watermark: int
-    leader_epoch: int
-    leader_id: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
+
+    @property
+    def leader_epoch(self) -> int: ...
+
+    @property
+    def leader_id(self) -> int: ...
+
+    @property
+    def replicas(self) -> tuple[int, ...]: ...
+
+    @property
+    def isr(self) -> tuple[int, ...]: ...
 
     @property
     def is_leader(self) -> bool: ...

@@ -12,6 +12,7 @@ from odradek.broker.handlers.quorum_common import (
     answer,
     partition_answer,
     partition_error,
+    quorum_of,
     refusal,
 )
 
@@ -23,8 +24,7 @@ async def handle(ctx: RequestContext, request: BeginQuorumEpochRequest) -> Reply
     refused = refusal(ctx, request.cluster_id)
     if refused is not None:
         return answer(ctx, [], refused)
-    assert ctx.services.controller is not None
-    quorum = ctx.services.controller.quorum
+    quorum = quorum_of(ctx)
     topics = []
     for topic in request.topics:
         partitions = []

@@ -6,6 +6,8 @@
 - Another controller answers NOT_LEADER_OR_FOLLOWER, as on Kafka; any other topic or
   partition UNKNOWN_TOPIC_OR_PARTITION; a node that is no controller NOT_CONTROLLER.
 - v2 adds the voters' controller listeners (`nodes`).
+- Asked on a broker's listener (a broker of a cluster), the broker passes the request on
+  to the active controller and returns its answer, as Kafka's brokers do.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from typing import Any
 
 from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest
 
+from odradek.broker.cluster.admin import as_dict
 from odradek.broker.cluster.controller import METADATA_TOPIC, Controller
+from odradek.broker.cluster.node_client import NodeUnreachable
 from odradek.broker.cluster.quorum.quorum import Quorum
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 2
+API_KEY = 55
 # v0-v2 have the same fields: typed as the newest
 
 
@@ -35,6 +40,12 @@ def _replica(node_id: int, log_end_offset: int, seen_ms: int) -> dict[str, Any]:
 
 
 async def handle(ctx: RequestContext, request: DescribeQuorumRequest) -> Reply:
+    member = ctx.services.member
+    if not ctx.listener.controller and member is not None:
+        try:
+            return as_dict(await member.ask_controller(API_KEY, ctx.version, as_dict(request)))
+        except NodeUnreachable:
+            return {"error_code": ErrorCode.not_controller, "topics": [], "nodes": []}
     controller = ctx.services.controller
     if controller is None or controller.quorum is None:
         return {"error_code": ErrorCode.not_controller, "topics": [], "nodes": []}

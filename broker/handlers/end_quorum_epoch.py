@@ -14,6 +14,7 @@ from odradek.broker.handlers.quorum_common import (
     answer,
     partition_answer,
     partition_error,
+    quorum_of,
     refusal,
 )
 
@@ -31,8 +32,7 @@ async def handle(ctx: RequestContext, request: EndQuorumEpochRequest) -> Reply:
     refused = refusal(ctx, request.cluster_id)
     if refused is not None:
         return answer(ctx, [], refused)
-    assert ctx.services.controller is not None
-    quorum = ctx.services.controller.quorum
+    quorum = quorum_of(ctx)
     topics = []
     for topic in request.topics:
         partitions = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from odradek.broker.cluster.controller import METADATA_TOPIC
+from odradek.broker.cluster.quorum.quorum import Quorum
 from odradek.broker.handlers.base import RequestContext
 from odradek.protocol.errors import ErrorCode
 
@@ -19,6 +20,13 @@ def refusal(ctx: RequestContext, cluster_id: str | None) -> ErrorCode | None:
     if cluster_id is not None and cluster_id != controller.quorum.cluster_id:
         return ErrorCode.inconsistent_cluster_id
     return None
+
+
+def quorum_of(ctx: RequestContext) -> Quorum:
+    """The controller's quorum, once `refusal` let the request through."""
+    controller = ctx.services.controller
+    assert controller is not None and controller.quorum is not None
+    return controller.quorum
 
 
 def partition_error(topic_name: str, index: int) -> ErrorCode | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from helpers.kafka_tools import TOOLS, run_tool
 
 from cluster.conftest import SESSION_MS, create_topic, read_all
 from odradek.testing import Cluster
@@ -33,9 +34,7 @@ def describe(cluster: Cluster) -> object:
     active = cluster.wait_for_active_controller()
     node = cluster.node(active)
     request = {
-        "topics": [
-            {"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}
-        ]
+        "topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]
     }
     return _call(node.host, node.port, DESCRIBE_QUORUM, 2, request)
 
@@ -52,9 +51,7 @@ def produce(cluster: Cluster, topic: str, values: list[bytes]) -> None:
 def test_three_voters_elect_one_leader_and_follow_it(quorum: Cluster) -> None:
     answer = describe(quorum)
     partition = answer.topics[0].partitions[0]  # type: ignore[attr-defined]
-    assert sorted(v.replica_id for v in partition.current_voters) == sorted(
-        quorum.controller_ids
-    )
+    assert sorted(v.replica_id for v in partition.current_voters) == sorted(quorum.controller_ids)
     assert partition.leader_id in quorum.controller_ids
     assert partition.leader_epoch >= 1
     assert sorted(o.replica_id for o in partition.observers) == [1, 2, 3]
@@ -100,3 +97,33 @@ def test_the_leading_controller_killed_another_leads_and_nothing_is_lost(quorum:
             break
         assert time.monotonic() < deadline, f"{old} behind: {ends}"
         time.sleep(0.1)
+
+
+def test_kafka_metadata_quorum_describes_it_through_controllers_and_brokers(
+    quorum: Cluster,
+) -> None:
+    active = quorum.wait_for_active_controller()
+    controllers = ",".join(quorum.node(n).bootstrap for n in quorum.controller_ids)
+    tool = TOOLS["kafka-metadata-quorum"]
+    for bootstrap in (
+        ["--bootstrap-controller", controllers],
+        ["--bootstrap-server", quorum.bootstrap_servers],
+    ):
+        status = run_tool(tool, *bootstrap, "describe", "--status")
+        assert status.returncode == 0, status.stderr
+        fields = dict(line.split(":", 1) for line in status.lines())
+        assert int(fields["LeaderId"]) == active
+        assert int(fields["LeaderEpoch"]) >= 1
+        assert int(fields["HighWatermark"]) > 0
+        for node_id in quorum.controller_ids:
+            assert f'"id": {node_id}, "endpoints": ["CONTROLLER://' in fields["CurrentVoters"]
+        assert all(f'"id": {n}' in fields["CurrentObservers"] for n in (1, 2, 3))
+    replication = run_tool(tool, "--bootstrap-controller", controllers, "describe", "--replication")
+    assert replication.returncode == 0, replication.stderr
+    rows = [line.split() for line in replication.lines()[1:]]
+    statuses = {int(row[0]): row[-1] for row in rows}
+    assert statuses[active] == "Leader"
+    assert sorted(n for n, s in statuses.items() if s == "Follower") == sorted(
+        set(quorum.controller_ids) - {active}
+    )
+    assert sorted(n for n, s in statuses.items() if s == "Observer") == [1, 2, 3]

@@ -16,6 +16,7 @@ TOOLS = {
     "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
+    "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
 }
 TIMEOUT = 60.0
 

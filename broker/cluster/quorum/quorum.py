@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import structlog
 
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
-from odradek.broker.cluster.quorum import state_file
+from odradek.broker.cluster.quorum import requests, state_file
 from odradek.broker.cluster.quorum.records import leader_change_batch
 from odradek.broker.cluster.quorum.rules import (
     NONE,
@@ -56,8 +56,6 @@ log = structlog.get_logger("controller")
 
 UNATTACHED, CANDIDATE, FOLLOWER, LEADER = "unattached", "candidate", "follower", "leader"
 FETCH, VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH = 1, 52, 53, 54
-FETCH_WAIT_MS = 500
-FETCH_MAX_BYTES = 8 * 1024 * 1024
 RETRY_S = 0.05
 
 
@@ -106,6 +104,7 @@ class Quorum:
         self._leader_heard = time.monotonic()
         self._clients: dict[int, NodeClient] = {}
         self._task: asyncio.Task[None] | None = None
+        self._telling: set[int] = set()  # voters a BeginQuorumEpoch is on its way to
         self._stopping = False
 
     # -- the Replication protocol (the metadata partition's) --------------------------
@@ -240,27 +239,7 @@ class Quorum:
             self._become_candidate()
 
     async def _ask_vote(self, voter: int, epoch: int, mine: LogEnd) -> tuple[int, bool]:
-        request = {
-            "cluster_id": self.cluster_id,
-            "voter_id": voter,
-            "topics": [
-                {
-                    "topic_name": self.partition.topic.name,
-                    "partitions": [
-                        {
-                            "partition_index": 0,
-                            "replica_epoch": epoch,
-                            "replica_id": self.node_id,
-                            "replica_directory_id": None,
-                            "voter_directory_id": None,
-                            "last_offset_epoch": mine.epoch,
-                            "last_offset": mine.offset,
-                            "pre_vote": False,
-                        }
-                    ],
-                }
-            ],
-        }
+        request = requests.vote(self.cluster_id, voter, self.node_id, epoch, mine)
         answer = await self._client(voter).call(VOTE, 2, request)
         if answer.error_code != ErrorCode.none:
             return voter, False
@@ -291,7 +270,9 @@ class Quorum:
         now = time.monotonic()
         silent = [v for v in self.voters if v != self.node_id and v not in self.voter_ends]
         for voter in silent:  # a voter that has not fetched in this epoch yet is told
-            asyncio.ensure_future(self._begin_epoch(voter, epoch))
+            if voter not in self._telling:
+                self._telling.add(voter)
+                asyncio.ensure_future(self._begin_epoch(voter, epoch))
         heard = sum(
             1
             for voter in self.voters
@@ -461,32 +442,9 @@ class Quorum:
         return LogEnd(plog.latest_epoch, plog.log_end_offset)
 
     async def _fetch_from(self, leader: int) -> Any:
-        mine = self._log_end()
-        request = {
-            "cluster_id": self.cluster_id,
-            "replica_id": self.node_id,
-            "max_wait": FETCH_WAIT_MS,
-            "min_bytes": 1,
-            "max_bytes": FETCH_MAX_BYTES,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [
-                {
-                    "topic": self.partition.topic.name,
-                    "partitions": [
-                        {
-                            "partition": 0,
-                            "current_leader_epoch": self.election.epoch,
-                            "fetch_offset": mine.offset,
-                            "last_fetched_epoch": mine.epoch if mine.offset > 0 else -1,
-                            "log_start_offset": -1,
-                            "partition_max_bytes": FETCH_MAX_BYTES,
-                        }
-                    ],
-                }
-            ],
-        }
+        request = requests.fetch(
+            self.cluster_id, self.node_id, self.election.epoch, self._log_end()
+        )
         answer = await self._client(leader).call(FETCH, 12, request)
         return answer.responses[0].partitions[0]
 
@@ -520,53 +478,21 @@ class Quorum:
         return True
 
     async def _begin_epoch(self, voter: int, epoch: int) -> None:
-        request = {
-            "cluster_id": self.cluster_id,
-            "voter_id": voter,
-            "topics": [
-                {
-                    "topic_name": self.partition.topic.name,
-                    "partitions": [
-                        {
-                            "partition_index": 0,
-                            "voter_directory_id": None,
-                            "leader_id": self.node_id,
-                            "leader_epoch": epoch,
-                        }
-                    ],
-                }
-            ],
-            "leader_endpoints": [],
-        }
-        with contextlib.suppress(NodeUnreachable):
+        request = requests.begin_epoch(self.cluster_id, voter, self.node_id, epoch)
+        try:
             answer = await self._client(voter).call(BEGIN_QUORUM_EPOCH, 1, request)
-            if answer.error_code == ErrorCode.none and answer.topics:
-                result = answer.topics[0].partitions[0]
-                self.observe(result.leader_epoch, result.leader_id)
+        except NodeUnreachable:
+            return
+        finally:
+            self._telling.discard(voter)
+        if answer.error_code == ErrorCode.none and answer.topics:
+            result = answer.topics[0].partitions[0]
+            self.observe(result.leader_epoch, result.leader_id)
 
     async def _end_epoch(self) -> None:
         others = [v for v in self.voters if v != self.node_id]
         successors = sorted(others, key=lambda v: -self.voter_ends.get(v, -1))
-        request = {
-            "cluster_id": self.cluster_id,
-            "topics": [
-                {
-                    "topic_name": self.partition.topic.name,
-                    "partitions": [
-                        {
-                            "partition_index": 0,
-                            "leader_id": self.node_id,
-                            "leader_epoch": self.election.epoch,
-                            "preferred_candidates": [
-                                {"candidate_id": v, "candidate_directory_id": None}
-                                for v in successors
-                            ],
-                        }
-                    ],
-                }
-            ],
-            "leader_endpoints": [],
-        }
+        request = requests.end_epoch(self.cluster_id, self.node_id, self.election.epoch, successors)
 
         async def tell(voter: int) -> None:
             with contextlib.suppress(NodeUnreachable):
@@ -578,6 +504,6 @@ class Quorum:
         client = self._clients.get(voter)
         if client is None:
             host, port = self.voters[voter]
-            timeout = self._request_timeout_s + FETCH_WAIT_MS / 1000
+            timeout = self._request_timeout_s + requests.FETCH_WAIT_MS / 1000
             client = self._clients[voter] = NodeClient(host, port, timeout)
         return client
