@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("broker")
 
 API_VERSIONS_KEY = 18
-DESCRIBE_QUORUM = 55
+DESCRIBE_QUORUM, UNREGISTER_BROKER = 55, 64
 OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 
@@ -98,7 +98,9 @@ class Broker:
             ClusterMember(self, cluster) if cluster.is_broker and not cluster.standalone else None
         )
         if self.member is None:
-            self.apis.pop(DESCRIBE_QUORUM, None)  # a node of its own has no quorum to describe
+            # a node of its own has no quorum to describe, nor brokers to unregister
+            for key in (DESCRIBE_QUORUM, UNREGISTER_BROKER):
+                self.apis.pop(key, None)
         self.replicas: ReplicaManager | None = None
         if self.member is not None:
             # cluster-only modules load only in a cluster: one node starts as fast as ever

@@ -91,6 +91,7 @@ from odradek.broker.handlers import (
     streams_group_topology_description_update,
     sync_group,
     txn_offset_commit,
+    unregister_broker,
     update_features,
     vote,
     write_share_group_state,
@@ -149,6 +150,7 @@ _MODULES: dict[int, ModuleType] = {
     57: update_features,
     60: describe_cluster,
     61: describe_producers,
+    64: unregister_broker,
     65: describe_transactions,
     66: list_transactions,
     68: consumer_group_heartbeat,
@@ -203,6 +205,7 @@ _CONTROLLER_MODULES: dict[int, ModuleType] = {
     60: controller_describe_cluster,
     62: broker_registration,
     63: broker_heartbeat,
+    64: unregister_broker,
     67: allocate_producer_ids,
 }
 

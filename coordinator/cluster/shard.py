@@ -169,6 +169,20 @@ class ClusterShard:
         log.info("broker registered", node_id=node_id, broker_epoch=epoch)
         return Result(records, {"error_code": ErrorCode.none, "broker_epoch": epoch})
 
+    def unregister_broker(self, node_id: int) -> Result[dict[str, Any]]:
+        """UnregisterBroker: the broker leaves the cluster for good (fenced first, then
+        its registration removed); it registers anew if it comes back."""
+        known = self.brokers.get(node_id)
+        if known is None:
+            return _refused(ErrorCode.broker_id_not_registered)
+        records = [] if known.value.fenced else self._fence(node_id)
+        records.append((rec.encode_key(rec.BrokerKey(node_id)), None))
+        self.heartbeats.pop(node_id, None)
+        if self.runtime is not None:
+            self.runtime.cancel(f"broker-session-{node_id}")
+        log.info("broker unregistered", node_id=node_id)
+        return Result(records, {"error_code": ErrorCode.none})
+
     def broker_heartbeat(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
         """request: node_id, broker_epoch, current_metadata_offset, want_fence,
         want_shutdown, now_ms."""
