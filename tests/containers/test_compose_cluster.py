@@ -1,7 +1,8 @@
-"""docker/compose.cluster.yaml under podman-compose: a controller and three brokers in
-containers of their own; a topic gets three replicas by default, and when the
+"""docker/compose.cluster.yaml under podman-compose: three controllers and three brokers
+in containers of their own; a topic gets three replicas by default, and when the
 container of a partition's leader is killed, another broker takes over with every
-acknowledged record."""
+acknowledged record; when the leading controller's is killed, another controller
+leads and topics are created through it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from helpers.broker import free_port
 from helpers.containers import ClusterCompose, run
 from helpers.names import unique_name
+from helpers.wire import WireClient
 
 pytestmark = pytest.mark.usefixtures("images")
 
@@ -30,12 +32,12 @@ def cluster() -> Iterator[ClusterCompose]:
 
 def test_three_brokers_in_containers_fail_over(cluster: ClusterCompose) -> None:
     cluster("up", "-d")
-    cluster.wait_healthy(["controller-1", *ClusterCompose.BROKERS])
+    cluster.wait_healthy([*ClusterCompose.CONTROLLERS, *ClusterCompose.BROKERS])
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     for future in admin.create_topics([NewTopic("payments", 3)]).values():  # default RF: 3
         future.result(30)
     partition = admin.list_topics("payments", timeout=10).topics["payments"].partitions[0]
-    assert sorted(partition.replicas) == [2, 3, 4] and sorted(partition.isrs) == [2, 3, 4]
+    assert sorted(partition.replicas) == [4, 5, 6] and sorted(partition.isrs) == [4, 5, 6]
     producer = Producer(
         {"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True}
     )
@@ -58,3 +60,33 @@ def test_three_brokers_in_containers_fail_over(cluster: ClusterCompose) -> None:
             values.append(int(message.value()))
     consumer.close()
     assert values == list(range(200))
+    # the leading controller's container killed: another controller leads
+    active = quorum_leader(cluster)
+    assert active in (1, 2, 3)
+    run(["podman", "kill", cluster.container(cluster.service_of(active))])
+    deadline = time.monotonic() + 30
+    while quorum_leader(cluster) in (active, -1):
+        assert time.monotonic() < deadline, cluster.logs()
+        time.sleep(0.2)
+    for future in admin.create_topics([NewTopic("after-failover", 1)]).values():
+        future.result(30)
+    created = admin.list_topics("after-failover", timeout=10).topics["after-failover"]
+    assert sorted(created.partitions[0].replicas) == [4, 5, 6]
+
+
+def quorum_leader(cluster: ClusterCompose) -> int:
+    """The controller leading the quorum, as a broker's DescribeQuorum shows it (-1: none,
+    or no broker answered)."""
+    request = {
+        "topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]
+    }
+    for port in cluster.ports:
+        try:
+            with WireClient(f"localhost:{port}") as client:
+                answer = client.call(55, 2, request)
+        except OSError:
+            continue
+        partition = answer.topics[0].partitions[0] if answer.topics else None
+        if answer.error_code == 0 and partition is not None and partition.error_code == 0:
+            return int(partition.leader_id)
+    return -1

@@ -174,9 +174,11 @@ class Compose(_Project):
 
 
 class ClusterCompose(_Project):
-    """One compose project of docker/compose.cluster.yaml: a controller, three brokers."""
+    """One compose project of docker/compose.cluster.yaml: three controllers, three
+    brokers."""
 
-    BROKERS = ("kafka-1", "kafka-2", "kafka-3")  # node ids 2, 3, 4
+    CONTROLLERS = ("controller-1", "controller-2", "controller-3")  # node ids 1, 2, 3
+    BROKERS = ("kafka-1", "kafka-2", "kafka-3")  # node ids 4, 5, 6
 
     def __init__(self, project: str, ports: Sequence[int], session_timeout_ms: int) -> None:
         super().__init__(
@@ -200,7 +202,7 @@ class ClusterCompose(_Project):
         return f"{self.project}_{service}_1"
 
     def service_of(self, node_id: int) -> str:
-        return self.BROKERS[node_id - 2]
+        return (self.CONTROLLERS + self.BROKERS)[node_id - 1]
 
     def wait_healthy(self, services: Sequence[str], timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -214,7 +216,7 @@ class ClusterCompose(_Project):
         """The services' logs (all of them by default), for a failure's message."""
         return "\n".join(
             f"--- {service}\n{container_logs(self.container(service))}"
-            for service in services or ("controller-1", *self.BROKERS)
+            for service in services or (*self.CONTROLLERS, *self.BROKERS)
         )
 
 
