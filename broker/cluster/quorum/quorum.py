@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("controller")
 
-UNATTACHED, CANDIDATE, FOLLOWER, LEADER = "unattached", "candidate", "follower", "leader"
+UNATTACHED, PROSPECTIVE, CANDIDATE = "unattached", "prospective", "candidate"
+FOLLOWER, LEADER = "follower", "leader"
 FETCH, VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH = 1, 52, 53, 54
 RETRY_S = 0.05
 
@@ -149,6 +150,9 @@ class Quorum:
         log_epoch = self.partition.log.latest_epoch
         if log_epoch > self.election.epoch:  # a log written before the quorum-state
             self._persist(Election(log_epoch))
+        leader = self.election.leader_id
+        if leader not in (NONE, self.node_id) and leader in self.voters:
+            self.role = FOLLOWER  # as it was before the restart, until the leader is gone
         self._task = asyncio.get_running_loop().create_task(self._run(), name="quorum")
 
     async def stop(self) -> None:
@@ -174,6 +178,8 @@ class Quorum:
                     await self._follow()
                 elif self.role == CANDIDATE:
                     await self._campaign()
+                elif self.role == PROSPECTIVE:
+                    await self._canvass()
                 else:
                     await self._wait_for_a_leader()
             except asyncio.CancelledError:
@@ -199,47 +205,75 @@ class Quorum:
             return
         timeout = self._election_timeout_s * (1 + random.random())
         if not await self._wait(timeout) and self.role == UNATTACHED:
+            self._become_prospective()
+
+    async def _canvass(self) -> None:
+        """A pre-vote (KIP-996): only if a majority would vote for this voter does it
+        move to a new epoch, so that a voter cut off from the others (which hear from
+        their leader) does not depose it when it comes back."""
+        epoch = self.election.epoch
+        granted = await self._gather_votes(PROSPECTIVE, epoch + 1, pre_vote=True)
+        if granted is not None:
             self._become_candidate()
+        elif await self._back_off(PROSPECTIVE, epoch):
+            leader = self.election.leader_id
+            if leader not in (NONE, self.node_id):  # the others still hear it: try again
+                self._become_follower(epoch, leader, heard=False)
 
     async def _campaign(self) -> None:
         epoch = self.election.epoch
+        granted = await self._gather_votes(CANDIDATE, epoch, pre_vote=False)
+        if granted is not None:
+            self._become_leader(granted)
+        elif await self._back_off(CANDIDATE, epoch):
+            self._become_candidate()
+
+    def _still(self, role: str, epoch: int) -> bool:
+        return self.role == role and self.election.epoch == epoch
+
+    async def _gather_votes(self, role: str, epoch: int, pre_vote: bool) -> set[int] | None:
+        """Ask every other voter; the voters for (this one included) once they are a
+        majority, None if they are not within the election timeout or this voter's
+        state moved on meanwhile."""
+        current = self.election.epoch
         granted = {self.node_id}
         if len(granted) >= majority(len(self.voters)):
-            self._become_leader(granted)
-            return
+            return granted
         mine = self._log_end()
         asks = [
-            asyncio.ensure_future(self._ask_vote(voter, epoch, mine))
+            asyncio.ensure_future(self._ask_vote(voter, epoch, mine, pre_vote))
             for voter in self.voters
             if voter != self.node_id
         ]
-        deadline = time.monotonic() + self._election_timeout_s
         try:
             for done in asyncio.as_completed(asks, timeout=self._election_timeout_s):
                 with contextlib.suppress(NodeUnreachable):
                     voter, vote = await done
-                    if self.role != CANDIDATE or self.election.epoch != epoch:
-                        return  # a newer epoch or a leader came meanwhile
+                    if not self._still(role, current):
+                        return None  # a newer epoch or a leader came meanwhile
                     if vote:
                         granted.add(voter)
                     if len(granted) >= majority(len(self.voters)):
-                        self._become_leader(granted)
-                        return
+                        return granted
         except TimeoutError:
             pass
         finally:
             for ask in asks:
                 ask.cancel()
-        # lost or split: wait out the election, then a random backoff, then again
-        for pause in (deadline - time.monotonic(), random.random() * self._backoff_max_s):
-            if self.role != CANDIDATE or self.election.epoch != epoch:
-                return
-            await self._wait(pause)
-        if self.role == CANDIDATE and self.election.epoch == epoch:
-            self._become_candidate()
+        return None
 
-    async def _ask_vote(self, voter: int, epoch: int, mine: LogEnd) -> tuple[int, bool]:
-        request = requests.vote(self.cluster_id, voter, self.node_id, epoch, mine)
+    async def _back_off(self, role: str, epoch: int) -> bool:
+        """After a lost or split election: the rest of the election timeout, then a
+        random backoff. True if this voter is still where it was, to try again."""
+        await self._wait(self._election_timeout_s / 2)
+        if self._still(role, epoch):
+            await self._wait(random.random() * self._backoff_max_s)
+        return self._still(role, epoch)
+
+    async def _ask_vote(
+        self, voter: int, epoch: int, mine: LogEnd, pre_vote: bool
+    ) -> tuple[int, bool]:
+        request = requests.vote(self.cluster_id, voter, self.node_id, epoch, mine, pre_vote)
         answer = await self._client(voter).call(VOTE, 2, request)
         if answer.error_code != ErrorCode.none:
             return voter, False
@@ -260,8 +294,8 @@ class Quorum:
             self._leader_heard = time.monotonic()
             return
         if time.monotonic() - self._leader_heard > self._fetch_timeout_s:
-            log.warning("leader unreachable: calling an election", leader=leader, epoch=epoch)
-            self._become_candidate()
+            log.warning("leader unreachable: asking for an election", leader=leader, epoch=epoch)
+            self._become_prospective()
         else:
             await self._wait(RETRY_S * 4)
 
@@ -292,6 +326,9 @@ class Quorum:
             state_file.write(self.partition.log.directory, election)
             self.election = election
 
+    def _become_prospective(self) -> None:
+        self._step_down(self.election, PROSPECTIVE)
+
     def _become_candidate(self) -> None:
         self._step_down(Election(self.election.epoch + 1, NONE, self.node_id), CANDIDATE)
         log.info("candidate", node_id=self.node_id, epoch=self.election.epoch)
@@ -319,10 +356,13 @@ class Quorum:
         self.partition.appended()
         self._changed.set()
 
-    def _become_follower(self, epoch: int, leader: int) -> None:
+    def _become_follower(self, epoch: int, leader: int, heard: bool = True) -> None:
+        """Follow `leader`; `heard`: this voter just heard from it (else the fetch
+        timeout still runs from the last time it did)."""
         voted = self.election.voted_id if epoch == self.election.epoch else NONE
         self._step_down(Election(epoch, leader, voted), FOLLOWER)
-        self._leader_heard = time.monotonic()
+        if heard:
+            self._leader_heard = time.monotonic()
         log.info("following", node_id=self.node_id, leader=leader, epoch=epoch)
 
     def _step_down(self, election: Election, role: str = UNATTACHED) -> None:
@@ -345,9 +385,11 @@ class Quorum:
                 self._step_down(Election(epoch))
         elif (
             epoch == self.election.epoch
-            and leader not in (NONE, self.node_id)
+            and leader not in (NONE, self.node_id, self.election.leader_id)
             and self.role != FOLLOWER
         ):
+            # news of this epoch's leader (one it knew already and lost touch with, as
+            # a pre-vote's answers name it, is no news)
             self._become_follower(epoch, leader)
 
     # -- requests from the other controllers (the handlers call these) --------------
