@@ -19,6 +19,7 @@ from odradek.broker.network import memory
 from odradek.broker.network.connections import ConnectionTable
 from odradek.broker.security.delegation_tokens import TokenStoreLike
 from odradek.broker.settings.config import BrokerConfig
+from odradek.coordinator.runtime import CoordinatorError
 
 log = structlog.get_logger("broker")
 
@@ -119,11 +120,13 @@ async def remove_expired_tokens(tokens: TokenStoreLike, interval_ms: int) -> Non
     while True:
         await asyncio.sleep(interval_ms / 1000)
         now_ms = int(time.time() * 1000)
-        expired = [t.token_id for t in tokens.tokens().values() if t.expired(now_ms)]
-        if not expired:
-            continue
         try:
+            expired = [t.token_id for t in tokens.tokens().values() if t.expired(now_ms)]
+            if not expired:
+                continue
             await tokens.change([], expired)
+        except CoordinatorError:
+            continue  # a controller that does not lead the quorum: the leader removes them
         except Exception:
             log.exception("expired delegation tokens not removed")
         else:

@@ -102,9 +102,10 @@ def _elsewhere(request: RequestV5, cluster_id: str, node_id: int) -> bool:
 
 
 def finalized(ctx: RequestContext) -> FinalizedFeatures:
-    """The levels in force: the controller's own on its listener, else this broker's."""
+    """The levels in force: the active controller's own on its listener, else this
+    node's (a controller that does not lead the quorum keeps no state of its own)."""
     controller = ctx.services.controller
-    if ctx.listener.controller and controller is not None:
+    if ctx.listener.controller and controller is not None and controller.is_active:
         return controller.features.finalized
     return ctx.services.features.finalized
 

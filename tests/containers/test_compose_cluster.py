@@ -68,10 +68,11 @@ def test_three_brokers_in_containers_fail_over(cluster: ClusterCompose) -> None:
     while quorum_leader(cluster) in (active, -1):
         assert time.monotonic() < deadline, cluster.logs()
         time.sleep(0.2)
-    for future in admin.create_topics([NewTopic("after-failover", 1)]).values():
+    # (two brokers are left: the first leader's container is still down)
+    for future in admin.create_topics([NewTopic("after-failover", 1, 2)]).values():
         future.result(30)
     created = admin.list_topics("after-failover", timeout=10).topics["after-failover"]
-    assert sorted(created.partitions[0].replicas) == [4, 5, 6]
+    assert len(created.partitions[0].replicas) == 2
 
 
 def quorum_leader(cluster: ClusterCompose) -> int:
