@@ -17,7 +17,15 @@ import structlog
 from odradek.broker import housekeeping
 from odradek.broker.cluster import admin as cluster_admin
 from odradek.broker.cluster.controller import METADATA_TOPIC, Controller
-from odradek.broker.cluster.controller_documents import ACLS, FEATURES, QUOTAS, SCRAM, TOKENS
+from odradek.broker.cluster.controller_documents import (
+    ACLS,
+    CLIENT_METRICS,
+    FEATURES,
+    GROUP_CONFIGS,
+    QUOTAS,
+    SCRAM,
+    TOKENS,
+)
 from odradek.broker.cluster.member import ClusterMember
 from odradek.broker.coordinators.producer_ids import ClusterProducerIds, ProducerIdAllocator
 from odradek.broker.coordinators.share import SHARE_STATE_TOPIC, ShareCoordinator
@@ -70,6 +78,7 @@ log = structlog.get_logger("broker")
 
 API_VERSIONS_KEY = 18
 DESCRIBE_QUORUM, UNREGISTER_BROKER = 55, 64
+GROUP_RESOURCE = 32
 OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 
@@ -327,6 +336,19 @@ class Broker:
         else:
             self.topics.set_configs(name, configs)
 
+    async def set_named_configs(
+        self, resource_type: int, name: str, configs: dict[str, str]
+    ) -> None:
+        """A group's (32) or client-metrics subscription's (16) whole set of configs; in
+        a cluster through the controller (every broker adopts the cluster's document)."""
+        store = self.group_configs if resource_type == GROUP_RESOURCE else self.client_metrics
+        if self.member is not None:
+            await cluster_admin.set_named_configs(
+                self, resource_type, name, configs, store.of(name)
+            )
+        else:
+            store.replace(name, configs)
+
     async def add_partitions(
         self, name: str, count: int, assignments: Sequence[Sequence[int]] | None = None
     ) -> None:
@@ -360,6 +382,8 @@ class Broker:
             TOKENS: self.delegation_tokens,
             QUOTAS: self.client_quotas,
             FEATURES: self.features,
+            GROUP_CONFIGS: self.group_configs,
+            CLIENT_METRICS: self.client_metrics,
         }
         if isinstance(self.authorizer, AclAuthorizer):
             stores[ACLS] = self.authorizer.store

@@ -121,6 +121,25 @@ async def set_topic_configs(broker: Node, name: str, configs: dict[str, str]) ->
     await _settled(broker, answer.responses[0])
 
 
+async def set_named_configs(
+    broker: Node, resource_type: int, name: str, configs: dict[str, str], old: dict[str, str]
+) -> None:
+    """A group's (or client-metrics subscription's) whole set of configs, through the
+    controller: the names set, and the others of `old` removed."""
+    operations = [{"name": k, "config_operation": SET, "value": v} for k, v in configs.items()]
+    operations += [
+        {"name": k, "config_operation": DELETE, "value": None} for k in old if k not in configs
+    ]
+    request = {
+        "resources": [
+            {"resource_type": resource_type, "resource_name": name, "configs": operations}
+        ],
+        "validate_only": False,
+    }
+    answer = await _ask(broker, ALTER_CONFIGS, 1, request)
+    await _settled(broker, answer.responses[0])
+
+
 async def _settled(broker: Node, result: Any) -> None:
     """The controller's answer for a topic; once it is a change, this broker's view
     (and so its local topics) has everything the controller wrote until then."""

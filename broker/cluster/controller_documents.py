@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from odradek.broker.security import acls, credentials, delegation_tokens
 from odradek.broker.security.scram import ScramCredential
-from odradek.broker.settings import client_quotas
+from odradek.broker.settings import client_quotas, named_configs
 from odradek.broker.settings.features import FinalizedFeatures
 from odradek.coordinator.runtime import Result
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 ACLS, SCRAM, QUOTAS, FEATURES = "acls", "scram", "client-quotas", "features"
 TOKENS = "delegation-tokens"
+GROUP_CONFIGS, CLIENT_METRICS = "group-configs", "client-metrics"
 
 
 class ControllerAcls:
@@ -182,3 +183,10 @@ def _alter_quotas(
     if validate_only or after == current:
         return Result([], outcome)
     return shard.put_document(QUOTAS, client_quotas.encode_document(after), outcome)
+
+
+def set_named_configs(shard: Any, document: str, name: str, configs: dict[str, str]) -> Any:
+    """One group's (or client-metrics subscription's) configs replaced in the cluster's
+    document of them all."""
+    after = named_configs.with_configs(shard.documents.get(document), name, configs)
+    return shard.put_document(document, after, {"error_code": 0})

@@ -73,9 +73,14 @@ async def alter_resource(
     if resource.resource_type in (BROKER_LOGGER, BROKER):
         return result  # the logger's level, already as asked; a broker's deletes, no-ops
     if resource.resource_type == GROUP:
-        return _alter_group(ctx, resource.resource_name, validate_only, change, result)
-    if resource.resource_type == CLIENT_METRICS:
-        return _alter_client_metrics(ctx, resource.resource_name, validate_only, change, result)
+        _alter_group(ctx, resource.resource_name, change, result)
+    elif resource.resource_type == CLIENT_METRICS:
+        _alter_client_metrics(ctx, resource.resource_name, change, result)
+    if resource.resource_type in (GROUP, CLIENT_METRICS):
+        configs = result.pop("configs", None)
+        if configs is not None and not validate_only:
+            await _set_named(ctx, resource.resource_type, resource.resource_name, configs, result)
+        return result
     topic = ctx.services.topics.get(resource.resource_name)
     if topic is None:
         result["error_code"] = ErrorCode.unknown_topic_or_partition
@@ -101,47 +106,56 @@ async def alter_resource(
 def _alter_group(
     ctx: RequestContext,
     group_id: str,
-    validate_only: bool,
     change: Callable[[Mapping[str, str]], dict[str, str]],
     result: dict[str, Any],
-) -> dict[str, Any]:
+) -> None:
+    """The group's new configs, checked, in result["configs"]; else the error."""
     store = ctx.services.group_configs
     if not group_id:
         result["error_code"] = ErrorCode.invalid_request
         result["error_message"] = "a group resource needs a group id"
-        return result
+        return
     try:
         new = change(store.of(group_id))
         store.validate(new)
     except (TopicError, GroupConfigError) as exc:
         result["error_code"] = ErrorCode.invalid_config
         result["error_message"] = str(exc) if isinstance(exc, GroupConfigError) else exc.message
-        return result
-    if not validate_only:
-        store.replace(group_id, new)
-    return result
+        return
+    result["configs"] = new
 
 
 def _alter_client_metrics(
     ctx: RequestContext,
     name: str,
-    validate_only: bool,
     change: Callable[[Mapping[str, str]], dict[str, str]],
     result: dict[str, Any],
-) -> dict[str, Any]:
+) -> None:
+    """The subscription's new configs, checked, in result["configs"]; else the error."""
     store = ctx.services.client_metrics
     try:
         new = change(store.of(name))
         client_metrics.validate(name, new)
     except TopicError as exc:
         result["error_code"], result["error_message"] = exc.code, exc.message
-        return result
+        return
     except client_metrics.ClientMetricsError as exc:
         result["error_code"], result["error_message"] = exc.code, exc.message
-        return result
-    if not validate_only:
-        store.replace(name, new)
-    return result
+        return
+    result["configs"] = new
+
+
+async def _set_named(
+    ctx: RequestContext,
+    resource_type: int,
+    name: str,
+    configs: dict[str, str],
+    result: dict[str, Any],
+) -> None:
+    try:
+        await ctx.services.set_named_configs(resource_type, name, configs)
+    except TopicError as exc:
+        result["error_code"], result["error_message"] = exc.code, exc.message
 
 
 async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> Reply:

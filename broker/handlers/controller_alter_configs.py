@@ -1,15 +1,23 @@
 """IncrementalAlterConfigs (44), v1, on the controller listener: a broker of the cluster
-passes on a topic's config change (it checked names and values as it would alone);
-the controller applies it to the topic's configs in the metadata log, and every
-broker's replicas follow."""
+passes on a topic's, a group's or a client-metrics subscription's config change (it
+checked names and values as it would alone); the controller applies it in the metadata
+log (a topic's configs; the document of every group's, or every subscription's,
+configs), and every broker follows."""
 
 from __future__ import annotations
 
 from functools import partial
 from typing import Any
 
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterConfigsResource as Resource,
+)
 from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
 
+from odradek.broker.cluster.controller_documents import (
+    CLIENT_METRICS as CLIENT_METRICS_CONFIGS,
+)
+from odradek.broker.cluster.controller_documents import GROUP_CONFIGS, set_named_configs
 from odradek.broker.dataplane.topics import TopicError
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
@@ -17,7 +25,9 @@ from odradek.broker.handlers.incremental_alter_configs import apply_operations
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 1
-TOPIC = 2
+TOPIC, CLIENT_METRICS, GROUP = 2, 16, 32
+SET = 0
+DOCUMENTS = {GROUP: GROUP_CONFIGS, CLIENT_METRICS: CLIENT_METRICS_CONFIGS}
 
 
 def _alter(shard: Any, name: str, configs: dict[str, str]) -> Any:
@@ -27,28 +37,43 @@ def _alter(shard: Any, name: str, configs: dict[str, str]) -> Any:
 async def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> Reply:
     responses = []
     for resource in request.resources:
-        result = {
-            "error_code": ErrorCode.none,
-            "error_message": None,
-            "resource_type": resource.resource_type,
-            "resource_name": resource.resource_name,
-        }
-        if resource.resource_type != TOPIC:
-            result["error_code"] = ErrorCode.invalid_request
-            responses.append(result)
-            continue
-        controller = ctx.services.controller
-        state = controller.shard.topics.get(resource.resource_name) if controller else None
-        try:
-            configs = apply_operations(
-                state.configs if state is not None else {}, resource.configs, TOPIC
-            )
-        except TopicError as exc:
-            answer: dict[str, Any] = {"error_code": exc.code, "error_message": exc.message}
+        document = DOCUMENTS.get(resource.resource_type)
+        if document is not None:
+            answer = await _alter_named(ctx, document, resource)
+        elif resource.resource_type == TOPIC:
+            answer = await _alter_topic(ctx, resource)
         else:
-            operation = partial(_alter, name=resource.resource_name, configs=configs)
-            answer = await answered_by_controller(ctx, operation)
-        result["error_code"] = answer["error_code"]
-        result["error_message"] = answer.get("error_message")
-        responses.append(result)
+            answer = {"error_code": ErrorCode.invalid_request}
+        responses.append(
+            {
+                "error_code": answer["error_code"],
+                "error_message": answer.get("error_message"),
+                "resource_type": resource.resource_type,
+                "resource_name": resource.resource_name,
+            }
+        )
     return {"throttle_time": 0, "responses": responses}
+
+
+async def _alter_named(ctx: RequestContext, document: str, resource: Resource) -> dict[str, Any]:
+    # the broker sent the whole new set: SET for each config, DELETE for the rest
+    configs = {op.name: op.value or "" for op in resource.configs if op.config_operation == SET}
+    operation = partial(
+        set_named_configs, document=document, name=resource.resource_name, configs=configs
+    )
+    return await answered_by_controller(ctx, operation)
+
+
+async def _alter_topic(ctx: RequestContext, resource: Resource) -> dict[str, Any]:
+    controller = ctx.services.controller
+    if controller is None or not controller.is_active:
+        return {"error_code": ErrorCode.not_controller}
+    state = controller.shard.topics.get(resource.resource_name)
+    try:
+        configs = apply_operations(
+            state.configs if state is not None else {}, resource.configs, TOPIC
+        )
+    except TopicError as exc:
+        return {"error_code": exc.code, "error_message": exc.message}
+    operation = partial(_alter, name=resource.resource_name, configs=configs)
+    return await answered_by_controller(ctx, operation)

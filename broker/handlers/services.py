@@ -98,6 +98,10 @@ class Services(Protocol):
 
     async def set_topic_configs(self, name: str, configs: dict[str, str]) -> None: ...
 
+    async def set_named_configs(
+        self, resource_type: int, name: str, configs: dict[str, str]
+    ) -> None: ...
+
     async def add_partitions(
         self, name: str, count: int, assignments: Sequence[Sequence[int]] | None = None
     ) -> None: ...

@@ -25,6 +25,12 @@ class NamedConfigs:
         if configs is not None:
             self.configs = configs
 
+    def adopt(self, document: bytes) -> None:
+        """The configs as a cluster's metadata has them, kept in the file too."""
+        configs = self._file.adopted(document, self.configs)
+        if configs is not None:
+            self.configs = configs
+
     def of(self, name: str) -> dict[str, str]:
         return dict(self.configs.get(name, {}))
 
@@ -42,3 +48,14 @@ class NamedConfigs:
 
 def _encode(configs: dict[str, dict[str, str]]) -> bytes:
     return json.dumps(configs, indent=1, sort_keys=True).encode()
+
+
+def with_configs(document: bytes | None, name: str, configs: Mapping[str, str]) -> bytes:
+    """The document of every resource's configs, with `name`'s replaced by `configs`
+    (none: the resource removed)."""
+    every: dict[str, dict[str, str]] = json.loads(document) if document else {}
+    if configs:
+        every[name] = dict(configs)
+    else:
+        every.pop(name, None)
+    return _encode(every)
