@@ -182,13 +182,29 @@ class ReplicaManager:
                     registry.set_configs(name, state.configs)
                 if len(topic.partitions) < count:
                     registry.add_partitions(name, count, mine)
-                for index in mine:
-                    registry.host(topic.partitions[index])
+                for partition in list(topic.partitions):
+                    if partition.index in mine:
+                        registry.host(partition)
+                    elif partition.hosted and partition.index in state.partitions:
+                        self._drop(partition)
             for index, value in state.partitions.items():
                 self._follow(topic.partitions[index], value)
         for topic in registry:
             if topic.name not in view.topics and topic.name != METADATA_TOPIC:
                 self.broker.remove_topic(topic.name)
+
+    def _drop(self, partition: Partition) -> None:
+        """This node's replica was reassigned away: it stops and deletes its copy."""
+        if self.fetchers is not None:
+            self.fetchers.remove(partition)
+        replica = partition.replication
+        if isinstance(replica, PartitionReplica):
+            replica.deposed()
+            replica.followers = {}
+            if replica.is_leader:
+                self.broker.coordinator_moved(partition, leads=False)
+        self.broker.topics.unhost(partition)
+        log.info("replica removed", topic=partition.topic.name, partition=partition.index)
 
     def _follow(self, partition: Partition, value: rec.PartitionValue) -> None:
         replica = partition.replication
@@ -217,6 +233,7 @@ class ReplicaManager:
             else:
                 self._follow_leader(partition, replica)
         elif replica.is_leader:
+            _track_followers(replica)
             self.advance_high_watermark(partition)
 
     def _lead(self, partition: Partition, replica: PartitionReplica) -> None:
@@ -394,3 +411,13 @@ class ReplicaManager:
                 isr=list(replica.isr),
             )
         self.advance_high_watermark(partition)
+
+
+def _track_followers(replica: PartitionReplica) -> None:
+    """The leader follows the progress of the replicas a reassignment adds, and forgets
+    those it removes."""
+    wanted = {node for node in replica.replicas if node != replica.node_id}
+    for node in wanted - replica.followers.keys():
+        replica.followers[node] = Follower()
+    for node in replica.followers.keys() - wanted:
+        del replica.followers[node]

@@ -16,6 +16,7 @@ TOOLS = {
     "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
 }
 TIMEOUT = 60.0
 
