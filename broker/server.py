@@ -16,6 +16,7 @@ import structlog
 
 from odradek.broker import housekeeping
 from odradek.broker.cluster import admin as cluster_admin
+from odradek.broker.cluster import throttles
 from odradek.broker.cluster.controller import METADATA_TOPIC, Controller
 from odradek.broker.cluster.controller_documents import (
     ACLS,
@@ -387,6 +388,8 @@ class Broker:
         }
         if isinstance(self.authorizer, AclAuthorizer):
             stores[ACLS] = self.authorizer.store
+        if self.replicas is not None:
+            stores[throttles.DOCUMENT] = self.replicas.throttles
         if name in stores:
             stores[name].adopt(document)
         log.info("cluster metadata document changed", document=name)

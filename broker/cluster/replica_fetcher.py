@@ -24,6 +24,7 @@ import structlog
 
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
 from odradek.broker.dataplane.topics import control_type
+from odradek.coordinator.cluster.shard import now_ms
 from odradek.protocol.batch import iter_batches
 from odradek.protocol.errors import ErrorCode
 
@@ -200,10 +201,16 @@ class LeaderFetcher:
     async def _fetch(self, client: NodeClient) -> None:
         replicas = self.broker.replicas
         paused = replicas.fetching_paused if replicas is not None else _never
+        quota = replicas.throttles.follower if replicas is not None else None
+        held_back = quota is not None and quota.exceeded(now_ms())
         followed = [
             f
             for f in self.partitions.values()
-            if not f.truncate_first and not paused(f.partition.topic.name, f.partition.index)
+            if not f.truncate_first
+            and not paused(f.partition.topic.name, f.partition.index)
+            and not (
+                held_back and replicas is not None and replicas.follower_throttled(f.partition)
+            )
         ]
         if not followed:
             await asyncio.sleep(RETRY_S)  # (a fault pauses every partition fetched here)
@@ -263,6 +270,9 @@ class LeaderFetcher:
                             commit = control_type(batch)
                         partition.producers.record(header, commit)
                 self.broker.appended_bytes += len(data)
+                replicas = self.broker.replicas
+                if replicas is not None and replicas.follower_throttled(partition):
+                    replicas.throttles.follower.record(len(data), now_ms())
         if result.log_start_offset > plog.log_start_offset:
             plog.delete_records_before(min(result.log_start_offset, plog.log_end_offset))
         replica = partition.replication

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from odradek.broker.cluster import high_watermarks
+from odradek.broker.cluster import high_watermarks, throttles
 from odradek.broker.cluster.controller import METADATA_TOPIC
 from odradek.broker.cluster.node_client import NodeUnreachable
+from odradek.broker.cluster.throttles import Throttles
 from odradek.coordinator.cluster import records as rec
 from odradek.coordinator.cluster.shard import ClusterShard, now_ms
 from odradek.protocol.errors import ErrorCode
@@ -139,6 +140,12 @@ class ReplicaManager:
         self._written = dict(self._checkpoint)
         # does a test's fault stop this node fetching (topic, partition)? (broker/faults/)
         self.fetching_paused: Callable[[str, int], bool] = lambda topic, partition: False
+        config = broker.config
+        self.throttles = Throttles(
+            node_id,
+            config.replication_quota_window_num,
+            config.replication_quota_window_size_seconds,
+        )
 
     def start(self) -> None:
         from odradek.broker.cluster.replica_fetcher import ReplicaFetchers
@@ -182,13 +189,29 @@ class ReplicaManager:
                     registry.set_configs(name, state.configs)
                 if len(topic.partitions) < count:
                     registry.add_partitions(name, count, mine)
-                for index in mine:
-                    registry.host(topic.partitions[index])
+                for partition in list(topic.partitions):
+                    if partition.index in mine:
+                        registry.host(partition)
+                    elif partition.hosted and partition.index in state.partitions:
+                        self._drop(partition)
             for index, value in state.partitions.items():
                 self._follow(topic.partitions[index], value)
         for topic in registry:
             if topic.name not in view.topics and topic.name != METADATA_TOPIC:
                 self.broker.remove_topic(topic.name)
+
+    def _drop(self, partition: Partition) -> None:
+        """This node's replica was reassigned away: it stops and deletes its copy."""
+        if self.fetchers is not None:
+            self.fetchers.remove(partition)
+        replica = partition.replication
+        if isinstance(replica, PartitionReplica):
+            replica.deposed()
+            replica.followers = {}
+            if replica.is_leader:
+                self.broker.coordinator_moved(partition, leads=False)
+        self.broker.topics.unhost(partition)
+        log.info("replica removed", topic=partition.topic.name, partition=partition.index)
 
     def _follow(self, partition: Partition, value: rec.PartitionValue) -> None:
         replica = partition.replication
@@ -217,6 +240,7 @@ class ReplicaManager:
             else:
                 self._follow_leader(partition, replica)
         elif replica.is_leader:
+            _track_followers(replica)
             self.advance_high_watermark(partition)
 
     def _lead(self, partition: Partition, replica: PartitionReplica) -> None:
@@ -289,6 +313,34 @@ class ReplicaManager:
         if node not in replica.isr and self._may_join_isr(partition, replica, fetch_offset):
             self._change_isr(partition, replica, (*replica.isr, node))
         self.advance_high_watermark(partition)
+
+    def leader_holds_back(self, partition: Partition, node: int) -> bool:
+        """Is a follower's fetch of this partition answered without records (a throttled
+        replica out of sync, while the leader's replication rate is over its limit)?"""
+        return self._leader_throttled(partition, node) and self.throttles.leader.exceeded(now_ms())
+
+    def leader_sent(self, partition: Partition, node: int, size: int) -> None:
+        if size and self._leader_throttled(partition, node):
+            self.throttles.leader.record(size, now_ms())
+
+    def _leader_throttled(self, partition: Partition, node: int) -> bool:
+        replica = partition.replication
+        if not isinstance(replica, PartitionReplica) or node in replica.isr:
+            return False
+        configs = partition.topic.configs
+        return throttles.throttled(
+            configs, throttles.LEADER_REPLICAS, partition.index, self.node_id
+        )
+
+    def follower_throttled(self, partition: Partition) -> bool:
+        """Is this node's replica of the partition a throttled one catching up?"""
+        replica = partition.replication
+        if not isinstance(replica, PartitionReplica) or self.node_id in replica.isr:
+            return False
+        configs = partition.topic.configs
+        return throttles.throttled(
+            configs, throttles.FOLLOWER_REPLICAS, partition.index, self.node_id
+        )
 
     def _may_join_isr(self, partition: Partition, replica: PartitionReplica, offset: int) -> bool:
         """Caught up to the high watermark and to the start of this leader's epoch."""
@@ -394,3 +446,13 @@ class ReplicaManager:
                 isr=list(replica.isr),
             )
         self.advance_high_watermark(partition)
+
+
+def _track_followers(replica: PartitionReplica) -> None:
+    """The leader follows the progress of the replicas a reassignment adds, and forgets
+    those it removes."""
+    wanted = {node for node in replica.replicas if node != replica.node_id}
+    for node in wanted - replica.followers.keys():
+        replica.followers[node] = Follower()
+    for node in replica.followers.keys() - wanted:
+        del replica.followers[node]

@@ -267,6 +267,19 @@ class TopicRegistry:
         topic.partitions[partition.index] = Partition(topic, partition.index, log)
         self._save()
 
+    def unhost(self, partition: Partition) -> None:
+        """This node's replica of `partition` moved to other nodes: its log goes (the
+        partition's place in the cluster, `replication`, stays)."""
+        if not partition.hosted:
+            return
+        topic = partition.topic
+        partition.log.delete()
+        partition.data_arrived()
+        remaining = Partition(topic, partition.index, None)
+        remaining.replication = partition.replication
+        topic.partitions[partition.index] = remaining
+        self._save()
+
     def hosted_partitions(self) -> Iterator[Partition]:
         """The partitions this node keeps a log of."""
         for topic in list(self._by_name.values()):

@@ -26,6 +26,7 @@ from kio.schema.incremental_alter_configs.v1.request import (
     AlterConfigsResource as IncrementalResource,
 )
 
+from odradek.broker.cluster import throttles
 from odradek.broker.dataplane.topics import TopicError
 from odradek.broker.handlers.authorization import config_resource_refusal
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -36,6 +37,7 @@ from odradek.broker.handlers.config_requests import (
     GROUP,
     resource_problem,
 )
+from odradek.broker.handlers.throttle_configs import alter_rates
 from odradek.broker.security.resources import Operation
 from odradek.broker.settings import client_metrics, topic_configs
 from odradek.broker.settings.group_configs import GroupConfigError
@@ -66,10 +68,14 @@ async def alter_resource(
         result["error_code"] = refused
         return result
     node = ctx.services.config.node_id
-    problem = resource_problem(resource, node, incremental, validate_only)
+    in_cluster = ctx.services.member is not None
+    dynamic = throttles.RATES if in_cluster and resource.resource_name else ()
+    problem = resource_problem(resource, node, incremental, validate_only, dynamic)
     if problem is not None:
         result["error_code"], result["error_message"] = problem
         return result
+    if resource.resource_type == BROKER and resource.resource_name and in_cluster:
+        return await alter_rates(ctx, resource, incremental, validate_only, result)
     if resource.resource_type in (BROKER_LOGGER, BROKER):
         return result  # the logger's level, already as asked; a broker's deletes, no-ops
     if resource.resource_type == GROUP:

@@ -7,6 +7,7 @@ level it only reports)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import cast
 
 from kio.schema.alter_configs.v2.request import AlterableConfig as Config
@@ -47,9 +48,10 @@ def resource_problem(
     node: int,
     incremental: bool,
     validate_only: bool,
+    dynamic: Collection[str] = (),
 ) -> Problem | None:
     """Why the resource cannot be altered at all, or None (topics and groups go on; a
-    broker's, when every operation is a DELETE)."""
+    broker's, when every operation is a DELETE or changes a name of `dynamic`)."""
     configs: list[Config | IncrementalConfig] = list(resource.configs)
     names = [c.name for c in configs]
     if len(set(names)) != len(names):
@@ -67,8 +69,11 @@ def resource_problem(
             problem = _node_problem(name, node, unexpected)
             if problem is not None:
                 return problem
-        # deleting a setting no change has set (none ever is here) is a no-op, as on Kafka
-        changed = [c.name for c in configs if not _deletes(c, incremental)]
+        # deleting a setting no change has set (none ever is here) is a no-op, as on Kafka;
+        # in a cluster the replication throttle rates change (throttle_configs.py)
+        changed = [
+            c.name for c in configs if not _deletes(c, incremental) and c.name not in dynamic
+        ]
         if not changed:
             return None
         fixed = ", ".join(changed)

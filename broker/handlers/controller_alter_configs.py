@@ -2,7 +2,8 @@
 passes on a topic's, a group's or a client-metrics subscription's config change (it
 checked names and values as it would alone); the controller applies it in the metadata
 log (a topic's configs; the document of every group's, or every subscription's,
-configs), and every broker follows."""
+configs), and every broker follows. A BROKER resource's changes are its replication
+throttle rates (throttle_configs.py), kept for every broker in one document."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from kio.schema.incremental_alter_configs.v1.request import (
 )
 from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
 
+from odradek.broker.cluster import throttles
 from odradek.broker.cluster.controller_documents import (
     CLIENT_METRICS as CLIENT_METRICS_CONFIGS,
 )
@@ -22,16 +24,22 @@ from odradek.broker.dataplane.topics import TopicError
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
 from odradek.broker.handlers.incremental_alter_configs import apply_operations
+from odradek.broker.handlers.throttle_configs import changed_rates
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 1, 1
-TOPIC, CLIENT_METRICS, GROUP = 2, 16, 32
+TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 SET = 0
 DOCUMENTS = {GROUP: GROUP_CONFIGS, CLIENT_METRICS: CLIENT_METRICS_CONFIGS}
 
 
 def _alter(shard: Any, name: str, configs: dict[str, str]) -> Any:
     return shard.alter_topic_configs(name, configs)
+
+
+def _set_rates(shard: Any, node: int, operations: list[Any]) -> Any:
+    document = changed_rates(shard.documents.get(throttles.DOCUMENT), node, operations)
+    return shard.put_document(throttles.DOCUMENT, document, {"error_code": ErrorCode.none})
 
 
 async def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> Reply:
@@ -42,6 +50,11 @@ async def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -
             answer = await _alter_named(ctx, document, resource)
         elif resource.resource_type == TOPIC:
             answer = await _alter_topic(ctx, resource)
+        elif resource.resource_type == BROKER:
+            set_rates = partial(
+                _set_rates, node=int(resource.resource_name), operations=list(resource.configs)
+            )
+            answer = await answered_by_controller(ctx, set_rates)
         else:
             answer = {"error_code": ErrorCode.invalid_request}
         responses.append(

@@ -11,6 +11,8 @@
   password (delegation.token.secret.key) is sensitive, its value null, in its synonyms
   too. The empty name (the cluster's dynamic defaults) lists none. Another id is
   INVALID_REQUEST.
+  In a cluster, the replication throttle rates set on this broker follow, with source
+  DYNAMIC_BROKER_CONFIG (unset ones are not listed).
 - BROKER_LOGGER resources (this broker's id): the root logger and its level.
 - GROUP resources list every group config: set ones with source GROUP_CONFIG, the
   rest with the broker's value (DEFAULT_CONFIG); the group need not exist. Kafka's
@@ -34,6 +36,7 @@ from typing import Any
 
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, DescribeConfigsResource
 
+from odradek.broker.cluster import throttles
 from odradek.broker.dataplane.topics import TopicError, check_topic_name
 from odradek.broker.handlers.authorization import config_resource_refusal
 from odradek.broker.handlers.base import Reply, RequestContext
@@ -54,6 +57,7 @@ MIN_VERSION, MAX_VERSION = 1, 4
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 GROUP_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG, CLIENT_METRICS_CONFIG = 8, 6, 7
+DYNAMIC_BROKER_CONFIG = 2
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7}
 _DEFAULTS = BrokerConfig()
 TOPIC_ORDER = {name: index for index, name in enumerate(topic_configs.DESCRIBE_ORDER)}
@@ -135,6 +139,13 @@ def _broker_configs(
             synonyms.append((kafka_name, None if sensitive else default, DEFAULT_CONFIG))
         doc = documentation(kafka_name) if with_docs else None
         entries.append(_entry(described, config_type, synonyms if with_synonyms else [], doc))
+    member = ctx.services.member
+    if member is not None:  # the replication throttle rates set on this broker
+        rates = throttles.decode_document(member.view.documents.get(throttles.DOCUMENT))
+        for rate, value in sorted(rates.get(node, {}).items()):
+            described = DescribedConfig(rate, value, DYNAMIC_BROKER_CONFIG)
+            synonyms = [(rate, value, DYNAMIC_BROKER_CONFIG)] if with_synonyms else []
+            entries.append(_entry(described, CONFIG_TYPES["long"], synonyms, None))
     return entries
 
 

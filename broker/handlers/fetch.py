@@ -182,11 +182,14 @@ def _read_partition(
     answer["log_start_offset"] = log.log_start_offset
     limit = last_stable if isolation == READ_COMMITTED else high_watermark
     read_to: int | None = limit
+    replicas = ctx.services.replicas if replica_id >= 0 else None
     if replica_id >= 0:
         # A follower (or a broker reading the controller's metadata log) copies up to
         # the log end, and its fetch offset tells the leader how far it got.
-        if ctx.services.replicas is not None:
-            ctx.services.replicas.follower_fetched(partition, replica_id, cached.fetch_offset)
+        if replicas is not None:
+            replicas.follower_fetched(partition, replica_id, cached.fetch_offset)
+            if replicas.leader_holds_back(partition, replica_id):
+                return 0  # a replication throttle: no records this time
         read_to, min_one, isolation = None, True, 0
     if isolation == READ_COMMITTED:
         answer["aborted_transactions"] = []
@@ -208,6 +211,8 @@ def _read_partition(
     if piece is None:
         return 0
     answer["records"] = piece  # sent from the segment file (sendfile), not read here
+    if replicas is not None:
+        replicas.leader_sent(partition, replica_id, piece.size)
     if isolation == READ_COMMITTED:
         answer["aborted_transactions"] = ctx.services.aborted_transactions(
             partition, cached.fetch_offset, limit

@@ -184,8 +184,6 @@ NOT_READ: frozenset[str] = frozenset(
         "replica.selector.class",
         "replica.socket.receive.buffer.bytes",
         "replica.socket.timeout.ms",
-        "replication.quota.window.num",
-        "replication.quota.window.size.seconds",
         "request.timeout.ms",
         "reserved.broker.max.id",
         "sasl.client.callback.handler.class",

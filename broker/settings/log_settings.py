@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from odradek.broker.settings.setting import BOOLEAN, INT, LIST, LONG, STRING, setting
+from odradek.broker.settings.setting import BOOLEAN, INT, LIST, LONG, STRING, at_least, setting
 from odradek.storage import LogConfig
 
 HOUR_MS = 3600 * 1000
@@ -219,6 +219,24 @@ class LogSettings:
             "How many bytes a follower's fetch from the leader waits for before it is "
             "answered (or until replica.fetch.wait.max.ms)."
         ),
+    )
+    replication_quota_window_num: int = setting(
+        "replication.quota.window.num",
+        INT,
+        11,
+        at_least(1),
+        doc=(
+            "How many samples the replication throttles' rates "
+            "(leader.replication.throttled.rate, follower.replication.throttled.rate) are "
+            "measured over."
+        ),
+    )
+    replication_quota_window_size_seconds: int = setting(
+        "replication.quota.window.size.seconds",
+        INT,
+        1,
+        at_least(1),
+        doc="How long, in seconds, each sample of a replication throttle's rate lasts.",
     )
     producer_id_expiration_ms: int = setting(
         "producer.id.expiration.ms",

@@ -7,6 +7,7 @@ the broker's own configuration changed it).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -251,6 +252,28 @@ DEFINITIONS: dict[str, TopicConfigDef] = {
             "so that retention and compaction can reach its records."
         ),
     ),
+    "leader.replication.throttled.replicas": TopicConfigDef(
+        None,
+        _const(""),
+        "list",
+        doc=(
+            "The replicas whose leader holds the fetches of out-of-sync followers to the "
+            "broker's leader.replication.throttled.rate: a list of partition:broker pairs "
+            "(the broker is the leader), or * for every replica of the topic. "
+            "kafka-reassign-partitions --throttle sets it for the replicas a move reads from."
+        ),
+    ),
+    "follower.replication.throttled.replicas": TopicConfigDef(
+        None,
+        _const(""),
+        "list",
+        doc=(
+            "The replicas whose follower, while out of sync, fetches no faster than its "
+            "broker's follower.replication.throttled.rate: a list of partition:broker pairs "
+            "(the broker is the follower), or * for every replica of the topic. "
+            "kafka-reassign-partitions --throttle sets it for the replicas a move adds."
+        ),
+    ),
     "unclean.leader.election.enable": TopicConfigDef(
         "unclean.leader.election.enable",
         _const("false"),
@@ -299,6 +322,12 @@ _UNSET_BY_DEFAULT = frozenset(
 )
 
 
+THROTTLED_REPLICAS = (
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+)
+_REPLICA = re.compile(r"([0-9]+:[0-9]+)?")
+
 _NOT_A = {
     "int": "Not a number of type INT",
     "long": "Not a number of type LONG",
@@ -337,6 +366,15 @@ def _value_problem(name: str, type_name: str, value: str) -> tuple[str, str] | N
             raise ValueError(value)
     except ValueError:
         return value, _NOT_A[type_name]
+    if name in THROTTLED_REPLICAS:
+        items = [item.strip() for item in value.split(",")] if value.strip() else []
+        if items != ["*"] and not all(_REPLICA.fullmatch(item) for item in items):
+            return (
+                f"[{', '.join(items)}]",
+                f"{name} must be the literal '*' or a list of replicas in the following "
+                "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...",
+            )
+        return None
     allowed = _ONE_OF.get(name)
     if allowed is not None:
         for item in (v.strip() for v in value.split(",")):

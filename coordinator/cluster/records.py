@@ -8,7 +8,8 @@ Key: int16 record type, then the thing's name:
 - BROKER (0): node id. Value: broker epoch, incarnation id, fenced, rack, listeners.
 - TOPIC (1): topic name. Value: topic id, configs.
 - PARTITION (2): topic name, partition index. Value: replicas, ISR, leader, leader
-  epoch, partition epoch.
+  epoch, partition epoch, then (while a reassignment moves it) the replicas being
+  added and those being removed; a value without them moves nothing.
 - PRODUCER_IDS (3): nothing more. Value: the first producer id not yet handed out
   (brokers take blocks of them, AllocateProducerIds).
 - DOCUMENT (4): a name ("acls", "scram"). Value: the whole of that state as the
@@ -18,7 +19,7 @@ Key: int16 record type, then the thing's name:
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from odradek.protocol.codec import Reader, RecordFormatError, Writer
@@ -85,6 +86,14 @@ class PartitionValue:
     leader: int
     leader_epoch: int
     partition_epoch: int
+    # a reassignment in progress: `replicas` is the union of the old and the target
+    # replicas (the target's first), as Kafka's PartitionRecord keeps it
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
 
 
 def encode_key(key: Key) -> bytes:
@@ -188,11 +197,23 @@ def encode_partition(value: PartitionValue) -> bytes:
     writer = Writer()
     _int_list(writer, value.replicas)
     _int_list(writer, value.isr)
-    return writer.int32(value.leader).int32(value.leader_epoch).int32(value.partition_epoch).done()
+    writer.int32(value.leader).int32(value.leader_epoch).int32(value.partition_epoch)
+    if value.reassigning:
+        _int_list(writer, value.adding)
+        _int_list(writer, value.removing)
+    return writer.done()
 
 
 def decode_partition(raw: bytes) -> PartitionValue:
     reader = Reader(raw)
     replicas = _read_int_list(reader)
     isr = _read_int_list(reader)
-    return PartitionValue(replicas, isr, reader.int32(), reader.int32(), reader.int32())
+    value = PartitionValue(replicas, isr, reader.int32(), reader.int32(), reader.int32())
+    if reader.remaining():
+        adding = _read_int_list(reader)
+        value = replace(value, adding=adding, removing=_read_int_list(reader))
+    return value
+
+
+def partition_record(topic: str, index: int, value: PartitionValue) -> tuple[bytes, bytes]:
+    return encode_key(PartitionKey(topic, index)), encode_partition(value)

@@ -32,6 +32,7 @@ from odradek.coordinator.cluster.assignments import (
     new_partitions_problem,
     topic_assignments_problem,
 )
+from odradek.coordinator.cluster.reassignment import change_partition
 from odradek.coordinator.runtime import Record, Result
 from odradek.protocol.errors import ErrorCode, default_message
 
@@ -270,7 +271,7 @@ class ClusterShard:
                 leader = p.leader
                 if leader == node_id:
                     leader = next((r for r in p.replicas if r in isr and r in live), NO_LEADER)
-                if leader == NO_LEADER and self._unclean(topic):
+                if leader == NO_LEADER and self.unclean(topic):
                     # the topic accepts losing what only the ISR had: any live replica
                     leader = next((r for r in p.replicas if r in live), NO_LEADER)
                     if leader != NO_LEADER:
@@ -433,7 +434,14 @@ class ClusterShard:
         live = set(self.live_brokers())
         if any(r not in current.isr and r not in live for r in isr):
             return _refused(ErrorCode.ineligible_replica)
-        changed = replace(current, isr=isr, partition_epoch=current.partition_epoch + 1)
+        changed = change_partition(current, live, isr=isr) or current
+        records = []
+        if changed != current:
+            records.append(_partition_record(request["topic"], request["partition"], changed))
+        if changed.leader != node_id:
+            # the ISR completed a reassignment that moved the leader away: written, and
+            # the leader told to learn the news from the metadata (as Kafka answers)
+            return Result(records, {"error_code": ErrorCode.new_leader_elected})
         answer = {
             "error_code": ErrorCode.none,
             "leader": changed.leader,
@@ -441,8 +449,7 @@ class ClusterShard:
             "isr": changed.isr,
             "partition_epoch": changed.partition_epoch,
         }
-        record = _partition_record(request["topic"], request["partition"], changed)
-        return Result([record], answer)
+        return Result(records, answer)
 
     def elect_leader(self, topic: str, index: int, unclean: bool) -> Result[dict[str, Any]]:
         """ElectLeaders: preferred (the first replica, if live and in sync), or unclean
@@ -501,7 +508,7 @@ class ClusterShard:
             missing or f"No such partition as {topic}-{index}",
         )
 
-    def _unclean(self, topic: str) -> bool:
+    def unclean(self, topic: str) -> bool:
         state = self.topics.get(topic)
         setting = None if state is None else state.configs.get("unclean.leader.election.enable")
         if setting is None:
@@ -552,4 +559,4 @@ def _broker_record(node_id: int, value: rec.BrokerValue) -> Record:
 
 
 def _partition_record(topic: str, index: int, value: rec.PartitionValue) -> Record:
-    return rec.encode_key(rec.PartitionKey(topic, index)), rec.encode_partition(value)
+    return rec.partition_record(topic, index, value)

@@ -1,6 +1,7 @@
 """Scenarios of cluster administration: DescribeCluster (endpoint types),
-DescribeLogDirs, ElectLeaders and ListPartitionReassignments, valid and invalid, and
-what a principal without ACLs is refused of them."""
+DescribeLogDirs, ElectLeaders, AlterPartitionReassignments and
+ListPartitionReassignments, valid and invalid, and what a principal without ACLs is
+refused of them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from conformance.scenarios_data import batch, produce
 from conformance.scenarios_topics import quietly_create
 
 DESCRIBE_LOG_DIRS, ELECT_LEADERS, LIST_REASSIGNMENTS, DESCRIBE_CLUSTER = 35, 43, 46, 60
+ALTER_REASSIGNMENTS = 45
 PREFERRED, UNCLEAN = 0, 1
 
 
@@ -176,6 +178,40 @@ def _list_reassignments(run: Run) -> None:
     reassignments(run, [(name, [3]), (run.name("none"), [0])])
 
 
+def reassign(
+    run: Run,
+    moves: list[tuple[str, int, list[int] | None]],
+    version: int = 1,
+    allow_factor_change: bool = True,
+    **kw: Any,
+) -> Any:
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for name, index, replicas in moves:
+        topics.setdefault(name, []).append({"partition_index": index, "replicas": replicas})
+    body: dict[str, Any] = {
+        "timeout": 5000,
+        "topics": [{"name": name, "partitions": p} for name, p in topics.items()],
+    }
+    if version >= 1:
+        body["allow_replication_factor_change"] = allow_factor_change
+    return run.call(ALTER_REASSIGNMENTS, version, body, **kw)
+
+
+@scenario("alter-partition-reassignments.cases", "moves on one node: done, refused, cancels")
+def _alter_reassignments(run: Run) -> None:
+    name = run.name("m")
+    quietly_create(run, name)
+    reassign(run, [(name, 0, [0])])  # where it is: nothing to do
+    reassign(run, [(name, 0, [0])], version=0)
+    reassign(run, [(name, 0, None)])  # no move in progress to cancel
+    reassign(run, [(name, 0, [7])])  # no such broker
+    reassign(run, [(name, 0, [0, 0])])
+    reassign(run, [(name, 0, [])])
+    reassign(run, [(name, 0, [0, 7])], allow_factor_change=False)
+    reassign(run, [(name, 3, [0]), (run.name("none"), 0, [0]), (run.name("none"), 1, None)])
+    reassignments(run, None)
+
+
 @scenario("cluster-admin.refused", "cluster admin of a principal without ACLs", secure=True)
 def _cluster_refused(run: Run) -> None:
     name = run.name("t")
@@ -184,6 +220,7 @@ def _cluster_refused(run: Run) -> None:
     describe_log_dirs(run, None, client=alice)
     elect(run, PREFERRED, [(name, [0])], client=alice)
     reassignments(run, None, client=alice)
+    reassign(run, [(name, 0, [0]), (name, 1, None)], client=alice)
     body = {"include_cluster_authorized_operations": True, "endpoint_type": 1}
     answer = run.call(DESCRIBE_CLUSTER, 1, body, alice)
     run.record("operations", answer.cluster_authorized_operations)

@@ -17,6 +17,7 @@ TOOLS = {
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
     "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
 }
 TIMEOUT = 60.0
 
