@@ -43,7 +43,7 @@ from odradek.broker.handlers.quota_common import as_ms, mute, request_time_throt
 from odradek.broker.network.connection import Chunks
 from odradek.broker.network.connections import ConnectionTable, Limits
 from odradek.broker.network.listener_connections import ListenerConnections
-from odradek.broker.observability import client_telemetry, metrics
+from odradek.broker.observability import broker_metrics, client_telemetry, metrics
 from odradek.broker.observability.client_telemetry import ClientTelemetry
 from odradek.broker.security import tls
 from odradek.broker.security.authorizer import AclAuthorizer, Authorizer, build_authorizer
@@ -214,9 +214,7 @@ class Broker:
             self._tasks.append(asyncio.create_task(self.transactions.ensure_started()))
         if self.topics.get(SHARE_STATE_TOPIC) is not None:
             self._tasks.append(asyncio.create_task(self.share.ensure_started()))
-        metrics.partitions.set_function(self._partition_count)
-        metrics.log_size.set_function(self._log_size)
-        metrics.read_state_with(self._state_metrics())
+        broker_metrics.watch(self.topics, self.groups, self.share)
         # What start-up made lives as long as the process: frozen, a full collection
         # (see ConnectionTable.sweep) walks only what came after.
         gc.freeze()
@@ -270,42 +268,6 @@ class Broker:
     def group_settings(self, group_id: str) -> GroupSettings:
         """The settings a group runs with: its group configs over the broker's."""
         return self.group_configs.settings(group_id)
-
-    def _partition_count(self) -> float:
-        return float(sum(len(t.partitions) for t in self.topics))
-
-    def _state_metrics(self) -> metrics.StateCollector:
-        return metrics.StateCollector(
-            gauges={
-                "odradek_share_sessions": (
-                    "Open share sessions",
-                    lambda: float(len(self.share.sessions.sessions)),
-                ),
-                "odradek_share_in_flight_records": (
-                    "Records between the start and end offsets of the share-partitions",
-                    self.share.in_flight_records,
-                ),
-            },
-            counters={
-                "odradek_share_acquisition_lock_timeouts": (
-                    "Acquisition locks that ran out with records still held",
-                    self.share.lock_timeouts,
-                ),
-            },
-            by_label={
-                "odradek_share_groups": ("Share groups by state", "state", self._share_groups),
-            },
-        )
-
-    def _share_groups(self) -> dict[str, int]:
-        states: dict[str, int] = {}
-        for runtime in list(self.groups.shards.values()):
-            for group in list(runtime.shard.share.groups.values()):
-                states[group.state] = states.get(group.state, 0) + 1
-        return states
-
-    def _log_size(self) -> float:
-        return float(sum(p.log.size_bytes() for p in self.topics.hosted_partitions()))
 
     # -- data plane --------------------------------------------------------------
 
