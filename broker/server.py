@@ -24,7 +24,9 @@ from odradek.broker.coordinators.share import SHARE_STATE_TOPIC, ShareCoordinato
 from odradek.broker.coordinators.transactions import TRANSACTION_TOPIC, TransactionCoordinator
 from odradek.broker.dataplane.fetch_sessions import FetchSessionCache
 from odradek.broker.dataplane.flusher import Flusher
+from odradek.broker.dataplane.log_dirs import LogDir, LogDirs
 from odradek.broker.dataplane.quotas import ClientQuotas
+from odradek.broker.dataplane.replica_moves import ReplicaMoves
 from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
 from odradek.broker.faults.injector import Faults, control_route
 from odradek.broker.handlers import API_TABLE, CONTROLLER_API_TABLE, sasl_authenticate
@@ -85,7 +87,11 @@ class Broker:
         self.config = config
         # each request's debug line costs its arguments even when filtered out
         self._log_requests = bool(log.is_enabled_for(logging.DEBUG))
-        self.topics = TopicRegistry(config.data_dir, config.log_config())
+        self.log_dirs = LogDirs(config.directories(), config.cluster_id, config.node_id)
+        self.topics = TopicRegistry(self.log_dirs, config.log_config())
+        self.topics.dir_failed.append(self._log_dir_failed)
+        self.replica_moves = ReplicaMoves(self.topics)
+        self.failed = False  # stopped because its log directories failed
         self.apis: dict[int, Api] = dict(API_TABLE)
         self.controller_apis: dict[int, Api] = dict(CONTROLLER_API_TABLE)
         # One node of its own (the default) has neither: it is its own controller.
@@ -108,7 +114,7 @@ class Broker:
         self.features = FeatureStore(config.data_dir)
         self.client_quotas = ClientQuotaStore(config.data_dir)
         self.quotas = ClientQuotas.of(config)
-        self.flusher = Flusher()
+        self.flusher = Flusher(lambda plog, exc: self.topics.fail_log(plog, exc, "flush"))
         self.appended_bytes = 0  # the housekeeping task watches it to tell when Produce stops
         self.producer_ids: ProducerIdAllocator | ClusterProducerIds = (
             ProducerIdAllocator(config.data_dir)
@@ -158,6 +164,8 @@ class Broker:
 
     async def start(self) -> None:
         started = time.monotonic()
+        for log_dir, exc in self.log_dirs.open():
+            log.error("log directory offline", log_dir=log_dir.name, cause=exc.strerror or str(exc))
         self.topics.load()
         self.scram_credentials.load()
         self.delegation_tokens.load()
@@ -167,6 +175,7 @@ class Broker:
         self.group_configs.load()
         self.client_metrics.load()
         self.topics.remove_orphans()
+        self.replica_moves.resume_found()
         # A broker of a cluster binds its listeners (their ports go into its registration)
         # but serves clients only once the controller has admitted it, as Kafka does.
         held = self.member is not None
@@ -211,7 +220,7 @@ class Broker:
                 f"{x.name}://{x.host}:{x.port} (advertised {x.advertised_host}:{x.advertised_port})"
                 for x in self.listeners
             ],
-            data_dir=str(self.config.data_dir),
+            log_dirs=[d.name for d in self.log_dirs],
             topics=len(self.topics),
             recovered_partitions=sum(
                 p.log.recovered_by_scan for p in self.topics.hosted_partitions()
@@ -245,6 +254,7 @@ class Broker:
             await self.controller.stop()
         for server in self._servers:
             await server.wait_closed()
+        await self.replica_moves.close()
         self.topics.close()
         log.info("stopped")
 
@@ -347,6 +357,25 @@ class Broker:
             for runtime in self.groups.shards.values():
                 if runtime.loaded:
                     runtime.submit(lambda shard: shard.delete_topic_offsets({name}))
+
+    def _log_dir_failed(self, log_dir: LogDir, lost: list[Partition]) -> None:
+        """A log directory went offline: the coordinators of its internal partitions
+        resign, followers stop fetching into it. With no directory left, or the first
+        one gone (it keeps the broker's own files), the broker stops, as Kafka does."""
+        for partition in lost:
+            if partition.topic.is_internal:
+                self.coordinator_moved(partition, leads=False)
+            if self.replicas is not None and self.replicas.fetchers is not None:
+                self.replicas.fetchers.remove(partition)
+        if log_dir is self.log_dirs.first or not self.log_dirs.online():
+            reason = (
+                "every log directory is offline"
+                if not self.log_dirs.online()
+                else "the first log directory, which keeps the broker's files, is offline"
+            )
+            log.error(f"shutting down: {reason}", log_dir=log_dir.name)
+            self.failed = True
+            self.request_stop()
 
     def adopt_document(self, name: str, document: bytes) -> None:
         """A document of the cluster's metadata changed: this broker's copy follows."""
