@@ -158,6 +158,8 @@ class Broker:
         self.control = control_route(self.faults)  # what an HTTP request on a listener gets
         if self.faults is not None and self.replicas is not None:
             self.replicas.fetching_paused = self.faults.fetching_paused
+        if self.faults is not None:
+            self.replica_moves.paused = self.faults.fetching_paused
         self._stopped = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------

@@ -7,7 +7,8 @@ back between slices; once it has caught up, it is fsynced in a worker thread, th
 in one step of the loop (so no append comes between), the last records are copied,
 the old directory is renamed `<topic>-<partition>.<uuid>-delete`, the future one
 takes the partition's name and becomes the partition's log, and the old one is
-removed in a worker thread. Compaction leaves a moving partition alone.
+removed in a worker thread. Compaction leaves a moving partition alone. The copy is
+this node's fetch from its own replica: a test's pause-fetching fault holds it too.
 
 A restart resumes a move from where its future log got to. A future log whose
 current log is gone had finished its copy: it becomes the partition's log
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +34,7 @@ from odradek.storage import PartitionLog
 log = structlog.get_logger("broker")
 
 SLICE_BYTES = 1 << 20
+PAUSED_CHECK_S = 0.05
 
 
 class SourceFailed(Exception):
@@ -56,6 +59,8 @@ class ReplicaMoves:
     def __init__(self, topics: TopicRegistry) -> None:
         self.topics = topics
         self.moves: dict[Partition, Move] = {}
+        # does a test's fault hold the copy of (topic, partition)? (broker/faults/)
+        self.paused: Callable[[str, int], bool] = lambda _topic, _partition: False
         topics.dir_failed.append(self._dir_failed)
 
     def of(self, partition: Partition) -> Move | None:
@@ -144,6 +149,9 @@ class ReplicaMoves:
     async def _run(self, move: Move) -> None:
         try:
             while self._wanted(move):
+                if self.paused(move.partition.topic.name, move.partition.index):
+                    await asyncio.sleep(PAUSED_CHECK_S)
+                    continue
                 if _copy_slice(move):
                     # the bulk of the fsync off the loop; the swap's own is short
                     await asyncio.to_thread(move.future.flush)

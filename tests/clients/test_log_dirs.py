@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,9 @@ from helpers.wire import WireClient
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
-DESCRIBE_LOG_DIRS, ALTER_REPLICA_LOG_DIRS, METADATA = 35, 34, 3
+from odradek.protocol.batch import build_batch
+
+PRODUCE, LIST_OFFSETS, METADATA, ALTER_REPLICA_LOG_DIRS, DESCRIBE_LOG_DIRS = 0, 2, 3, 34, 35
 STORAGE_ERROR, LOG_DIR_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION = 56, 57, 3
 LEADER_NOT_AVAILABLE = 5
 
@@ -207,3 +210,205 @@ def test_default_settings_one_directory(tmp_path: Path, unique_topic: str) -> No
             {(unique_topic, 0): str((tmp_path / "data").absolute()), (unique_topic, 1): elsewhere},
         )
         assert answer == {(unique_topic, 0): 0, (unique_topic, 1): LOG_DIR_NOT_FOUND}
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def where(bootstrap: str, topic: str, index: int) -> list[tuple[str, bool]]:
+    """(log dir, is future) of each log the partition has, from DescribeLogDirs."""
+    return sorted(
+        (log_dir, info["partitions"][(topic, index)][2])
+        for log_dir, info in describe(bootstrap).items()
+        if (topic, index) in info["partitions"]
+    )
+
+
+def test_a_replica_moves_while_a_producer_writes(tmp_path: Path, unique_topic: str) -> None:
+    dirs = [tmp_path / "dir0", tmp_path / "dir1"]
+    first, second = (str(d.absolute()) for d in dirs)
+    broker = Broker(
+        dirs[0],
+        log_dir=tmp_path,
+        faults=True,
+        overrides={"log.segment.bytes": 1 << 20},
+        extra_args=["--data-dir", f"{dirs[0]},{dirs[1]}"],
+    )
+    topic = unique_topic
+    with broker:
+        with WireClient(broker.bootstrap) as client:
+            client.create_topic(topic, 1)
+        assert where(broker.bootstrap, topic, 0) == [(first, False)]
+        acked: list[bytes] = []
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=2)
+        for i in range(3000):  # three segments
+            producer.send(topic, b"%06d" % i + b"x" * 1000).add_callback(
+                lambda meta, i=i: acked.append(b"%06d" % i)
+            )
+        producer.flush(15)
+        stop = threading.Event()
+
+        def write() -> None:
+            i = 3000
+            while not stop.is_set():
+                value = b"%06d" % i
+                producer.send(topic, value).add_callback(lambda meta, v=value: acked.append(v))
+                i += 1
+                time.sleep(0.001)
+            producer.flush(15)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        try:
+            with broker.faults.pause_fetching(topic, 0, duration_ms=60_000):
+                assert alter(broker.bootstrap, {(topic, 0): second}) == {(topic, 0): 0}
+                # the copy waits: the future replica shows, behind the current one
+                moving = describe(broker.bootstrap)
+                assert moving[first]["partitions"][(topic, 0)][2] is False
+                size, lag, future = moving[second]["partitions"][(topic, 0)]
+                assert future is True and lag >= 3000
+                assert [p.name for p in dirs[1].iterdir() if p.name.endswith("-future")]
+                # the same target again changes nothing
+                assert alter(broker.bootstrap, {(topic, 0): second}) == {(topic, 0): 0}
+                time.sleep(0.3)
+            wait_for(lambda: where(broker.bootstrap, topic, 0) == [(second, False)])
+            time.sleep(0.3)  # records written after the move
+        finally:
+            stop.set()
+            writer.join()
+        producer.close()
+        assert len(acked) > 3000
+        assert not (dirs[0] / f"{topic}-0").exists()
+        wait_for(lambda: not [p for p in dirs[0].iterdir() if p.name.startswith(topic)])
+        expected = sorted(acked)  # (acknowledged in the order sent: one partition)
+        assert [v[:6] for v in read(broker.bootstrap, topic, 0)] == expected
+        # a replica that is not here yet: its directory is remembered for its creation
+        later = f"{topic}-later"
+        assert alter(broker.bootstrap, {(later, 0): second}) == {
+            (later, 0): UNKNOWN_TOPIC_OR_PARTITION
+        }
+        with WireClient(broker.bootstrap) as client:
+            client.create_topic(later, 2)
+        assert where(broker.bootstrap, later, 0) == [(second, False)]
+        assert where(broker.bootstrap, later, 1) == [(first, False)]  # the fewest
+        assert alter(broker.bootstrap, {(topic, 0): "dir0"}) == {(topic, 0): LOG_DIR_NOT_FOUND}
+        broker.stop()
+        broker.start()
+        assert where(broker.bootstrap, topic, 0) == [(second, False)]
+        assert [v[:6] for v in read(broker.bootstrap, topic, 0)] == expected
+
+
+def metadata_partitions(bootstrap: str, topic: str) -> dict[int, tuple[int, int, list[int]]]:
+    """partition -> (error, leader, offline replicas)"""
+    with WireClient(bootstrap) as client:
+        answer = client.call(
+            METADATA,
+            12,
+            {
+                "topics": [{"name": topic, "topic_id": None}],
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
+    (found,) = answer.topics
+    return {
+        p.partition_index: (p.error_code, p.leader_id, list(p.offline_replicas))
+        for p in found.partitions
+    }
+
+
+def produce_one(bootstrap: str, topic: str, index: int) -> int:
+    records = build_batch([(None, b"v")], timestamp=int(time.time() * 1000))
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout": 10000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": index, "records": records}]}],
+    }
+    with WireClient(bootstrap) as client:
+        answer = client.call(PRODUCE, 9, body)
+    return int(answer.responses[0].partition_responses[0].error_code)
+
+
+def list_offset(bootstrap: str, topic: str, index: int) -> tuple[int, int]:
+    body = {
+        "replica_id": -1,
+        "isolation_level": 0,
+        "topics": [{"name": topic, "partitions": [{"partition_index": index, "timestamp": -1}]}],
+    }
+    with WireClient(bootstrap) as client:
+        answer = client.call(LIST_OFFSETS, 7, body)
+    found = answer.topics[0].partitions[0]
+    return int(found.error_code), int(found.offset)
+
+
+def test_a_failed_directory_takes_only_its_partitions_offline(
+    tmp_path: Path, unique_topic: str
+) -> None:
+    broker, dirs = start(tmp_path, 2)
+    first, second = (str(d.absolute()) for d in dirs)
+    with broker:
+        with WireClient(broker.bootstrap) as client:
+            client.create_topic(unique_topic, 2)
+        assert where(broker.bootstrap, unique_topic, 1) == [(second, False)]
+        assert produce_one(broker.bootstrap, unique_topic, 0) == 0
+        assert produce_one(broker.bootstrap, unique_topic, 1) == 0
+        # the second directory goes away; a file takes its place (as root, chmod stops nothing)
+        shutil.rmtree(dirs[1])
+        dirs[1].write_text("not a directory")
+        wait_for(lambda: metadata_partitions(broker.bootstrap, unique_topic)[1][0] != 0)
+        assert metadata_partitions(broker.bootstrap, unique_topic) == {
+            0: (0, 0, []),
+            1: (LEADER_NOT_AVAILABLE, -1, [0]),
+        }
+        assert produce_one(broker.bootstrap, unique_topic, 1) == STORAGE_ERROR
+        assert list_offset(broker.bootstrap, unique_topic, 1)[0] == STORAGE_ERROR
+        described = describe(broker.bootstrap)
+        assert described[second] == {
+            "error": STORAGE_ERROR,
+            "partitions": {},
+            "total": -1,
+            "usable": -1,
+        }
+        assert described[first]["error"] == 0
+        assert alter(broker.bootstrap, {(unique_topic, 0): second}) == {
+            (unique_topic, 0): STORAGE_ERROR
+        }
+        # the other directory serves on, and takes every new partition
+        assert produce_one(broker.bootstrap, unique_topic, 0) == 0
+        assert list_offset(broker.bootstrap, unique_topic, 0) == (0, 2)
+        with WireClient(broker.bootstrap) as client:
+            client.create_topic(f"{unique_topic}-new", 2)
+        assert where(broker.bootstrap, f"{unique_topic}-new", 1) == [(first, False)]
+        assert broker.is_running()
+        lines = [line for line in broker.log_text().splitlines() if "log directory offline" in line]
+        assert len(lines) == 1 and second in lines[0], lines
+        # a restart with the directory still broken: the same
+        broker.stop()
+        broker.start()
+        assert metadata_partitions(broker.bootstrap, unique_topic)[1] == (
+            LEADER_NOT_AVAILABLE,
+            -1,
+            [0],
+        )
+        assert list_offset(broker.bootstrap, unique_topic, 0) == (0, 2)
+        # a directory there again (empty: the partition's files went with the old one)
+        broker.stop()
+        dirs[1].unlink()
+        dirs[1].mkdir()
+        broker.start()
+        assert list_offset(broker.bootstrap, unique_topic, 1) == (0, 0)
+
+
+def test_the_first_directory_failing_stops_the_broker(tmp_path: Path, unique_topic: str) -> None:
+    broker, dirs = start(tmp_path, 2)
+    with broker:
+        shutil.rmtree(dirs[0])
+        dirs[0].write_text("not a directory")
+        wait_for(lambda: not broker.is_running())
+        assert broker.proc is not None and broker.proc.returncode == 1
+        assert "shutting down: the first log directory" in broker.log_text()
