@@ -86,9 +86,9 @@ def test_the_listed_differences_name_scenarios() -> None:
     assert not unknown, f"the README lists differences of no scenario: {sorted(unknown)}"
 
 
-# what Kafka 4.4 serves and Odradek does not: log-directory moves, reassignments and the
-# membership of a KRaft quorum
-QUORUM_APIS = {34, 45, 55, 64, 80, 81, 94}
+# what Kafka 4.4 serves and Odradek does not: reassignments and the membership of a
+# KRaft quorum
+QUORUM_APIS = {45, 55, 64, 80, 81, 94}
 
 
 def test_api_versions_side_by_side(
