@@ -22,6 +22,7 @@ from conformance import (  # noqa: F401 - registers their scenarios
     scenarios_fetch,
     scenarios_group_admin,
     scenarios_groups,
+    scenarios_log_dirs,
     scenarios_new_groups,
     scenarios_offsets,
     scenarios_produce,
