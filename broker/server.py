@@ -10,11 +10,12 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from odradek.broker import housekeeping
+from odradek.broker import housekeeping, log_dir_failures
 from odradek.broker.cluster import admin as cluster_admin
 from odradek.broker.cluster.controller import METADATA_TOPIC, Controller
 from odradek.broker.cluster.controller_documents import ACLS, FEATURES, QUOTAS, SCRAM, TOKENS
@@ -24,7 +25,7 @@ from odradek.broker.coordinators.share import SHARE_STATE_TOPIC, ShareCoordinato
 from odradek.broker.coordinators.transactions import TRANSACTION_TOPIC, TransactionCoordinator
 from odradek.broker.dataplane.fetch_sessions import FetchSessionCache
 from odradek.broker.dataplane.flusher import Flusher
-from odradek.broker.dataplane.log_dirs import LogDir, LogDirs
+from odradek.broker.dataplane.log_dirs import LogDirs
 from odradek.broker.dataplane.quotas import ClientQuotas
 from odradek.broker.dataplane.replica_moves import ReplicaMoves
 from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
@@ -36,7 +37,7 @@ from odradek.broker.handlers.quota_common import as_ms, mute, request_time_throt
 from odradek.broker.network.connection import Chunks
 from odradek.broker.network.connections import ConnectionTable, Limits
 from odradek.broker.network.listener_connections import ListenerConnections
-from odradek.broker.observability import client_telemetry, metrics
+from odradek.broker.observability import client_telemetry, metrics, share_metrics
 from odradek.broker.observability.client_telemetry import ClientTelemetry
 from odradek.broker.security import tls
 from odradek.broker.security.authorizer import AclAuthorizer, Authorizer, build_authorizer
@@ -87,9 +88,9 @@ class Broker:
         self.config = config
         # each request's debug line costs its arguments even when filtered out
         self._log_requests = bool(log.is_enabled_for(logging.DEBUG))
-        self.log_dirs = LogDirs(config.directories(), config.cluster_id, config.node_id)
-        self.topics = TopicRegistry(self.log_dirs, config.log_config())
-        self.topics.dir_failed.append(self._log_dir_failed)
+        log_dirs = LogDirs(config.directories(), config.cluster_id, config.node_id)
+        self.topics = TopicRegistry(log_dirs, config.log_config())
+        self.topics.dir_failed.append(partial(log_dir_failures.dir_failed, self))
         self.replica_moves = ReplicaMoves(self.topics)
         self.failed = False  # stopped because its log directories failed
         self.apis: dict[int, Api] = dict(API_TABLE)
@@ -156,18 +157,16 @@ class Broker:
             else None
         )
         self.control = control_route(self.faults)  # what an HTTP request on a listener gets
-        if self.faults is not None and self.replicas is not None:
-            self.replicas.fetching_paused = self.faults.fetching_paused
-        if self.faults is not None:
+        if self.faults is not None:  # (a replica's move to another directory is a fetch)
             self.replica_moves.paused = self.faults.fetching_paused
+            if self.replicas is not None:
+                self.replicas.fetching_paused = self.faults.fetching_paused
         self._stopped = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------
 
     async def start(self) -> None:
         started = time.monotonic()
-        for log_dir, exc in self.log_dirs.open():
-            log.error("log directory offline", log_dir=log_dir.name, cause=exc.strerror or str(exc))
         self.topics.load()
         self.scram_credentials.load()
         self.delegation_tokens.load()
@@ -212,7 +211,7 @@ class Broker:
             self._tasks.append(asyncio.create_task(self.share.ensure_started()))
         metrics.partitions.set_function(self._partition_count)
         metrics.log_size.set_function(self._log_size)
-        metrics.read_state_with(self._state_metrics())
+        metrics.read_state_with(share_metrics.collector(self.share, self.groups))
         # What start-up made lives as long as the process: frozen, a full collection
         # (see ConnectionTable.sweep) walks only what came after.
         gc.freeze()
@@ -222,7 +221,7 @@ class Broker:
                 f"{x.name}://{x.host}:{x.port} (advertised {x.advertised_host}:{x.advertised_port})"
                 for x in self.listeners
             ],
-            log_dirs=[d.name for d in self.log_dirs],
+            log_dirs=[d.name for d in self.topics.log_dirs],
             topics=len(self.topics),
             recovered_partitions=sum(
                 p.log.recovered_by_scan for p in self.topics.hosted_partitions()
@@ -270,36 +269,6 @@ class Broker:
 
     def _partition_count(self) -> float:
         return float(sum(len(t.partitions) for t in self.topics))
-
-    def _state_metrics(self) -> metrics.StateCollector:
-        return metrics.StateCollector(
-            gauges={
-                "odradek_share_sessions": (
-                    "Open share sessions",
-                    lambda: float(len(self.share.sessions.sessions)),
-                ),
-                "odradek_share_in_flight_records": (
-                    "Records between the start and end offsets of the share-partitions",
-                    self.share.in_flight_records,
-                ),
-            },
-            counters={
-                "odradek_share_acquisition_lock_timeouts": (
-                    "Acquisition locks that ran out with records still held",
-                    self.share.lock_timeouts,
-                ),
-            },
-            by_label={
-                "odradek_share_groups": ("Share groups by state", "state", self._share_groups),
-            },
-        )
-
-    def _share_groups(self) -> dict[str, int]:
-        states: dict[str, int] = {}
-        for runtime in list(self.groups.shards.values()):
-            for group in list(runtime.shard.share.groups.values()):
-                states[group.state] = states.get(group.state, 0) + 1
-        return states
 
     def _log_size(self) -> float:
         return float(sum(p.log.size_bytes() for p in self.topics.hosted_partitions()))
@@ -359,25 +328,6 @@ class Broker:
             for runtime in self.groups.shards.values():
                 if runtime.loaded:
                     runtime.submit(lambda shard: shard.delete_topic_offsets({name}))
-
-    def _log_dir_failed(self, log_dir: LogDir, lost: list[Partition]) -> None:
-        """A log directory went offline: the coordinators of its internal partitions
-        resign, followers stop fetching into it. With no directory left, or the first
-        one gone (it keeps the broker's own files), the broker stops, as Kafka does."""
-        for partition in lost:
-            if partition.topic.is_internal:
-                self.coordinator_moved(partition, leads=False)
-            if self.replicas is not None and self.replicas.fetchers is not None:
-                self.replicas.fetchers.remove(partition)
-        if log_dir is self.log_dirs.first or not self.log_dirs.online():
-            reason = (
-                "every log directory is offline"
-                if not self.log_dirs.online()
-                else "the first log directory, which keeps the broker's files, is offline"
-            )
-            log.error(f"shutting down: {reason}", log_dir=log_dir.name)
-            self.failed = True
-            self.request_stop()
 
     def adopt_document(self, name: str, document: bytes) -> None:
         """A document of the cluster's metadata changed: this broker's copy follows."""

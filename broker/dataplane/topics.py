@@ -256,7 +256,10 @@ class TopicRegistry:
         return self.data_dir / "topics.json"
 
     def load(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        """Every topic, each hosted partition's log opened in the directory it lies in
+        (raises LogDirError as LogDirs.open and scan do)."""
+        for log_dir, exc in self.log_dirs.open():
+            logger.error("log directory offline", log_dir=log_dir.name, cause=str(exc))
         futures: dict[str, LogDir] = {}
         if self.log_dirs.several:
             self._found, futures, removed = self.log_dirs.scan()
