@@ -13,6 +13,7 @@ from pathlib import Path
 import structlog
 
 from odradek.broker.cluster.member import ClusterJoinError
+from odradek.broker.dataplane.log_dirs import LogDirError
 from odradek.broker.network import memory
 from odradek.broker.observability import health, logs, metrics
 from odradek.broker.settings.config import BrokerConfig, ConfigError
@@ -25,7 +26,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="odradek",
         description="A Kafka-compatible broker. `odradek health` checks a running one.",
     )
-    parser.add_argument("--data-dir", type=Path, default=None, help="where logs live (./data)")
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        help="where logs live (./data); several directories separated by commas, as log.dirs",
+    )
     parser.add_argument(
         "--host", default=None, help="shorthand for listeners=PLAINTEXT://HOST:PORT (127.0.0.1)"
     )
@@ -77,8 +82,9 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         if not separator:
             raise ConfigError(f"--override expects KEY=VALUE, got {item!r}")
         settings[key.strip()] = value.strip()
-    if "log.dirs" in settings or "log.dir" in settings:
-        config.data_dir = Path(settings.pop("log.dirs", settings.pop("log.dir", "")).split(",")[0])
+    log_dirs, log_dir = settings.pop("log.dirs", None), settings.pop("log.dir", None)
+    if log_dirs is not None or log_dir is not None:
+        config.set_directories(log_dirs if log_dirs is not None else log_dir or "")
     if args.host is not None or args.port is not None:
         if "listeners" in settings:
             raise ConfigError("give either --host/--port or the listeners setting, not both")
@@ -87,7 +93,7 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         settings["listeners"] = f"PLAINTEXT://{f'[{host}]' if ':' in host else host}:{port}"
     config.apply(settings)
     if args.data_dir is not None:
-        config.data_dir = args.data_dir
+        config.set_directories(str(args.data_dir))
     if args.metrics_port is not None:
         config.metrics_port = args.metrics_port
     config.enable_faults = args.enable_faults or os.environ.get(
@@ -133,7 +139,8 @@ def kafka_ready_lines(node_id: int, now: datetime, broker: bool = True) -> str:
     return "".join(f"[{stamp}] INFO {line.format(node=node_id)}\n" for line in lines)
 
 
-async def run(config: BrokerConfig, ready_lines: bool = False) -> None:
+async def run(config: BrokerConfig, ready_lines: bool = False) -> int:
+    """Serve until stopped; the exit status (1: the log directories failed)."""
     from odradek.broker.server import Broker
 
     broker = Broker(config)
@@ -154,6 +161,7 @@ async def run(config: BrokerConfig, ready_lines: bool = False) -> None:
             await asyncio.wait_for(broker.stop(), STOP_LIMIT_S)
         except TimeoutError:  # the logs recover at the next start, as after kill -9
             structlog.get_logger().error("stop did not finish: exiting", limit_s=STOP_LIMIT_S)
+    return 1 if broker.failed else 0
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -173,9 +181,11 @@ def main(argv: list[str] | None = None) -> None:
     report_unused(config)
     memory.keep_freed_buffers()
     try:
-        _run_loop(config, args.kafka_ready_lines)
-    except (ListenError, ClusterJoinError) as exc:
+        status = _run_loop(config, args.kafka_ready_lines)
+    except (ListenError, ClusterJoinError, LogDirError) as exc:
         sys.exit(f"odradek: {exc}")
+    if status:
+        sys.exit(status)
 
 
 def report_unused(config: BrokerConfig) -> None:
@@ -187,10 +197,9 @@ def report_unused(config: BrokerConfig) -> None:
         log.info("controller listeners not opened: one node has no quorum", names=controllers)
 
 
-def _run_loop(config: BrokerConfig, ready_lines: bool) -> None:
+def _run_loop(config: BrokerConfig, ready_lines: bool) -> int:
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency; plain asyncio still works
-        asyncio.run(run(config, ready_lines))
-    else:
-        uvloop.run(run(config, ready_lines))
+        return asyncio.run(run(config, ready_lines))
+    return uvloop.run(run(config, ready_lines))

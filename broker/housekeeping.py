@@ -1,7 +1,7 @@
 """The broker's background work, one task each: retention, time-based rolls,
-flushes and producer id expiry (keep_house); compaction of compacted topics, the
-internal ones among them (clean_logs); idle connections (sweep_connections); expired
-delegation tokens (remove_expired_tokens)."""
+flushes, producer id expiry and a check of the log directories (keep_house);
+compaction of compacted topics, the internal ones among them (clean_logs); idle
+connections (sweep_connections); expired delegation tokens (remove_expired_tokens)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,15 @@ import structlog
 
 from odradek.broker.coordinators.share import ShareCoordinator
 from odradek.broker.dataplane.flusher import Flusher
+from odradek.broker.dataplane.log_dirs import is_full_disk
+from odradek.broker.dataplane.replica_moves import ReplicaMoves
 from odradek.broker.dataplane.topics import TopicRegistry
 from odradek.broker.network import memory
 from odradek.broker.network.connections import ConnectionTable
 from odradek.broker.security.delegation_tokens import TokenStoreLike
 from odradek.broker.settings.config import BrokerConfig
 from odradek.coordinator.runtime import CoordinatorError
+from odradek.storage import faults
 
 log = structlog.get_logger("broker")
 
@@ -39,6 +42,8 @@ class Broker(Protocol):
     def share(self) -> ShareCoordinator: ...
     @property
     def appended_bytes(self) -> int: ...
+    @property
+    def replica_moves(self) -> ReplicaMoves: ...
 
     def now_ms(self) -> int: ...
 
@@ -51,14 +56,18 @@ async def clean_logs(broker: Broker) -> None:
         for partition in broker.topics.hosted_partitions():
             topic = partition.topic
             plog = partition.log
-            if not plog.config.compacts:
-                continue
+            if not plog.config.compacts or broker.replica_moves.of(partition) is not None:
+                continue  # (a replica being moved is compacted once it has moved)
             await broker.flusher.flush([plog])
             producers = set(partition.producers.producers)
             try:
                 stats = await asyncio.to_thread(
                     plog.compact, broker.now_ms(), producer_ids=producers
                 )
+            except OSError as exc:
+                if not broker.topics.fail_log(plog, exc, "compaction"):
+                    log.warning("compaction failed", topic=topic.name, error=str(exc))
+                continue
             except Exception:
                 log.exception("compaction failed", topic=topic.name, partition=partition.index)
                 continue
@@ -95,12 +104,18 @@ async def keep_house(broker: Broker) -> None:
         check_retention = time.monotonic() - last_retention >= (
             broker.config.log_retention_check_interval_ms / 1000
         )
+        check_log_dirs(broker.topics)
         due = []
         for partition in broker.topics.hosted_partitions():
             plog = partition.log
-            plog.roll_if_due(now_ms)
-            if check_retention and plog.apply_retention(now_ms):
-                partition.producers.drop_below(plog.log_start_offset)
+            try:
+                plog.roll_if_due(now_ms)
+                if check_retention and plog.apply_retention(now_ms):
+                    partition.producers.drop_below(plog.log_start_offset)
+            except OSError as exc:
+                if not broker.topics.fail_log(plog, exc, "retention"):
+                    faults.report(plog.directory, exc, "retention")
+                continue
             partition.producers.expire(now_ms, broker.config.producer_id_expiration_ms)
             if plog.needs_flush(now_ms):
                 due.append(plog)
@@ -111,7 +126,21 @@ async def keep_house(broker: Broker) -> None:
             last_prune = time.monotonic()
             broker.share.prune()
         if due:
-            await broker.flusher.flush(due)
+            try:
+                await broker.flusher.flush(due)
+            except OSError as exc:  # a full disk: the next round tries again
+                faults.report(broker.config.data_dir, exc, "flush")
+
+
+def check_log_dirs(topics: TopicRegistry) -> None:
+    """A log directory removed, replaced or made unwritable fails here, even with no
+    traffic (Kafka finds out at its next checkpoint write into it)."""
+    for log_dir in topics.log_dirs.online():
+        try:
+            topics.log_dirs.probe(log_dir)
+        except OSError as exc:
+            if not is_full_disk(exc):
+                topics.fail_dir(log_dir, exc, "check")
 
 
 async def remove_expired_tokens(tokens: TokenStoreLike, interval_ms: int) -> None:

@@ -10,11 +10,12 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from odradek.broker import housekeeping
+from odradek.broker import housekeeping, log_dir_failures
 from odradek.broker.cluster import admin as cluster_admin
 from odradek.broker.cluster import throttles
 from odradek.broker.cluster.controller import METADATA_TOPIC, Controller
@@ -33,7 +34,9 @@ from odradek.broker.coordinators.share import SHARE_STATE_TOPIC, ShareCoordinato
 from odradek.broker.coordinators.transactions import TRANSACTION_TOPIC, TransactionCoordinator
 from odradek.broker.dataplane.fetch_sessions import FetchSessionCache
 from odradek.broker.dataplane.flusher import Flusher
+from odradek.broker.dataplane.log_dirs import LogDirs
 from odradek.broker.dataplane.quotas import ClientQuotas
+from odradek.broker.dataplane.replica_moves import ReplicaMoves
 from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
 from odradek.broker.faults.injector import Faults, control_route
 from odradek.broker.handlers import API_TABLE, CONTROLLER_API_TABLE, sasl_authenticate
@@ -96,7 +99,11 @@ class Broker:
         self.config = config
         # each request's debug line costs its arguments even when filtered out
         self._log_requests = bool(log.is_enabled_for(logging.DEBUG))
-        self.topics = TopicRegistry(config.data_dir, config.log_config())
+        log_dirs = LogDirs(config.directories(), config.cluster_id, config.node_id)
+        self.topics = TopicRegistry(log_dirs, config.log_config())
+        self.topics.dir_failed.append(partial(log_dir_failures.dir_failed, self))
+        self.replica_moves = ReplicaMoves(self.topics)
+        self.failed = False  # stopped because its log directories failed
         self.apis: dict[int, Api] = dict(API_TABLE)
         self.controller_apis: dict[int, Api] = dict(CONTROLLER_API_TABLE)
         # One node of its own (the default) has neither: it is its own controller.
@@ -123,7 +130,7 @@ class Broker:
         self.features = FeatureStore(config.data_dir)
         self.client_quotas = ClientQuotaStore(config.data_dir)
         self.quotas = ClientQuotas.of(config)
-        self.flusher = Flusher()
+        self.flusher = Flusher(lambda plog, exc: self.topics.fail_log(plog, exc, "flush"))
         self.appended_bytes = 0  # the housekeeping task watches it to tell when Produce stops
         self.producer_ids: ProducerIdAllocator | ClusterProducerIds = (
             ProducerIdAllocator(config.data_dir)
@@ -165,8 +172,10 @@ class Broker:
             else None
         )
         self.control = control_route(self.faults)  # what an HTTP request on a listener gets
-        if self.faults is not None and self.replicas is not None:
-            self.replicas.fetching_paused = self.faults.fetching_paused
+        if self.faults is not None:  # (a replica's move to another directory is a fetch)
+            self.replica_moves.paused = self.faults.fetching_paused
+            if self.replicas is not None:
+                self.replicas.fetching_paused = self.faults.fetching_paused
         self._stopped = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------
@@ -182,6 +191,7 @@ class Broker:
         self.group_configs.load()
         self.client_metrics.load()
         self.topics.remove_orphans()
+        self.replica_moves.resume_found()
         # A broker of a cluster binds its listeners (their ports go into its registration)
         # but serves clients only once the controller has admitted it, as Kafka does.
         held = self.member is not None
@@ -224,7 +234,7 @@ class Broker:
                 f"{x.name}://{x.host}:{x.port} (advertised {x.advertised_host}:{x.advertised_port})"
                 for x in self.listeners
             ],
-            data_dir=str(self.config.data_dir),
+            log_dirs=[d.name for d in self.topics.log_dirs],
             topics=len(self.topics),
             recovered_partitions=sum(
                 p.log.recovered_by_scan for p in self.topics.hosted_partitions()
@@ -258,6 +268,7 @@ class Broker:
             await self.controller.stop()
         for server in self._servers:
             await server.wait_closed()
+        await self.replica_moves.close()
         self.topics.close()
         log.info("stopped")
 
@@ -402,23 +413,17 @@ class Broker:
         """The partitions of an internal topic, created with `configs` if it is new."""
         topic = self.topics.get(name)
         if topic is None and self.member is not None and name != METADATA_TOPIC:
-            factor, min_isr = self._internal_replication(name)
+            config = self.config
+            factor, min_isr = config.offsets_topic_replication_factor, 1
+            if name == TRANSACTION_TOPIC:
+                factor = config.transaction_state_log_replication_factor
+                min_isr = config.transaction_state_log_min_isr
             configs = {**configs, "min.insync.replicas": str(min_isr)}
             topic = await self.create_topic(name, partitions, configs, factor)
         elif topic is None:
             topic = self.topics.create(name, partitions, configs)
             log.info("topic created", topic=name, partitions=partitions, configs=dict(configs))
         return list(topic.partitions)
-
-    def _internal_replication(self, name: str) -> tuple[int, int]:
-        """(replication factor, min.insync.replicas) of an internal topic."""
-        config = self.config
-        if name == TRANSACTION_TOPIC:
-            return (
-                config.transaction_state_log_replication_factor,
-                config.transaction_state_log_min_isr,
-            )
-        return config.offsets_topic_replication_factor, 1
 
     async def flush_partition(self, partition: Partition) -> None:
         await self.flush_if_due([partition], int(time.time() * 1000))

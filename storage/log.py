@@ -515,8 +515,8 @@ class PartitionLog:
             if write_checkpoint:
                 try:
                     write_offset(self.directory / RECOVERY_CHECKPOINT, target)
-                except FileNotFoundError:
-                    if self._deleted:  # the topic went away meanwhile
+                except OSError:
+                    if self._deleted:  # the topic went away, or the log was abandoned
                         return
                     raise
                 with self._lock:
@@ -563,8 +563,14 @@ class PartitionLog:
 
     def delete(self) -> None:
         """Close and remove the whole directory (topic deletion)."""
+        self.abandon()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def abandon(self) -> None:
+        """Close the files without flushing or marking the shutdown clean: the
+        directory failed, or its copy elsewhere replaces it. A flush under way in
+        another thread finishes without writing its checkpoint."""
         with self._lock:
             self._close_files()
             self._deleted = True
             self._unflushed = []
-        shutil.rmtree(self.directory, ignore_errors=True)

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from odradek.storage import PartitionLog
 
 
+def _not_handled(_log: PartitionLog, _exc: OSError) -> bool:
+    return False
+
+
 class Flusher:
-    def __init__(self) -> None:
+    """`failed(log, exc)` hears of each log whose fsync failed: True when it dealt
+    with it (the log's directory went offline), False to fail the round's waiters."""
+
+    def __init__(self, failed: Callable[[PartitionLog, OSError], bool] = _not_handled) -> None:
         self._pending: dict[int, PartitionLog] = {}
         self._round: asyncio.Future[None] | None = None
         self._worker: asyncio.Task[None] | None = None
+        self.failed = failed
 
     async def flush(self, logs: Iterable[PartitionLog]) -> None:
         """Return once every log given has been fsynced by a round that started after the call."""
@@ -32,13 +40,23 @@ class Flusher:
             logs, self._pending = list(self._pending.values()), {}
             current, self._round = self._round, None
             try:
-                await loop.run_in_executor(None, _fsync_all, logs)
+                failures = await loop.run_in_executor(None, _fsync_all, logs)
+                unhandled = [exc for log, exc in failures if not self.failed(log, exc)]
             except Exception as exc:  # a failed fsync fails every waiter of the round
                 current.set_exception(exc)
             else:
-                current.set_result(None)
+                if unhandled:
+                    current.set_exception(unhandled[0])
+                else:
+                    current.set_result(None)
 
 
-def _fsync_all(logs: list[PartitionLog]) -> None:
+def _fsync_all(logs: list[PartitionLog]) -> list[tuple[PartitionLog, OSError]]:
+    """fsync each log; the ones that failed, with their error."""
+    failures = []
     for log in logs:
-        log.flush()
+        try:
+            log.flush()
+        except OSError as exc:
+            failures.append((log, exc))
+    return failures

@@ -1,4 +1,5 @@
-"""Topics and their partitions: the registry persisted in `<data-dir>/topics.json`."""
+"""Topics and their partitions: the registry persisted in `topics.json` in the first log
+directory; each partition's log lies in one of the log directories (log_dirs.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,17 @@ import re
 import shutil
 import struct
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import structlog
+
+from odradek.broker.dataplane.log_dirs import LogDir, LogDirs, is_full_disk, moved_name
 from odradek.broker.settings.topic_configs import TopicError
 from odradek.protocol.batch import iter_records
+from odradek.protocol.errors import ErrorCode
 from odradek.storage import LogConfig, PartitionLog
 from odradek.storage.producer_state import ProducerStateTable
 
@@ -24,6 +29,8 @@ _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 HIDDEN_TOPICS = ("__cluster_metadata",)
 LEADER_EPOCH = 0  # one node of its own leads every partition, forever
+
+logger = structlog.get_logger("broker")
 
 
 class NotHosted(LookupError):
@@ -56,12 +63,22 @@ class Partition:
     In a cluster a node knows every partition but keeps a log only for those it has a
     replica of (`hosted`); `replication` is the replica's state there (None on one
     node of its own, where this node leads at epoch 0 and the log end is the high
-    watermark)."""
+    watermark). A partition whose log directory failed is `offline`: still hosted,
+    serving nothing."""
 
-    def __init__(self, topic: Topic, index: int, log: PartitionLog | None) -> None:
+    def __init__(
+        self,
+        topic: Topic,
+        index: int,
+        log: PartitionLog | None,
+        log_dir: LogDir | None = None,
+        offline: bool = False,
+    ) -> None:
         self.topic = topic
         self.index = index
         self._log = log
+        self.log_dir = log_dir
+        self.offline = offline
         self.producers = _load_producer_state(log) if log is not None else ProducerStateTable()
         self._arrival: asyncio.Future[None] | None = None
         self._replica_arrival: asyncio.Future[None] | None = None
@@ -75,7 +92,30 @@ class Partition:
 
     @property
     def hosted(self) -> bool:
-        return self._log is not None
+        return self._log is not None or self.offline
+
+    @property
+    def dir_name(self) -> str:
+        return f"{self.topic.name}-{self.index}"
+
+    @property
+    def unavailable_error(self) -> ErrorCode:
+        """What a request for a partition not led here gets: KAFKA_STORAGE_ERROR when
+        its log directory failed, as on Kafka, else NOT_LEADER_OR_FOLLOWER."""
+        return ErrorCode.kafka_storage_error if self.offline else ErrorCode.not_leader_or_follower
+
+    def go_offline(self) -> None:
+        """Its log directory failed: drop the log's files (unflushed, unmarked: the next
+        start recovers it) and wake the fetches parked on it."""
+        if self._log is not None:
+            self._log.abandon()
+        self.offline = True
+        self.data_arrived()
+
+    def replace_log(self, new: PartitionLog, log_dir: LogDir) -> None:
+        """The replica moved to another log directory (the caller removes the old log)."""
+        self._log = new
+        self.log_dir = log_dir
 
     @property
     def high_watermark(self) -> int:
@@ -88,6 +128,8 @@ class Partition:
     @property
     def led_here(self) -> bool:
         """This node takes the partition's writes and serves its consumers."""
+        if self.offline:
+            return False
         replication = self.replication
         return replication is None or (replication.is_leader and self._log is not None)
 
@@ -201,27 +243,71 @@ class Topic:
 
 
 class TopicRegistry:
-    def __init__(self, data_dir: Path, defaults: LogConfig) -> None:
-        self.data_dir = data_dir
+    def __init__(self, log_dirs: LogDirs, defaults: LogConfig) -> None:
+        self.log_dirs = log_dirs
+        self.data_dir = log_dirs.first.path
         self.defaults = defaults
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
+        # where the directories' scan found each partition (several directories only)
+        self._found: dict[str, LogDir] = {}
+        # future logs found at start-up: the moves to resume (replica_moves.py)
+        self.found_futures: list[tuple[Partition, Path]] = []
+        # AlterReplicaLogDirs named a directory for a replica this node has not yet
+        self.preferred: dict[tuple[str, int], LogDir] = {}
+        # told of each directory that fails, after its partitions went offline
+        self.dir_failed: list[Callable[[LogDir, list[Partition]], None]] = []
+        self._loading = False
 
     @property
     def _index_path(self) -> Path:
         return self.data_dir / "topics.json"
 
     def load(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        if not self._index_path.exists():
-            return
-        for entry in json.loads(self._index_path.read_text()):
-            topic = Topic(entry["name"], uuid.UUID(entry["id"]), dict(entry["configs"]))
-            self._register(topic)
-            hosted = entry.get("hosted")
-            self._open_partitions(
-                topic, entry["partitions"], None if hosted is None else set(hosted)
-            )
+        """Every topic, each hosted partition's log opened in the directory it lies in
+        (raises LogDirError as LogDirs.open and scan do)."""
+        for log_dir, exc in self.log_dirs.open():
+            logger.error("log directory offline", log_dir=log_dir.name, cause=str(exc))
+        futures: dict[str, LogDir] = {}
+        if self.log_dirs.several:
+            self._found, futures, removed = self.log_dirs.scan()
+            for path in removed:
+                shutil.rmtree(path, ignore_errors=True)
+            futures = self._promote_finished_moves(futures)
+        if self._index_path.exists():
+            self._loading = True
+            try:
+                for entry in json.loads(self._index_path.read_text()):
+                    topic = Topic(entry["name"], uuid.UUID(entry["id"]), dict(entry["configs"]))
+                    self._register(topic)
+                    hosted = entry.get("hosted")
+                    self._open_partitions(
+                        topic, entry["partitions"], None if hosted is None else set(hosted)
+                    )
+            finally:
+                self._loading = False
+        for partition in self.hosted_partitions():
+            target = futures.get(partition.dir_name)
+            if target is not None:
+                for path in target.path.iterdir():
+                    if moved_name(path.name) == (partition.dir_name, "-future"):
+                        self.found_futures.append((partition, path))
+        self._found = {}
+
+    def _promote_finished_moves(self, futures: dict[str, LogDir]) -> dict[str, LogDir]:
+        """A future log whose current one is gone is a move that stopped after its
+        last step began (the old log is removed only once the future is complete)."""
+        pending = {}
+        every_dir_online = all(d.online for d in self.log_dirs)
+        for name, log_dir in futures.items():
+            if name in self._found or not every_dir_online:
+                pending[name] = log_dir
+                continue
+            for path in list(log_dir.path.iterdir()):
+                if moved_name(path.name) == (name, "-future"):
+                    path.rename(log_dir.path / name)
+                    self._found[name] = log_dir
+        return pending
 
     def _save(self) -> None:
         entries: list[dict[str, Any]] = []
@@ -250,21 +336,50 @@ class TopicRegistry:
         """Partitions up to `count`, with a log for those in `hosted` (None: all)."""
         config = self.log_config(topic)
         for index in range(len(topic.partitions), count):
-            log = None
             if hosted is None or index in hosted:
-                log = PartitionLog.open(self._directory(topic, index), config)
-            topic.partitions.append(Partition(topic, index, log))
+                topic.partitions.append(self._open(topic, index, config))
+            else:
+                topic.partitions.append(Partition(topic, index, None))
 
-    def _directory(self, topic: Topic, index: int) -> Path:
-        return self.data_dir / f"{topic.name}-{index}"
+    def _open(self, topic: Topic, index: int, config: LogConfig) -> Partition:
+        """The partition with its log, in the directory that has it or gets it."""
+        name = f"{topic.name}-{index}"
+        while True:
+            log_dir = self._locate(topic.name, index)
+            if log_dir is None:  # it lies in a directory that is offline
+                return Partition(topic, index, None, offline=True)
+            try:
+                plog = PartitionLog.open(log_dir.path / name, config)
+            except OSError as exc:
+                if is_full_disk(exc) or not self.log_dirs.several:
+                    raise
+                self.fail_dir(log_dir, exc, "open log")
+                continue
+            log_dir.partitions += 1
+            return Partition(topic, index, plog, log_dir)
+
+    def _locate(self, topic: str, index: int) -> LogDir | None:
+        log_dirs = self.log_dirs
+        if not log_dirs.several:
+            return log_dirs.first
+        found = self._found.get(f"{topic}-{index}")
+        if found is not None:
+            return found
+        if self._loading and len(log_dirs.online()) < len(log_dirs.dirs):
+            return None  # not in an online directory: it may be in an offline one
+        preferred = self.preferred.pop((topic, index), None)
+        if preferred is not None and preferred.online:
+            return preferred
+        return log_dirs.place()
 
     def host(self, partition: Partition) -> None:
         """A replica of `partition` is placed on this node: open its (empty) log."""
         if partition.hosted:
             return
         topic = partition.topic
-        log = PartitionLog.open(self._directory(topic, partition.index), self.log_config(topic))
-        topic.partitions[partition.index] = Partition(topic, partition.index, log)
+        topic.partitions[partition.index] = self._open(
+            topic, partition.index, self.log_config(topic)
+        )
         self._save()
 
     def unhost(self, partition: Partition) -> None:
@@ -273,18 +388,52 @@ class TopicRegistry:
         if not partition.hosted:
             return
         topic = partition.topic
-        partition.log.delete()
+        if not partition.offline:
+            partition.log.delete()
+            if partition.log_dir is not None:
+                partition.log_dir.partitions -= 1
         partition.data_arrived()
         remaining = Partition(topic, partition.index, None)
         remaining.replication = partition.replication
         topic.partitions[partition.index] = remaining
         self._save()
 
+    def fail_dir(self, log_dir: LogDir, exc: OSError, operation: str) -> None:
+        """A log directory failed: it goes offline with every partition in it, the
+        others keep serving (the listeners in `dir_failed` do the rest)."""
+        if not log_dir.online:
+            return
+        log_dir.online = False
+        lost = [p for p in self.hosted_partitions() if p.log_dir is log_dir]
+        for partition in lost:
+            partition.go_offline()
+        logger.error(
+            "log directory offline",
+            log_dir=log_dir.name,
+            operation=operation,
+            cause=os.strerror(exc.errno) if exc.errno else str(exc),
+            partitions=len(lost),
+            online_log_dirs=[d.name for d in self.log_dirs.online()],
+        )
+        for listener in self.dir_failed:
+            listener(log_dir, lost)
+
+    def fail_log(self, plog: PartitionLog, exc: OSError, operation: str) -> bool:
+        """An I/O error on a log: its directory fails unless the disk is only full
+        (that fails the request alone). True if the directory went offline."""
+        if is_full_disk(exc):
+            return False
+        log_dir = self.log_dirs.holding(plog.directory)
+        if log_dir is None:
+            return False
+        self.fail_dir(log_dir, exc, operation)
+        return True
+
     def hosted_partitions(self) -> Iterator[Partition]:
-        """The partitions this node keeps a log of."""
+        """The partitions this node keeps a log of (in an online directory)."""
         for topic in list(self._by_name.values()):
             for partition in topic.partitions:
-                if partition.hosted:
+                if partition.hosted and not partition.offline:
                     yield partition
 
     def log_config(self, topic: Topic) -> LogConfig:
@@ -359,8 +508,10 @@ class TopicRegistry:
         del self._by_id[topic.topic_id]
         self._save()
         for partition in topic.partitions:
-            if partition.hosted:
+            if partition.hosted and not partition.offline:
                 partition.log.delete()
+                if partition.log_dir is not None:
+                    partition.log_dir.partitions -= 1
             partition.data_arrived()
         return topic
 
@@ -374,7 +525,7 @@ class TopicRegistry:
         new = LogConfig.from_topic_configs(configs, self.defaults)
         topic.configs = dict(configs)
         for partition in topic.partitions:
-            if partition.hosted:
+            if partition.hosted and not partition.offline:
                 partition.log.update_config(new)
         self._save()
 
@@ -384,9 +535,14 @@ class TopicRegistry:
             partition.log.close()
 
     def remove_orphans(self) -> None:
-        """Partition directories of topics deleted before a crash."""
-        known = {f"{p.topic.name}-{p.index}" for p in self.hosted_partitions()}
-        for path in self.data_dir.iterdir():
-            is_partition_dir = path.is_dir() and path.name.rsplit("-", 1)[-1].isdigit()
-            if is_partition_dir and "-" in path.name and path.name not in known:
-                shutil.rmtree(path, ignore_errors=True)
+        """Partition directories of topics deleted before a crash (and their future logs)."""
+        known = {p.dir_name for t in self._by_name.values() for p in t.partitions if p.hosted}
+        for log_dir in self.log_dirs.online():
+            for path in log_dir.path.iterdir():
+                if not path.is_dir():
+                    continue
+                moved = moved_name(path.name)
+                name = path.name if moved is None else moved[0]
+                is_partition_dir = "-" in name and name.rsplit("-", 1)[-1].isdigit()
+                if is_partition_dir and name not in known:
+                    shutil.rmtree(path, ignore_errors=True)

@@ -35,7 +35,7 @@ async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> Reply:
             elif partition is None:
                 answer["error_code"] = ErrorCode.unknown_topic_or_partition
             elif not partition.led_here:
-                answer["error_code"] = ErrorCode.not_leader_or_follower
+                answer["error_code"] = partition.unavailable_error
             else:
                 log = partition.log
                 high_watermark = partition.high_watermark

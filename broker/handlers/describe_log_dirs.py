@@ -1,15 +1,20 @@
-"""DescribeLogDirs (35), v1-v5: the one data directory, the sizes of the partitions
-it holds a replica of (in a cluster, not every partition).
+"""DescribeLogDirs (35), v1-v5: one result per log directory (`log.dirs`), with the
+sizes of the partitions whose replica it holds (in a cluster, not every partition).
 
-topics = null describes every partition; unknown topics are left out, as Kafka
-does. v4 adds the directory's total and usable bytes, v5 whether it is cordoned (never here:
-nothing moves replicas between directories). With ACLs the caller needs
-DESCRIBE on the cluster: CLUSTER_AUTHORIZATION_FAILED and no directories otherwise.
+topics = null describes every partition; unknown topics are left out, and so are
+topics with no partition in a directory, as Kafka does. A replica being moved
+(AlterReplicaLogDirs) shows twice: its current log, and its future log in the target
+directory with is_future_key and, as offset_lag, how far the copy is behind. An
+offline directory answers KAFKA_STORAGE_ERROR with no topics and no sizes. v4 adds
+each directory's total and usable bytes, v5 whether it is cordoned (never here).
+With ACLs the caller needs DESCRIBE on the cluster: CLUSTER_AUTHORIZATION_FAILED and
+no directories otherwise.
 """
 
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 from kio.schema.describe_log_dirs.v1.request import DescribeLogDirsRequest as V1
 from kio.schema.describe_log_dirs.v2.request import DescribeLogDirsRequest as V2
@@ -17,6 +22,8 @@ from kio.schema.describe_log_dirs.v3.request import DescribeLogDirsRequest as V3
 from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest as V4
 from kio.schema.describe_log_dirs.v5.request import DescribeLogDirsRequest as V5
 
+from odradek.broker.dataplane.log_dirs import LogDir
+from odradek.broker.dataplane.topics import Partition
 from odradek.broker.handlers.authorization import cluster_allowed
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation
@@ -26,6 +33,9 @@ MIN_VERSION, MAX_VERSION = 1, 5
 
 DescribeLogDirsRequest = V1 | V2 | V3 | V4 | V5
 
+# one directory's rows: topic name -> its partitions' rows
+Rows = dict[str, list[dict[str, Any]]]
+
 
 async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> Reply:
     if not cluster_allowed(ctx, Operation.DESCRIBE):
@@ -34,48 +44,73 @@ async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> Reply:
             "error_code": ErrorCode.cluster_authorization_failed,
             "results": [],
         }
-    registry = ctx.services.topics
-    if request.topics is None:
-        wanted = [(t, [p.index for p in t.partitions if p.hosted]) for t in registry]
-    else:
-        wanted = []
-        for entry in request.topics:
-            topic = registry.get(entry.topic)
-            if topic is not None:
-                indexes: list[int] = [
-                    i
-                    for i in entry.partitions
-                    if 0 <= i < len(topic.partitions) and topic.partitions[i].hosted
-                ]
-                wanted.append((topic, indexes))
-    data_dir = ctx.services.config.data_dir
-    usage = shutil.disk_usage(data_dir)
-    topics = [
-        {
-            "name": topic.name,
-            "partitions": [
-                {
-                    "partition_index": i,
-                    "partition_size": topic.partitions[i].log.size_bytes(),
-                    "offset_lag": 0,
-                    "is_future_key": False,
-                }
-                for i in indexes
-            ],
-        }
-        for topic, indexes in wanted
-    ]
+    services = ctx.services
+    rows: dict[LogDir, Rows] = {d: {} for d in services.topics.log_dirs}
+    for partition in _wanted(ctx, request):
+        name = partition.topic.name
+        if partition.log_dir is not None:
+            rows[partition.log_dir].setdefault(name, []).append(
+                _row(partition.index, partition.log.size_bytes(), 0, False)
+            )
+        move = services.replica_moves.of(partition)
+        if move is not None:
+            rows[move.target].setdefault(name, []).append(
+                _row(partition.index, move.future.size_bytes(), move.offset_lag, True)
+            )
     return {
         "throttle_time": 0,
         "error_code": 0,
-        "results": [
-            {
-                "error_code": 0,
-                "log_dir": str(data_dir.resolve()),
-                "topics": topics,
-                "total_bytes": usage.total,
-                "usable_bytes": usage.free,
-                "is_cordoned": False,
-            }
-        ],
+        "results": [_result(ctx, log_dir, topics) for log_dir, topics in rows.items()],
+    }
+
+
+def _wanted(ctx: RequestContext, request: DescribeLogDirsRequest) -> list[Partition]:
+    """The partitions asked about that have a live replica here."""
+    registry = ctx.services.topics
+    if request.topics is None:
+        return list(registry.hosted_partitions())
+    wanted = []
+    for entry in request.topics:
+        topic = registry.get(entry.topic)
+        if topic is None:
+            continue
+        for i in entry.partitions:
+            if 0 <= i < len(topic.partitions):
+                partition = topic.partitions[i]
+                if partition.hosted and not partition.offline:
+                    wanted.append(partition)
+    return wanted
+
+
+def _row(index: int, size: int, lag: int, future: bool) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "partition_size": size,
+        "offset_lag": lag,
+        "is_future_key": future,
+    }
+
+
+def _result(ctx: RequestContext, log_dir: LogDir, topics: Rows) -> dict[str, Any]:
+    try:
+        usage = shutil.disk_usage(log_dir.path) if log_dir.online else None
+    except OSError as exc:
+        ctx.services.topics.fail_dir(log_dir, exc, "describe")
+        usage = None
+    if usage is None:
+        return {
+            "error_code": ErrorCode.kafka_storage_error,
+            "log_dir": log_dir.name,
+            "topics": [],
+            "total_bytes": -1,
+            "usable_bytes": -1,
+            "is_cordoned": False,
+        }
+    return {
+        "error_code": 0,
+        "log_dir": log_dir.name,
+        "topics": [{"name": name, "partitions": rows} for name, rows in topics.items()],
+        "total_bytes": usage.total,
+        "usable_bytes": usage.free,
+        "is_cordoned": False,
     }

@@ -96,7 +96,7 @@ def _resolve(ctx: RequestContext, key: PartitionKey) -> tuple[Partition | None, 
         return None, ErrorCode.unknown_topic_or_partition
     partition = topic.partitions[index]
     if not partition.led_here:
-        return None, ErrorCode.not_leader_or_follower
+        return None, partition.unavailable_error
     return partition, ErrorCode.none
 
 
@@ -201,6 +201,10 @@ def _read_partition(
             min_one=min_one,
             partial_tail=replica_id < 0,
         )
+    except OSError as exc:  # its log directory failed (a full disk does not fail reads)
+        ctx.services.topics.fail_log(log, exc, "fetch")
+        answer["error_code"] = ErrorCode.kafka_storage_error
+        return 0
     except OffsetOutOfRange:
         answer["error_code"] = ErrorCode.offset_out_of_range
         if replica_id < 0:  # a consumer is answered without the log's offsets, as on Kafka

@@ -100,7 +100,7 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> Reply:
                 answers.append(_answer(p.partition_index, ErrorCode.unknown_topic_or_partition))
                 continue
             if not partition.led_here:
-                answers.append(_answer(p.partition_index, ErrorCode.not_leader_or_follower))
+                answers.append(_answer(p.partition_index, partition.unavailable_error))
                 continue
             epoch = getattr(p, "current_leader_epoch", -1)
             leader_epoch = partition.leader_epoch

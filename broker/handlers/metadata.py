@@ -57,9 +57,10 @@ def describe_partition(ctx: RequestContext, partition: Partition) -> dict[str, A
     """Leader, replicas and ISR as the cluster's metadata has them (this node alone,
     on one node of its own)."""
     replication = partition.replication
+    node = ctx.services.config.node_id
     if replication is None:
-        node = ctx.services.config.node_id
-        leader, epoch = node, partition.leader_epoch
+        # its log directory failed: no leader, its one replica offline
+        leader, epoch = (-1 if partition.offline else node), partition.leader_epoch
         replicas: tuple[int, ...] = (node,)
         isr = replicas
     else:
@@ -73,7 +74,9 @@ def describe_partition(ctx: RequestContext, partition: Partition) -> dict[str, A
         "leader_epoch": epoch,
         "replica_nodes": list(replicas),
         "isr_nodes": list(isr),
-        "offline_replicas": [r for r in replicas if r not in live],
+        "offline_replicas": [
+            r for r in replicas if r not in live or (r == node and partition.offline)
+        ],
     }
 
 

@@ -45,7 +45,7 @@ async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> R
             elif partition is None:
                 answers.append(_answer(p.partition, ErrorCode.unknown_topic_or_partition))
             elif not partition.led_here:
-                answers.append(_answer(p.partition, ErrorCode.not_leader_or_follower))
+                answers.append(_answer(p.partition, partition.unavailable_error))
             elif p.current_leader_epoch > partition.leader_epoch:
                 answers.append(_answer(p.partition, ErrorCode.unknown_leader_epoch))
             elif 0 <= p.current_leader_epoch < partition.leader_epoch:

@@ -302,6 +302,8 @@ def append_to_partition(
     except ProducerStateError as exc:
         return _refused(partition, ErrorCode(exc.code), str(exc))
     except OSError as exc:
+        if ctx.services.topics.fail_log(log, exc, "produce"):
+            return _error(index, ErrorCode.kafka_storage_error, f"storage error: {exc.strerror}")
         if not faults.is_storage_error(exc):
             raise
         faults.report(log.directory, exc, "produce")
@@ -436,7 +438,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
             elif (problem := request_problem(index, records, ctx.version)) is not None:
                 results.append(problem)
             elif not partition.led_here:
-                results.append(_error(index, ErrorCode.not_leader_or_follower))
+                results.append(_error(index, partition.unavailable_error))
             elif acks not in (0, 1, -1):
                 results.append(_error(index, ErrorCode.invalid_required_acks))
             elif (topic_data.name, index) in not_added:
@@ -466,6 +468,9 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> Reply:
         for answer in answers:
             if answer["error_code"] == 0:
                 answer["error_code"] = ErrorCode.kafka_storage_error
+    for partition, answer in zip(written, answers, strict=True):
+        if partition.offline:  # its directory failed in the flush
+            answer["error_code"] = ErrorCode.kafka_storage_error
     if acks == -1:
         await _wait_for_replicas(ends, request.timeout_ms)
     throttle = 0

@@ -15,6 +15,7 @@ from odradek.broker.coordinators.share import ShareCoordinator
 from odradek.broker.coordinators.transactions import TransactionCoordinator
 from odradek.broker.dataplane.fetch_sessions import FetchSessionCache
 from odradek.broker.dataplane.quotas import ClientQuotas
+from odradek.broker.dataplane.replica_moves import ReplicaMoves
 from odradek.broker.dataplane.topics import Partition, Topic, TopicRegistry
 from odradek.broker.observability.client_telemetry import ClientTelemetry
 from odradek.broker.security.authorizer import Authorizer
@@ -62,6 +63,8 @@ class Services(Protocol):
     # the data plane
     @property
     def topics(self) -> TopicRegistry: ...
+    @property
+    def replica_moves(self) -> ReplicaMoves: ...
     @property
     def fetch_sessions(self) -> FetchSessionCache: ...
 

@@ -13,6 +13,7 @@ that does not parse, is a ConfigError naming the setting.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -91,10 +92,11 @@ READ_BY_SECURITY = frozenset(SECURITY_DOCS)
 @dataclass
 class BrokerConfig(LogSettings, CoordinatorSettings, QuorumSettings):
     """What the broker runs with. A field that a Kafka setting sets declares it with
-    `setting(...)`; cli.py sets data_dir (--data-dir or log.dirs), metrics_port and
-    enable_faults."""
+    `setting(...)`; cli.py sets data_dir and log_dirs (--data-dir or log.dirs),
+    metrics_port and enable_faults."""
 
-    data_dir: Path = Path("data")
+    data_dir: Path = Path("data")  # the first log directory, which keeps the broker's files
+    log_dirs: tuple[Path, ...] = ()  # every log directory (empty: data_dir alone)
     metrics_port: int | None = None
     enable_faults: bool = False  # tests may inject faults (broker/faults/); never in production
     node_id: int = setting(
@@ -397,6 +399,21 @@ class BrokerConfig(LogSettings, CoordinatorSettings, QuorumSettings):
         over `<name>` (Kafka's per-listener prefixes)."""
         own = self.raw.get(f"listener.name.{listener.lower()}.{name}")
         return own if own is not None else self.raw.get(name)
+
+    def directories(self) -> tuple[Path, ...]:
+        """Every log directory, the first (data_dir) first."""
+        if self.log_dirs and self.log_dirs[0] == self.data_dir:
+            return self.log_dirs
+        return (self.data_dir,)
+
+    def set_directories(self, value: str) -> None:
+        """log.dirs (or --data-dir): one directory or several, separated by commas."""
+        paths = tuple(Path(p.strip()) for p in value.split(",") if p.strip())
+        if not paths:
+            raise ConfigError("log.dirs names no directory")
+        if len({os.path.abspath(p) for p in paths}) < len(paths):
+            raise ConfigError(f"log.dirs names a directory twice: {value}")
+        self.data_dir, self.log_dirs = paths[0], paths
 
     def resolved_listeners(self) -> list[Listener]:
         cluster = self.cluster()

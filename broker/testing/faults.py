@@ -84,7 +84,8 @@ class FaultControl:
         return self.add(kind="coordinator", state=state, **scope_and_end)
 
     def pause_fetching(self, topic: str, partition: int, **end: Any) -> Fault:
-        """In a cluster, this node's replica of the partition stops fetching."""
+        """In a cluster, this node's replica of the partition stops fetching; a move
+        of its replica to another log directory (AlterReplicaLogDirs) stops copying."""
         return self.add(kind="pause-fetching", topic=topic, partition=partition, **end)
 
     def add(self, **spec: Any) -> Fault:
