@@ -144,7 +144,11 @@ class Cluster:
             self._temporary = None
 
     def __enter__(self) -> Cluster:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self.close()  # the nodes that did start do not outlive a failed start
+            raise
 
     def __exit__(self, *exc: object) -> None:
         self.close()
