@@ -20,6 +20,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.metadata.v0.request import MetadataRequest as V0
@@ -48,14 +51,20 @@ from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode
 
+DESCRIBE_SLICE_S = 0.01
+
 MIN_VERSION, MAX_VERSION = 0, 13
 
 MetadataRequest = V0 | V1 | V2 | V3 | V4 | V5 | V6 | V7 | V8 | V9 | V10 | V11 | V12 | V13
 
 
-def describe_partition(ctx: RequestContext, partition: Partition) -> dict[str, Any]:
+def describe_partition(
+    ctx: RequestContext,
+    partition: Partition,
+    live: Mapping[int, object] | None = None,
+) -> dict[str, Any]:
     """Leader, replicas and ISR as the cluster's metadata has them (this node alone,
-    on one node of its own)."""
+    on one node of its own); `live`: the live brokers, if the caller has them."""
     replication = partition.replication
     node = ctx.services.config.node_id
     if replication is None:
@@ -66,7 +75,8 @@ def describe_partition(ctx: RequestContext, partition: Partition) -> dict[str, A
     else:
         leader, epoch = replication.leader_id, replication.leader_epoch
         replicas, isr = replication.replicas, replication.isr
-    live = live_brokers(ctx)
+    if live is None:
+        live = live_brokers(ctx)
     return {
         "error_code": ErrorCode.leader_not_available if leader < 0 else ErrorCode.none,
         "partition_index": partition.index,
@@ -106,18 +116,40 @@ def brokers(
     return found
 
 
-def describe_topic(ctx: RequestContext, topic: Topic, with_operations: bool) -> dict[str, Any]:
+def describe_topic(
+    ctx: RequestContext,
+    topic: Topic,
+    with_operations: bool,
+    live: Mapping[int, object] | None = None,
+) -> dict[str, Any]:
     operations = NOT_REQUESTED
     if with_operations:
         operations = authorized_operations(ctx, ResourceType.TOPIC, topic.name)
+    if live is None:
+        live = live_brokers(ctx)
     return {
         "error_code": 0,
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": topic.is_internal,
-        "partitions": [describe_partition(ctx, p) for p in topic.partitions],
+        "partitions": [describe_partition(ctx, p, live) for p in topic.partitions],
         "topic_authorized_operations": operations,
     }
+
+
+async def describe_all(ctx: RequestContext, with_operations: bool) -> list[dict[str, Any]]:
+    """Every topic the principal may describe; with thousands of partitions this takes
+    a while, so the event loop serves others every DESCRIBE_SLICE_S."""
+    live = live_brokers(ctx)
+    described = []
+    slice_ends = time.monotonic() + DESCRIBE_SLICE_S
+    for topic in list(ctx.services.topics):
+        if _describable(ctx, topic.name):
+            described.append(describe_topic(ctx, topic, with_operations, live))
+        if time.monotonic() >= slice_ends:
+            await asyncio.sleep(0)
+            slice_ends = time.monotonic() + DESCRIBE_SLICE_S
+    return described
 
 
 def _missing(name: str | None, code: ErrorCode, topic_id: Any = None) -> dict[str, Any]:
@@ -134,11 +166,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> Reply:
     with_operations = getattr(request, "include_topic_authorized_operations", False)
     topics: list[dict[str, Any]] = []
     if requested is None:
-        topics = [
-            describe_topic(ctx, t, with_operations)
-            for t in services.topics
-            if _describable(ctx, t.name)
-        ]
+        topics = await describe_all(ctx, with_operations)
     else:
         for entry in requested:
             name = entry.name
