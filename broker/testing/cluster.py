@@ -38,6 +38,9 @@ from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
 from odradek.broker.testing.broker import START_TIMEOUT, Broker, free_port, normalize_overrides
 
 CONTROLLER_ID = 0
+# a broker of a cluster is ready once a controller has admitted it: with a quorum, after
+# the controllers' first election too, which a busy machine slows down
+NODE_START_TIMEOUT = max(START_TIMEOUT, 30.0)
 METADATA, DESCRIBE_QUORUM = 3, 55
 
 
@@ -110,7 +113,7 @@ class Cluster:
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    def start(self, timeout: float = START_TIMEOUT) -> Cluster:
+    def start(self, timeout: float = NODE_START_TIMEOUT) -> Cluster:
         for controller in self.controllers.values():
             controller.start(timeout)
         for broker in self.nodes.values():
@@ -125,7 +128,7 @@ class Cluster:
         """A clean stop: its partitions move to other replicas at once."""
         self.node(node_id).stop()
 
-    def restart(self, node_id: int, timeout: float = START_TIMEOUT) -> Broker:
+    def restart(self, node_id: int, timeout: float = NODE_START_TIMEOUT) -> Broker:
         """Start a killed or stopped node again, on its data and port; it returns once
         the controller has admitted it."""
         broker = self.node(node_id)
