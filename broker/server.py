@@ -81,7 +81,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("broker")
 
 API_VERSIONS_KEY = 18
-DESCRIBE_QUORUM, UNREGISTER_BROKER = 55, 64
+DESCRIBE_QUORUM, UNREGISTER_BROKER, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 55, 64, 80, 81
 GROUP_RESOURCE = 32
 OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
@@ -115,8 +115,9 @@ class Broker:
             ClusterMember(self, cluster) if cluster.is_broker and not cluster.standalone else None
         )
         if self.member is None:
-            # a node of its own has no quorum to describe, nor brokers to unregister
-            for key in (DESCRIBE_QUORUM, UNREGISTER_BROKER):
+            # a node of its own has no quorum to describe or change, nor brokers to
+            # unregister
+            for key in (DESCRIBE_QUORUM, UNREGISTER_BROKER, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER):
                 self.apis.pop(key, None)
         self.replicas: ReplicaManager | None = None
         if self.member is not None:

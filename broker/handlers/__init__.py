@@ -10,6 +10,7 @@ from types import ModuleType
 from odradek.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    add_raft_voter,
     allocate_producer_ids,
     alter_client_quotas,
     alter_configs,
@@ -82,6 +83,7 @@ from odradek.broker.handlers import (
     push_telemetry,
     read_share_group_state,
     read_share_group_state_summary,
+    remove_raft_voter,
     renew_delegation_token,
     sasl_authenticate,
     sasl_handshake,
@@ -96,6 +98,7 @@ from odradek.broker.handlers import (
     txn_offset_commit,
     unregister_broker,
     update_features,
+    update_raft_voter,
     vote,
     write_share_group_state,
     write_txn_markers,
@@ -168,6 +171,8 @@ _MODULES: dict[int, ModuleType] = {
     77: share_group_describe,
     78: share_fetch,
     79: share_acknowledge,
+    80: add_raft_voter,
+    81: remove_raft_voter,
     83: initialize_share_group_state,
     84: read_share_group_state,
     85: write_share_group_state,
@@ -213,6 +218,9 @@ _CONTROLLER_MODULES: dict[int, ModuleType] = {
     63: broker_heartbeat,
     64: unregister_broker,
     67: allocate_producer_ids,
+    80: add_raft_voter,
+    81: remove_raft_voter,
+    82: update_raft_voter,
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from confluent_kafka import Producer
@@ -14,6 +15,9 @@ from helpers.kafka_tools import TOOLS, run_tool
 
 from cluster.conftest import SESSION_MS, create_topic, read_all
 from odradek.testing import Cluster
+
+if TYPE_CHECKING:
+    from helpers.reference_kafka import ReferenceKafka
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -127,3 +131,35 @@ def test_kafka_metadata_quorum_describes_it_through_controllers_and_brokers(
         set(quorum.controller_ids) - {active}
     )
     assert sorted(n for n, s in statuses.items() if s == "Observer") == [1, 2, 3]
+
+
+def test_voter_changes_are_refused_as_kafka_refuses_them_on_static_voters(
+    quorum: Cluster, kafka44: ReferenceKafka
+) -> None:
+    """Static voters (controller.quorum.voters): kraft.version 0, on both."""
+    tool = TOOLS["kafka-metadata-quorum"]
+    controllers = ",".join(quorum.node(n).bootstrap for n in quorum.controller_ids)
+    removed = sorted(set(quorum.controller_ids) - {quorum.wait_for_active_controller()})[0]
+    outputs = {}
+    for name, bootstrap, voter in (
+        ("odradek", controllers, removed),
+        ("kafka", f"127.0.0.1:{kafka44.controller_port}", 1),
+    ):
+        ran = run_tool(
+            tool,
+            "--bootstrap-controller",
+            bootstrap,
+            "remove-controller",
+            "--controller-id",
+            str(voter),
+            "--controller-directory-id",
+            "x2s0hhXrQ2KQ8PEqbJtx3w",
+        )
+        assert ran.returncode != 0
+        outputs[name] = ran.stderr
+    expected = (
+        "UnsupportedVersionException: Cluster doesn't support removing voter because the "
+        "kraft.version feature is 0"
+    )
+    assert expected in outputs["kafka"], outputs["kafka"]
+    assert expected in outputs["odradek"], outputs["odradek"]

@@ -1,0 +1,136 @@
+"""AddRaftVoter (80, v0-v1), RemoveRaftVoter (81, v0) and UpdateRaftVoter (82, v0): changes
+to the quorum's voters (KIP-853), as `kafka-metadata-quorum add-controller` and
+`remove-controller` send them.
+
+Odradek's quorum has static voters, named by `controller.quorum.voters`: its kraft.version
+is 0, and the quorum's leader answers as Kafka's does for such a quorum, after the same
+checks in the same order:
+- a request for another cluster: INCONSISTENT_CLUSTER_ID;
+- a controller that does not lead: NOT_LEADER_OR_FOLLOWER;
+- AddRaftVoter without the new voter's directory id, or without an endpoint on the
+  controller listener: INVALID_REQUEST;
+- a leader whose epoch has not committed yet: REQUEST_TIMED_OUT;
+- otherwise UNSUPPORTED_VERSION, "Cluster doesn't support adding (removing) voter
+  because the kraft.version feature is 0".
+On a broker's listener (a broker of a cluster) AddRaftVoter and RemoveRaftVoter go on to
+the active controller, as Kafka's brokers pass them on.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kio.schema.add_raft_voter.v0.request import AddRaftVoterRequest as AddV0
+from kio.schema.add_raft_voter.v1.request import AddRaftVoterRequest as AddV1
+from kio.schema.remove_raft_voter.v0.request import RemoveRaftVoterRequest
+from kio.schema.update_raft_voter.v0.request import UpdateRaftVoterRequest
+
+from odradek.broker.cluster.admin import as_dict
+from odradek.broker.cluster.node_client import NodeUnreachable
+from odradek.broker.handlers.authorization import acls_enabled, cluster_allowed
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.security.resources import Operation
+from odradek.protocol.errors import ErrorCode
+
+ADD, REMOVE = 80, 81
+KRAFT_VERSION = 0  # static voters
+NO_DIRECTORY = uuid.UUID(int=0)
+
+
+def _answer(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {"throttle_time": 0, "error_code": code, "error_message": message}
+
+
+def _quorum_refusal(ctx: RequestContext, cluster_id: str | None) -> dict[str, Any] | None:
+    """What every voter change is refused with before its own checks, if anything."""
+    if acls_enabled(ctx) and not cluster_allowed(ctx, Operation.ALTER):
+        return _answer(ErrorCode.cluster_authorization_failed)
+    controller = ctx.services.controller
+    quorum = controller.quorum if controller is not None else None
+    if quorum is None:
+        return _answer(ErrorCode.not_controller)
+    if cluster_id is not None and cluster_id != quorum.cluster_id:
+        return _answer(
+            ErrorCode.inconsistent_cluster_id,
+            f'The given id "{cluster_id}" doesn\'t match the cluster id "{quorum.cluster_id}"',
+        )
+    if not quorum.is_leader:
+        return _answer(ErrorCode.not_leader_or_follower)
+    if quorum.high_watermark <= quorum.epoch_start:
+        return _answer(
+            ErrorCode.request_timed_out,
+            "Request timed out waiting for leader to establish HWM and fence previous "
+            "voter changes",
+        )
+    return None
+
+
+async def _passed_on(ctx: RequestContext, api_key: int, request: Any) -> Reply | None:
+    member = ctx.services.member
+    if ctx.listener.controller or member is None:
+        return None
+    try:
+        return as_dict(await member.ask_controller(api_key, ctx.version, as_dict(request)))
+    except NodeUnreachable:
+        return _answer(ErrorCode.request_timed_out)
+
+
+async def handle_add(ctx: RequestContext, request: AddV0 | AddV1) -> Reply:
+    passed = await _passed_on(ctx, ADD, request)
+    if passed is not None:
+        return passed
+    refused = _quorum_refusal(ctx, request.cluster_id)
+    if refused is not None:
+        return refused
+    if request.voter_directory_id in (None, NO_DIRECTORY):
+        return _answer(ErrorCode.invalid_request, "Add voter request didn't include a valid voter")
+    names = {listener.name for listener in ctx.services.listeners if listener.controller}
+    if not any(listener.name in names for listener in request.listeners):
+        return _answer(
+            ErrorCode.invalid_request,
+            "Add voter request didn't include the endpoint for the default listener "
+            f"{min(names, default='CONTROLLER')}",
+        )
+    return _answer(
+        ErrorCode.unsupported_version,
+        f"Cluster doesn't support adding voter because the kraft.version feature is "
+        f"{KRAFT_VERSION}",
+    )
+
+
+async def handle_remove(ctx: RequestContext, request: RemoveRaftVoterRequest) -> Reply:
+    passed = await _passed_on(ctx, REMOVE, request)
+    if passed is not None:
+        return passed
+    refused = _quorum_refusal(ctx, request.cluster_id)
+    if refused is not None:
+        return refused
+    return _answer(
+        ErrorCode.unsupported_version,
+        f"Cluster doesn't support removing voter because the kraft.version feature is "
+        f"{KRAFT_VERSION}",
+    )
+
+
+async def handle_update(ctx: RequestContext, request: UpdateRaftVoterRequest) -> Reply:
+    refused = _quorum_refusal(ctx, request.cluster_id)
+    code: ErrorCode = ErrorCode.unsupported_version
+    if isinstance(refused, dict):
+        code = refused["error_code"]
+    controller = ctx.services.controller
+    quorum = controller.quorum if controller is not None else None
+    leader = -1 if quorum is None else quorum.leader_id
+    host, port = ("", -1)
+    if quorum is not None and leader in quorum.voters:
+        host, port = quorum.voters[leader]
+    return {
+        "throttle_time": 0,
+        "error_code": code,
+        "current_leader": {
+            "leader_id": leader,
+            "leader_epoch": -1 if quorum is None else quorum.leader_epoch,
+            "host": host,
+            "port": port,
+        },
+    }
