@@ -107,25 +107,14 @@ async def set_topic_configs(broker: Node, name: str, configs: dict[str, str]) ->
     applies it (IncrementalAlterConfigs): names set, names gone back to defaults."""
     topic = broker.topics.get(name)
     old = topic.configs if topic is not None else {}
-    operations = [{"name": k, "config_operation": SET, "value": v} for k, v in configs.items()]
-    operations += [
-        {"name": k, "config_operation": DELETE, "value": None} for k in old if k not in configs
-    ]
-    request = {
-        "resources": [
-            {"resource_type": TOPIC_RESOURCE, "resource_name": name, "configs": operations}
-        ],
-        "validate_only": False,
-    }
-    answer = await _ask(broker, ALTER_CONFIGS, 1, request)
-    await _settled(broker, answer.responses[0])
+    await set_configs(broker, TOPIC_RESOURCE, name, configs, old)
 
 
-async def set_named_configs(
+async def set_configs(
     broker: Node, resource_type: int, name: str, configs: dict[str, str], old: dict[str, str]
 ) -> None:
-    """A group's (or client-metrics subscription's) whole set of configs, through the
-    controller: the names set, and the others of `old` removed."""
+    """A resource's whole set of configs (a topic's, a group's, a client-metrics
+    subscription's), through the controller: the names set, the others of `old` removed."""
     operations = [{"name": k, "config_operation": SET, "value": v} for k, v in configs.items()]
     operations += [
         {"name": k, "config_operation": DELETE, "value": None} for k in old if k not in configs

@@ -4,6 +4,7 @@ answers, which all name the leader and epoch this controller knows."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from odradek.broker.cluster.controller import METADATA_TOPIC
@@ -49,3 +50,26 @@ def partition_answer(ctx: RequestContext, index: int, code: ErrorCode | None) ->
         "leader_id": -1 if quorum is None else quorum.leader_id,
         "leader_epoch": -1 if quorum is None else quorum.leader_epoch,
     }
+
+
+def each_partition(
+    ctx: RequestContext,
+    request: Any,
+    act: Callable[[Any], tuple[ErrorCode, dict[str, Any]]],
+) -> dict[str, Any]:
+    """The answer to a quorum request: `act` on each partition of `__cluster_metadata`
+    it names (its error code and any fields of its own), after the checks all share."""
+    refused = refusal(ctx, request.cluster_id)
+    if refused is not None:
+        return answer(ctx, [], refused)
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            code = partition_error(topic.topic_name, p.partition_index)
+            fields: dict[str, Any] = {}
+            if code is None:
+                code, fields = act(p)
+            partitions.append({**partition_answer(ctx, p.partition_index, code), **fields})
+        topics.append({"topic_name": topic.topic_name, "partitions": partitions})
+    return answer(ctx, topics)
