@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 from cluster.conftest import SESSION_MS, create_topic
 from odradek.broker.cluster.node_client import NodeUnreachable
 from odradek.broker.testing.cluster import _call
+from odradek.broker.testing.netsplit import Mode
 from odradek.protocol.batch import InvalidBatch, build_batch, iter_batches
 from odradek.protocol.errors import ErrorCode
 from odradek.testing import Broker, Cluster
@@ -27,7 +28,7 @@ from odradek.testing import Broker, Cluster
 pytestmark = pytest.mark.timeout(180)
 
 PRODUCE, FIND_COORDINATOR, DESCRIBE_QUORUM = 0, 10, 55
-MIN_ISR = {"min.insync.replicas": "2"}
+MIN_ISR: dict[str, Any] = {"min.insync.replicas": "2"}
 WRITTEN_APART = 1_000_000  # the numbers of records that other producers write
 
 
@@ -150,8 +151,8 @@ def read_to_end(cluster: Cluster, topic: str, partition: int) -> list[bytes]:
                 continue
             error = message.error()
             if error is None:
-                values.append(message.value())
-            elif error.code() == KafkaError._PARTITION_EOF and message.offset() >= end:
+                values.append(message.value() or b"")
+            elif error.code() == KafkaError._PARTITION_EOF and (message.offset() or 0) >= end:
                 return values
         raise AssertionError(f"{topic}-{partition}: not read to {end} in 30 s")
     finally:
@@ -287,38 +288,42 @@ def write_through(
 # -- a broker cut off from the controllers ----------------------------------------------
 
 
-def test_a_broker_cut_off_from_the_controllers_is_fenced_and_rejoins(cluster: Cluster) -> None:
-    create_topic(cluster, "cut-broker", partitions=3, **MIN_ISR)
-    leaders = brokers_leading(cluster, "cut-broker", 3)
+@pytest.mark.parametrize("mode", ["blackhole", "reset"])
+def test_a_broker_cut_off_from_the_controllers_is_fenced_and_rejoins(
+    cluster: Cluster, mode: Mode
+) -> None:
+    topic = f"cut-broker-{mode}"
+    create_topic(cluster, topic, partitions=3, **MIN_ISR)
+    leaders = brokers_leading(cluster, topic, 3)
     victim = leaders[0]
     others = [n for n in cluster.nodes if n != victim]
     followed = next(index for index, node in leaders.items() if node != victim)
-    producing = Producing(cluster, "cut-broker", followed)  # led by another broker
+    producing = Producing(cluster, topic, followed)  # led by another broker
     producing.wait_for(200)
     cut_at = time.monotonic()
-    cluster.cut(victim, cluster.controller_ids)  # the brokers and clients still reach it
-    new_leader = cluster.wait_for_new_leader("cut-broker", 0, old=victim)
+    cluster.cut(victim, cluster.controller_ids, mode)  # the brokers and clients still reach it
+    new_leader = cluster.wait_for_new_leader(topic, 0, old=victim)
     assert new_leader in others
     assert time.monotonic() - cut_at > SESSION_MS / 1000 * 0.8
     # fenced: out of the cluster and of every ISR, though it still fetches from its peers
     assert victim not in live_brokers(cluster, via=others[0])
     producing.more(200)  # the partition it follows takes writes without it
     for index in range(3):
-        assert victim not in cluster.isr_of("cut-broker", index)
-    assert produce_directly(cluster.node(victim), "cut-broker", 0, b"-1") != ErrorCode.none
-    assert len(write_through(cluster, others, "cut-broker", 0, 100)) == 100
+        assert victim not in cluster.isr_of(topic, index)
+    assert produce_directly(cluster.node(victim), topic, 0, b"-1") != ErrorCode.none
+    assert len(write_through(cluster, others, topic, 0, 100)) == 100
     cluster.heal()
     # it registers again, is admitted once it caught up, and rejoins every ISR
     for index in range(3):
-        cluster.wait_for_isr("cut-broker", index, [1, 2, 3])
+        cluster.wait_for_isr(topic, index, [1, 2, 3])
     assert victim in live_brokers(cluster)
     producing.more(100)
     producing.stop()
-    check_exactly_once(producing.acked, read_to_end(cluster, "cut-broker", followed))
-    values = read_to_end(cluster, "cut-broker", 0)
+    check_exactly_once(producing.acked, read_to_end(cluster, topic, followed))
+    values = read_to_end(cluster, topic, 0)
     assert len(values) == len(set(values)) and b"-1" not in values
     for index in range(3):
-        wait_for_equal_logs(cluster.nodes, f"cut-broker-{index}")
+        wait_for_equal_logs(cluster.nodes, f"{topic}-{index}")
 
 
 # -- the active controller cut off ------------------------------------------------------
@@ -340,13 +345,14 @@ def leads(cluster: Cluster, node_id: int) -> bool:
     return bool(answer.error_code == 0 and answer.topics[0].partitions[0].error_code == 0)
 
 
+@pytest.mark.parametrize("mode", ["blackhole", "reset"])
 def test_the_active_controller_cut_off_from_the_others_resigns_and_follows_again(
-    cluster: Cluster,
+    cluster: Cluster, mode: Mode
 ) -> None:
     old = cluster.wait_for_active_controller()
     others = [c for c in cluster.controller_ids if c != old]
     cut_at = time.monotonic()
-    cluster.cut(old, others)  # the brokers still reach all three
+    cluster.cut(old, others, mode)  # the brokers still reach all three
     # without a majority it resigns, within one and a half fetch timeouts (and a step)
     while leads(cluster, old):
         assert time.monotonic() - cut_at < 3 * 2 + 2, "the cut-off controller still leads"
@@ -355,10 +361,10 @@ def test_the_active_controller_cut_off_from_the_others_resigns_and_follows_again
     new = cluster.wait_for_active_controller(other_than=old)
     assert new in others
     # the brokers follow the new leader: a topic is created and written through it
-    create_topic(cluster, "after-split", partitions=3, **MIN_ISR)
+    create_topic(cluster, f"after-split-{mode}", partitions=3, **MIN_ISR)
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
     for i in range(30):
-        producer.produce("after-split", str(i).encode(), partition=i % 3)
+        producer.produce(f"after-split-{mode}", str(i).encode(), partition=i % 3)
     assert producer.flush(30) == 0
     # alone, it never leads again, though it calls elections (of epochs newer than the
     # others', which they hear once the network heals)
@@ -371,11 +377,11 @@ def test_the_active_controller_cut_off_from_the_others_resigns_and_follows_again
     cluster.heal()
     # one leader again, the old one following, its metadata log the others'
     wait_for_equal_logs(cluster.controllers, "__cluster_metadata-0")
-    create_topic(cluster, "after-heal", partitions=3, **MIN_ISR)
+    create_topic(cluster, f"after-heal-{mode}", partitions=3, **MIN_ISR)
     active = cluster.wait_for_active_controller()
     assert [c for c in cluster.controller_ids if leads(cluster, c)] == [active]
     for node_id in cluster.nodes:
-        for topic in ("after-split", "after-heal"):
+        for topic in (f"after-split-{mode}", f"after-heal-{mode}"):
             assert len(cluster.metadata([topic], via=node_id).topics[0].partitions) == 3
     wait_for_equal_logs(cluster.controllers, "__cluster_metadata-0")
     voters = describe_quorum(cluster, active).topics[0].partitions[0].current_voters
