@@ -23,7 +23,7 @@ from odradek.broker.testing.cluster import _call
 from odradek.broker.testing.netsplit import Mode
 from odradek.protocol.batch import InvalidBatch, build_batch, iter_batches
 from odradek.protocol.errors import ErrorCode
-from odradek.testing import Broker, Cluster
+from odradek.testing import START_TIMEOUT, Broker, Cluster
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -35,10 +35,14 @@ WRITTEN_APART = 1_000_000  # the numbers of records that other producers write
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     base = tmp_path_factory.mktemp("netsplit")
-    with Cluster(
+    made = Cluster(
         brokers=3, controllers=3, base_dir=base, session_timeout_ms=SESSION_MS, proxied=True
-    ) as made:
+    )
+    try:
+        made.start(max(START_TIMEOUT, 30))  # six processes, one after the other
         yield made
+    finally:
+        made.close()
 
 
 @pytest.fixture
