@@ -310,7 +310,7 @@ class ReplicaManager:
             follower.caught_up_ms = max(follower.caught_up_ms, follower.last_fetch_ms)
         follower.last_fetch_ms, follower.leader_end_at_last_fetch = now, end
         follower.log_end_offset = fetch_offset
-        if node not in replica.isr and self._may_join_isr(partition, replica, fetch_offset):
+        if node not in replica.isr and self._may_join_isr(partition, replica, node, fetch_offset):
             self._change_isr(partition, replica, (*replica.isr, node))
         self.advance_high_watermark(partition)
 
@@ -342,11 +342,19 @@ class ReplicaManager:
             configs, throttles.FOLLOWER_REPLICAS, partition.index, self.node_id
         )
 
-    def _may_join_isr(self, partition: Partition, replica: PartitionReplica, offset: int) -> bool:
-        """Caught up to the high watermark and to the start of this leader's epoch."""
+    def _may_join_isr(
+        self, partition: Partition, replica: PartitionReplica, node: int, offset: int
+    ) -> bool:
+        """Caught up to the high watermark and to the start of this leader's epoch, and
+        not fenced: a fenced broker (cut off from the controllers, say) may still fetch,
+        but the controller refuses it the ISR, and would be asked again at every fetch."""
         epochs = partition.log.leader_epochs
         epoch_start = next((o for e, o in epochs if e == replica.leader_epoch), 0)
-        return offset >= replica.high_watermark and offset >= epoch_start
+        if offset < replica.high_watermark or offset < epoch_start:
+            return False
+        member = self.broker.member
+        registration = member.view.brokers.get(node) if member is not None else None
+        return registration is not None and not registration.value.fenced
 
     def advance_high_watermark(self, partition: Partition) -> None:
         replica = partition.replication

@@ -14,12 +14,22 @@
         cluster.kill(active)
         cluster.wait_for_active_controller(other_than=active)
 
+    with Cluster(brokers=3, controllers=3, proxied=True) as cluster:
+        cluster.cut(leader)                      # from every other node, both ways
+        cluster.cut(2, cluster.controller_ids)   # broker 2 from the quorum only
+        cluster.heal()
+
 Each node is a ``odradek.testing.Broker`` configured as Kafka's KRaft settings describe
 it (``process.roles``, ``node.id``, ``controller.quorum.voters``, a CONTROLLER listener).
 The controllers run on nodes of their own, so that any broker may be killed. With one
 controller, while it is down the brokers keep serving what they lead, but nothing fails
 over; with three, the others elect a new leader. Timings are set for tests: a broker
 that stops heartbeating is fenced after ``session_timeout_ms``.
+
+With ``proxied=True`` every node reaches every other one through a TCP proxy of its
+own (a link, broker/testing/netsplit.py), so that a test can partition the network;
+clients (and this object's own requests) still reach every node directly. How each
+node is told the proxies' addresses, with nothing but settings, is in `_Wiring`.
 """
 
 from __future__ import annotations
@@ -29,13 +39,14 @@ import contextlib
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
 from odradek.broker.testing.broker import START_TIMEOUT, Broker, free_port, normalize_overrides
+from odradek.broker.testing.netsplit import Link, Mode, Netsplit
 
 CONTROLLER_ID = 0
 # a broker of a cluster is ready once a controller has admitted it: with a quorum, after
@@ -55,6 +66,7 @@ class Cluster:
         session_timeout_ms: int = 2000,
         host: str = "127.0.0.1",
         faults: bool = False,
+        proxied: bool = False,
     ) -> None:
         self._temporary: Path | None = None
         if base_dir is None:
@@ -64,11 +76,14 @@ class Cluster:
         self.controller_ids = [CONTROLLER_ID] + [brokers + i for i in range(1, controllers)]
         ports = {node_id: free_port(host) for node_id in self.controller_ids}
         self.controller_port = ports[CONTROLLER_ID]
-        voters = ",".join(f"{node_id}@{host}:{port}" for node_id, port in ports.items())
+        broker_ids = list(range(1, brokers + 1))
+        client_ports = {node_id: free_port(host) for node_id in broker_ids}
+        self.net = Netsplit(host) if proxied else None
+        wiring = _Wiring(self.net, host, ports, broker_ids)
         common = {
             "controller.listener.names": "CONTROLLER",
-            "controller.quorum.voters": voters,
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.quorum.voters": wiring.voters(CONTROLLER_ID),
+            "listener.security.protocol.map": wiring.protocol_map(),
             "broker.session.timeout.ms": str(session_timeout_ms),
             "broker.heartbeat.interval.ms": str(max(session_timeout_ms // 8, 50)),
             "replica.lag.time.max.ms": str(max(session_timeout_ms * 2, 1000)),
@@ -89,6 +104,7 @@ class Cluster:
                     "node.id": node_id,
                     "process.roles": "controller",
                     "listeners": f"CONTROLLER://{host}:{port}",
+                    **wiring.own_voters(node_id),
                 },
                 faults=faults,  # move_leader
             )
@@ -96,8 +112,7 @@ class Cluster:
         }
         self.controller = self.controllers[CONTROLLER_ID]
         self.nodes: dict[int, Broker] = {}
-        for node_id in range(1, brokers + 1):
-            port = free_port(host)
+        for node_id, port in client_ports.items():
             self.nodes[node_id] = Broker(
                 self.base_dir / f"node{node_id}",
                 host=host,
@@ -107,6 +122,8 @@ class Cluster:
                     "node.id": node_id,
                     "process.roles": "broker",
                     "listeners": f"PLAINTEXT://{host}:{port}",
+                    **wiring.own_voters(node_id),
+                    **wiring.broker_listeners(node_id, port),
                 },
                 faults=faults,  # each node's own: node(i).faults
             )
@@ -142,6 +159,8 @@ class Cluster:
     def close(self) -> None:
         for broker in [*self.nodes.values(), *self.controllers.values()]:
             broker.close()
+        if self.net is not None:
+            self.net.close()
         if self._temporary is not None:
             shutil.rmtree(self._temporary, ignore_errors=True)
             self._temporary = None
@@ -163,14 +182,18 @@ class Cluster:
         """Every broker, as a client's bootstrap.servers takes them."""
         return ",".join(broker.bootstrap for broker in self.nodes.values())
 
-    def metadata(self, topics: list[str] | None = None) -> Any:
-        """A Metadata answer from the first running broker that gives one."""
+    def metadata(self, topics: list[str] | None = None, via: int | None = None) -> Any:
+        """A Metadata answer from broker `via`, else from the first running broker that
+        gives one, those whose links to the controllers are not cut first (the others
+        may not know the news)."""
         request = {
             "topics": None if topics is None else [{"name": t} for t in topics],
             "allow_auto_topic_creation": False,
             "include_topic_authorized_operations": False,
         }
-        for broker in self.nodes.values():
+        asked = list(self.nodes) if via is None else [via]
+        for node_id in sorted(asked, key=self._cut_from_controllers):
+            broker = self.nodes[node_id]
             if not broker.is_running():
                 continue
             try:
@@ -179,16 +202,22 @@ class Cluster:
                 continue
         raise RuntimeError("no broker of the cluster answers")
 
-    def partition(self, topic: str, partition: int) -> Any:
-        for found in self.metadata([topic]).topics:
+    def _cut_from_controllers(self, node_id: int) -> bool:
+        if self.net is None:
+            return False
+        return any(self.net.link(node_id, c).is_cut for c in self.controllers)
+
+    def partition(self, topic: str, partition: int, via: int | None = None) -> Any:
+        for found in self.metadata([topic], via).topics:
             for p in found.partitions:
                 if p.partition_index == partition:
                     return p
         raise KeyError(f"{topic}-{partition}")
 
-    def leader_of(self, topic: str, partition: int) -> int:
-        """The node id leading the partition now (-1: none)."""
-        return int(self.partition(topic, partition).leader_id)
+    def leader_of(self, topic: str, partition: int, via: int | None = None) -> int:
+        """The node id leading the partition now (-1: none), as broker `via` (else any)
+        sees it."""
+        return int(self.partition(topic, partition, via).leader_id)
 
     def isr_of(self, topic: str, partition: int) -> list[int]:
         return sorted(self.partition(topic, partition).isr_nodes)
@@ -243,9 +272,122 @@ class Cluster:
                 raise TimeoutError(f"no controller leads the quorum after {timeout}s")
             time.sleep(0.05)
 
+    # -- the network between the nodes (proxied=True) ---------------------------------
+
+    def link(self, source: int, target: int) -> Link:
+        """The proxy that carries `source`'s connections to `target`."""
+        return self._net().link(source, target)
+
+    def cut(
+        self,
+        side: int | Iterable[int],
+        other: int | Iterable[int] | None = None,
+        mode: Mode = "blackhole",
+    ) -> list[Link]:
+        """Cut, both ways, every link between a node of `side` and a node of `other`
+        (every other node when None); the clients still reach every node. The links
+        cut, in case the test heals only some."""
+        one = _ids(side)
+        two = set(self.controllers) | set(self.nodes) if other is None else _ids(other)
+        two -= one
+        cut = [
+            link
+            for (source, target), link in self._net().links.items()
+            if (source in one and target in two) or (source in two and target in one)
+        ]
+        for link in cut:
+            link.cut(mode)
+        return cut
+
+    def heal(self) -> None:
+        """Every link forwards again."""
+        self._net().heal()
+
+    def _net(self) -> Netsplit:
+        if self.net is None:
+            raise RuntimeError("the nodes talk directly: Cluster(proxied=True) has links to cut")
+        return self.net
+
     def __repr__(self) -> str:
         running = [n for n, b in self.nodes.items() if b.is_running()]
         return f"<Cluster brokers={list(self.nodes)} running={running} at {self.base_dir}>"
+
+
+class _Wiring:
+    """Where each node reaches each other one: its listener, or with proxies (a
+    Netsplit), the proxy of the link between them. Controllers are reached at the
+    addresses of controller.quorum.voters, so each node has voters of its own. Brokers
+    are reached at the address another broker registered for the inter-broker
+    listener, which all see alike; so broker B opens a listener per broker A, FROM<A>,
+    advertised at the proxy of the link from A to B, and A's inter.broker.listener.name
+    is FROM<A> (its own FROM<A> is advertised as it is)."""
+
+    def __init__(
+        self,
+        net: Netsplit | None,
+        host: str,
+        controller_ports: dict[int, int],
+        broker_ids: list[int],
+    ) -> None:
+        self.net, self.host = net, host
+        self.controller_ports = controller_ports
+        self.broker_ids = broker_ids
+        self.inter_ports: dict[tuple[int, int], int] = {}  # (from, to): FROM<from> of `to`
+        if net is None:
+            return
+        self.inter_ports = {(a, b): free_port(host) for a in broker_ids for b in broker_ids}
+        for source in [*controller_ports, *broker_ids]:
+            for target, port in controller_ports.items():
+                if source != target:
+                    net.add(source, target, (host, port))
+        for (source, target), port in self.inter_ports.items():
+            if source != target:
+                net.add(source, target, (host, port))
+
+    def _port(self, source: int, target: int, port: int) -> int:
+        if self.net is None or source == target:
+            return port
+        return self.net.link(source, target).port
+
+    def voters(self, node_id: int) -> str:
+        return ",".join(
+            f"{voter}@{self.host}:{self._port(node_id, voter, port)}"
+            for voter, port in self.controller_ports.items()
+        )
+
+    def own_voters(self, node_id: int) -> dict[str, str]:
+        return {"controller.quorum.voters": self.voters(node_id)} if self.net else {}
+
+    def protocol_map(self) -> str:
+        names = ["PLAINTEXT", "CONTROLLER"]
+        if self.net is not None:
+            names += [f"FROM{a}" for a in self.broker_ids]
+        return ",".join(f"{name}:PLAINTEXT" for name in names)
+
+    def broker_listeners(self, node_id: int, client_port: int) -> dict[str, str]:
+        if self.net is None:
+            return {}
+        clients = f"PLAINTEXT://{self.host}:{client_port}"
+        bound = {a: self.inter_ports[a, node_id] for a in self.broker_ids}
+        return {
+            "listeners": ",".join(
+                [clients, *(f"FROM{a}://{self.host}:{port}" for a, port in bound.items())]
+            ),
+            "advertised.listeners": ",".join(
+                [
+                    clients,
+                    *(
+                        f"FROM{a}://{self.host}:{self._port(a, node_id, port)}"
+                        for a, port in bound.items()
+                    ),
+                ]
+            ),
+            "inter.broker.listener.name": f"FROM{node_id}",
+        }
+
+
+def _ids(nodes: int | Iterable[int]) -> set[int]:
+    return {nodes} if isinstance(nodes, int) else set(nodes)
 
 
 def _call(host: str, port: int, api_key: int, version: int, request: dict[str, Any]) -> Any:
