@@ -318,9 +318,7 @@ class Broker:
         a cluster through the controller (every broker adopts the cluster's document)."""
         store = self.group_configs if resource_type == GROUP_RESOURCE else self.client_metrics
         if self.member is not None:
-            await cluster_admin.set_named_configs(
-                self, resource_type, name, configs, store.of(name)
-            )
+            await cluster_admin.set_configs(self, resource_type, name, configs, store.of(name))
         else:
             store.replace(name, configs)
 
