@@ -101,5 +101,7 @@ def odradek_cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "odradek_cluster(brokers=3, overrides=None): the odradek_cluster fixture's nodes"
+        "markers",
+        "odradek_cluster(brokers=3, controllers=1, proxied=False, overrides=None): the "
+        "odradek_cluster fixture's nodes",
     )
