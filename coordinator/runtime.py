@@ -109,6 +109,9 @@ class Shard(Protocol):
     def replay_control(self, producer_id: int, commit: bool) -> None:
         """A transaction marker for `producer_id`'s records on this partition."""
 
+    def begin_load(self) -> None:
+        """The stored records are about to be replayed (on_loaded comes after the last)."""
+
     def on_loaded(self) -> None:
         """Every stored record has been replayed: arm the timers."""
 
@@ -201,6 +204,7 @@ class ShardRuntime:
         count = 0
         slice_ends = started + LOAD_SLICE_S
         log_start = self.partition.log.log_start_offset
+        self.shard.begin_load()
         for header, data in self.partition.log.iter_batches(log_start):
             if header.is_control:
                 for _delta, key, _value in iter_records(data):

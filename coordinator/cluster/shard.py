@@ -123,6 +123,9 @@ class ClusterShard:
     def replay_control(self, producer_id: int, commit: bool) -> None:
         pass  # nothing transactional is written here
 
+    def begin_load(self) -> None:
+        pass
+
     def on_loaded(self) -> None:
         # After a restart every registered broker gets a full session to heartbeat.
         now = now_ms()

@@ -53,6 +53,7 @@ from odradek.protocol.errors import ErrorCode
 __all__ = ["CommittedOffset", "GroupConfig", "GroupShard"]
 
 TopicPartition = tuple[str, int]
+OFFSET_COMMIT_TYPE = b"\x00\x01"  # the key's record type id of an OffsetCommit
 
 
 class GroupShard:
@@ -79,18 +80,55 @@ class GroupShard:
         self.consumer_groups: dict[str, ConsumerGroup] = self.consumer.groups
         self.share_groups: dict[str, ShareGroup] = self.share.groups
         self.streams_groups: dict[str, StreamsGroup] = self.streams.groups
+        # while loading: the last value of each plain offset commit's key read since the
+        # last record of another kind, and the groups any of them gave a value
+        self._loading = False
+        self._unread: dict[bytes, bytes | None] = {}
+        self._unread_groups: set[bytes] = set()
 
     # -- replay ------------------------------------------------------------------
 
+    def begin_load(self) -> None:
+        self._loading = True
+
     def replay(self, offset: int, key: bytes, value: bytes | None, producer_id: int) -> None:
+        if self._loading and producer_id < 0 and key[:2] == OFFSET_COMMIT_TYPE:
+            # most of a large log is offset commits, each replacing the one before of its
+            # key: while loading, only the last of a run of them is decoded and applied
+            self._unread[key] = value
+            if value is not None and len(key) >= 4:
+                self._unread_groups.add(key[4 : 4 + int.from_bytes(key[2:4], "big")])
+            return
+        if self._unread:
+            self._read_unread()
         REGISTRY.replay(self, offset, key, value, producer_id)
 
+    def _read_unread(self) -> None:
+        """The run of plain offset commits held back: as if each had been replayed, since
+        nothing else came between them (a commit with a value makes its group known
+        even if a later one of its key removed it)."""
+        unread, groups = self._unread, self._unread_groups
+        self._unread, self._unread_groups = {}, set()
+        for raw_group in groups:
+            group_id = raw_group.decode()
+            if group_id not in self.classic.groups and not self.context.holds(
+                group_id, "consumer", "streams"
+            ):
+                self.classic.groups[group_id] = ClassicGroup(group_id)
+        for key, value in unread.items():
+            REGISTRY.replay(self, -1, key, value, -1)
+
     def replay_control(self, producer_id: int, commit: bool) -> None:
+        if self._unread:
+            self._read_unread()
         for group_id in self.committed.replay_control(producer_id, commit):
             if not self.context.holds(group_id, "classic", "streams"):
                 self.classic.groups[group_id] = ClassicGroup(group_id)
 
     def on_loaded(self) -> None:
+        if self._unread:
+            self._read_unread()
+        self._loading = False
         self.classic.on_loaded()
         for part in (self.consumer, self.share, self.streams):
             part.on_loaded()

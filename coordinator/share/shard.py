@@ -110,6 +110,9 @@ class ShareShard:
     def replay_control(self, producer_id: int, commit: bool) -> None:
         pass
 
+    def begin_load(self) -> None:
+        pass
+
     def on_loaded(self) -> None:
         pass
 

@@ -124,6 +124,9 @@ class TxnShard:
     def replay_control(self, producer_id: int, commit: bool) -> None:
         """No transactional records are written to this topic."""
 
+    def begin_load(self) -> None:
+        pass
+
     def on_loaded(self) -> None:
         """Prepare* transactions are finished by the runtime (see `unfinished`)."""
 
