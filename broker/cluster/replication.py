@@ -33,6 +33,7 @@ from odradek.broker.cluster import high_watermarks, throttles
 from odradek.broker.cluster.controller import METADATA_TOPIC
 from odradek.broker.cluster.node_client import NodeUnreachable
 from odradek.broker.cluster.throttles import Throttles
+from odradek.broker.cluster.waiters import HighWatermarkWaiters
 from odradek.coordinator.cluster import records as rec
 from odradek.coordinator.cluster.shard import ClusterShard, now_ms
 from odradek.protocol.errors import ErrorCode
@@ -75,7 +76,7 @@ class PartitionReplica:
         self.high_watermark = high_watermark
         self.followers: dict[int, Follower] = {}
         self.isr_change_pending = False
-        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._waiters = HighWatermarkWaiters()
 
     @property
     def is_leader(self) -> bool:
@@ -90,25 +91,13 @@ class PartitionReplica:
 
     def wait_for(self, offset: int) -> asyncio.Future[None]:
         """Completes once the high watermark reaches `offset`."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if self.high_watermark >= offset:
-            future.set_result(None)
-        else:
-            self._waiters.append((offset, future))
-        return future
+        return self._waiters.wait_for(offset, self.high_watermark)
 
     def advance(self, high_watermark: int) -> bool:
         if high_watermark <= self.high_watermark:
             return False
         self.high_watermark = high_watermark
-        waiting = []
-        for offset, future in self._waiters:
-            if offset <= high_watermark:
-                if not future.done():
-                    future.set_result(None)
-            else:
-                waiting.append((offset, future))
-        self._waiters = waiting
+        self._waiters.reached(high_watermark)
         return True
 
     def update_high_watermark(self, log_end_offset: int) -> bool:
@@ -121,10 +110,7 @@ class PartitionReplica:
         return self.advance(end)
 
     def deposed(self) -> None:
-        for _offset, future in self._waiters:
-            if not future.done():
-                future.set_exception(NotLeader())
-        self._waiters = []
+        self._waiters.fail(NotLeader())
 
 
 class ReplicaManager:

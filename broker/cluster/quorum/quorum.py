@@ -45,6 +45,7 @@ from odradek.broker.cluster.quorum.rules import (
     divergence,
     majority,
 )
+from odradek.broker.cluster.waiters import HighWatermarkWaiters
 from odradek.protocol.batch import iter_batches
 from odradek.protocol.errors import ErrorCode
 
@@ -100,7 +101,7 @@ class Quorum:
         self.voter_ends: dict[int, int] = {}  # the leader's: each voter's log end
         self.voter_seen: dict[int, float] = {}  # ...and when it last fetched (monotonic)
         self.voter_seen_ms: dict[int, int] = {}  # ...as a wall clock, for DescribeQuorum
-        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._waiters = HighWatermarkWaiters()
         self._changed = asyncio.Event()
         self._leader_heard = time.monotonic()
         self._clients: dict[int, NodeClient] = {}
@@ -137,12 +138,7 @@ class Quorum:
         return self._commit()
 
     def wait_for(self, offset: int) -> asyncio.Future[None]:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if self.high_watermark >= offset:
-            future.set_result(None)
-        else:
-            self._waiters.append((offset, future))
-        return future
+        return self._waiters.wait_for(offset, self.high_watermark)
 
     # -- running ---------------------------------------------------------------------
 
@@ -167,7 +163,7 @@ class Quorum:
             await asyncio.gather(self._task, return_exceptions=True)
         for client in self._clients.values():
             client.close()
-        self._fail_waiters()
+        self._waiters.fail(Deposed())
 
     async def _run(self) -> None:
         while not self._stopping:
@@ -370,7 +366,7 @@ class Quorum:
         self._persist(election)
         self.role = role
         if was_leader:
-            self._fail_waiters()
+            self._waiters.fail(Deposed())
             self._on_resign()
             self.partition.data_arrived()  # parked fetches answer NOT_LEADER_OR_FOLLOWER
         self._changed.set()
@@ -463,21 +459,8 @@ class Quorum:
         if end is None or end <= self.high_watermark:
             return False
         self.high_watermark = end
-        waiting = []
-        for offset, future in self._waiters:
-            if offset <= end:
-                if not future.done():
-                    future.set_result(None)
-            else:
-                waiting.append((offset, future))
-        self._waiters = waiting
+        self._waiters.reached(end)
         return True
-
-    def _fail_waiters(self) -> None:
-        for _offset, future in self._waiters:
-            if not future.done():
-                future.set_exception(Deposed())
-        self._waiters = []
 
     def _log_end(self) -> LogEnd:
         plog = self.partition.log
