@@ -24,6 +24,9 @@ from pathlib import Path
 from bench.reference_kafka import HEAP, ReferenceKafka, new_cluster_id
 
 CONTROLLER_HEAP = "-Xmx256m"
+# Six JVMs starting side by side on a small machine: a broker opens its port only once
+# the quorum has a leader and it has caught up with the metadata log
+START_TIMEOUT = 300.0
 
 
 @dataclass
@@ -106,13 +109,13 @@ class KafkaCluster:
     def node(self, node_id: int) -> KafkaNode:
         return self.nodes[node_id]
 
-    def start(self) -> KafkaCluster:
+    def start(self, timeout: float = START_TIMEOUT) -> KafkaCluster:
         """Format and start every node side by side; returns once each accepts
         connections (the brokers may not have registered yet)."""
         began = time.monotonic()
         try:
             with ThreadPoolExecutor(len(self.nodes)) as pool:
-                for started in [pool.submit(node.start) for node in self.nodes.values()]:
+                for started in [pool.submit(node.start, timeout) for node in self.nodes.values()]:
                     started.result()
         except Exception:
             self.stop()
@@ -125,9 +128,9 @@ class KafkaCluster:
     def kill(self, node_id: int) -> None:
         self.node(node_id).kill()
 
-    def restart(self, node_id: int) -> None:
+    def restart(self, node_id: int, timeout: float = START_TIMEOUT) -> None:
         """Start a killed node again on its data and ports (no new format)."""
-        self.node(node_id).start()
+        self.node(node_id).start(timeout)
 
     def pid(self, node_id: int) -> int | None:
         proc = self.node(node_id).proc
