@@ -40,14 +40,13 @@ bench/results/failover.json.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,11 +55,15 @@ from confluent_kafka import Producer
 
 from bench import reference_cluster, reference_kafka
 from bench.failover_systems import (
+    CASE_TIMEOUT_S,
     TOPIC_ALREADY_EXISTS,
     KafkaSystem,
     OdradekSystem,
     System,
+    any_of,
+    cpu_spent,
     create_topic,
+    first_true,
     partition_state,
     quorum_leader,
     topic_name,
@@ -76,7 +79,6 @@ from bench.report import (
     write_results,
 )
 
-CASE_TIMEOUT_S = 120.0
 REJOIN_TIMEOUT_S = 180.0
 ACKED_BEFORE_KILL = 100
 
@@ -140,49 +142,6 @@ class SystemResult:
     broker: list[BrokerFailover] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     log_findings: list[str] = field(default_factory=list)
-
-
-# ------------------------------------------------------------------------- probing
-
-
-async def first_true(
-    probe: Callable[[], Awaitable[bool]], period: float, timeout: float = CASE_TIMEOUT_S
-) -> float:
-    """Starts `probe` every `period` seconds (a slow one does not hold up the next) and
-    returns the monotonic time the first one answered True."""
-    done = asyncio.Event()
-    found: list[float] = []
-
-    async def one() -> None:
-        if await probe() and not found:
-            found.append(time.monotonic())
-            done.set()
-
-    tasks: set[asyncio.Task[None]] = set()
-    deadline = time.monotonic() + timeout
-    try:
-        while not done.is_set():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"not within {timeout:.0f} s")
-            task = asyncio.create_task(one())
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done.wait(), period)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    return found[0]
-
-
-async def any_of(addresses: list[tuple[str, int]], check: Callable[[Any], Awaitable[bool]]) -> bool:
-    return any(await asyncio.gather(*(check(address) for address in addresses)))
-
-
-def cpu_spent(before: dict[int, float], after: dict[int, float]) -> dict[int, float]:
-    """CPU seconds each node spent in between (nodes running at both ends)."""
-    return {n: round(after[n] - before[n], 2) for n in after if n in before}
 
 
 # ------------------------------------------------------------------ controller case

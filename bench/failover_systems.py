@@ -4,7 +4,7 @@ each of three controllers (a quorum) and three brokers, with the same settings.
 
 Also the few requests the benchmark sends itself, raw (DescribeQuorum v2, Metadata
 v12, CreateTopics v7), with one connection per request: a node may be gone between
-two of them.
+two of them; and `first_true`, which repeats such a probe until one answers yes.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from odradek.testing import Cluster
 METADATA, CREATE_TOPICS, DESCRIBE_QUORUM = 3, 19, 55
 METADATA_TOPIC = "__cluster_metadata"
 TOPIC_ALREADY_EXISTS = 36
+CASE_TIMEOUT_S = 120.0
 Address = tuple[str, int]
 
 
@@ -250,3 +252,46 @@ def wait_for_brokers(system: System, timeout: float = 120.0) -> None:
 
 def topic_name(label: str) -> str:
     return f"failover-{label}-{uuid.uuid4().hex[:6]}"
+
+
+# ----------------------------------------------------------------------- probing
+
+
+async def first_true(
+    probe: Callable[[], Awaitable[bool]], period: float, timeout: float = CASE_TIMEOUT_S
+) -> float:
+    """Starts `probe` every `period` seconds (a slow one does not hold up the next) and
+    returns the monotonic time the first one answered True."""
+    done = asyncio.Event()
+    found: list[float] = []
+
+    async def one() -> None:
+        if await probe() and not found:
+            found.append(time.monotonic())
+            done.set()
+
+    tasks: set[asyncio.Task[None]] = set()
+    deadline = time.monotonic() + timeout
+    try:
+        while not done.is_set():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"not within {timeout:.0f} s")
+            task = asyncio.create_task(one())
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), period)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return found[0]
+
+
+async def any_of(addresses: list[tuple[str, int]], check: Callable[[Any], Awaitable[bool]]) -> bool:
+    return any(await asyncio.gather(*(check(address) for address in addresses)))
+
+
+def cpu_spent(before: dict[int, float], after: dict[int, float]) -> dict[int, float]:
+    """CPU seconds each node spent in between (nodes running at both ends)."""
+    return {n: round(after[n] - before[n], 2) for n in after if n in before}
