@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.peers import process_cpu_times
-from bench.reference_cluster import KafkaCluster
+from bench.reference_cluster import START_TIMEOUT, KafkaCluster
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
 from odradek.testing import Cluster
 
@@ -91,7 +91,7 @@ class OdradekSystem(System):
 
     def start(self) -> None:
         began = time.monotonic()
-        self.cluster.start()
+        self.cluster.start(START_TIMEOUT)
         wait_for_brokers(self)
         self.start_seconds = time.monotonic() - began
 
@@ -99,7 +99,7 @@ class OdradekSystem(System):
         self.cluster.kill(node_id)
 
     def restart(self, node_id: int) -> None:
-        self.cluster.restart(node_id)
+        self.cluster.restart(node_id, START_TIMEOUT)
 
     def pid(self, node_id: int) -> int | None:
         broker = self.cluster.node(node_id)
