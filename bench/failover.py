@@ -16,7 +16,7 @@ factor 3 and min.insync.replicas 2.
   killed with SIGKILL; from the kill, the time until a surviving controller answers
   DescribeQuorum as the leader (asked of each controller every 50 ms), until a broker's
   DescribeQuorum names the new leader (the broker forwards it to the active
-  controller; asked every 100 ms, answers may overlap), and until a CreateTopics of a
+  controller; asked every 50 ms, answers may overlap), and until a CreateTopics of a
   new topic (3 partitions, replication factor 3) through a broker succeeds (attempts one
   after the other, each with a 4 s timeout). The killed controller is then started
   again and the next repeat waits until every voter has caught up with the leader.
@@ -187,7 +187,7 @@ async def _controller_failover(system: System, old: int) -> ControllerFailover:
     system.kill(old)
     elected_at, seen_at, (created_at, attempts) = await asyncio.gather(
         first_true(lambda: any_of(survivors, elected), 0.05),
-        first_true(lambda: any_of(brokers[:1], broker_sees), 0.1),
+        first_true(lambda: any_of(brokers[:1], broker_sees), 0.05),
         create(),
     )
     by_node = cpu_spent(cpu_before, system.cpu_seconds())
