@@ -33,7 +33,9 @@ ratio Odradek / Kafka of the medians (below 1: Odradek fails over faster), the C
 seconds the surviving nodes spent from the kill to the end of each case (from /proc;
 Kafka's: whole JVMs; per node in the JSON), the time to bring the killed node back,
 the cluster's start time and its idle CPU once the cases are done (informative). The
-two clusters run one after the other, never side by side. Results: a Markdown table on stdout and
+two clusters run one after the other, never side by side; the machine's 1-minute load
+average, sampled every 2 s during each cluster's cases, stands beside the figures (on 2
+cores Kafka's six JVMs load the machine themselves). Results: a Markdown table on stdout and
 bench/results/failover.json.
 """
 
@@ -58,6 +60,7 @@ from bench.failover_systems import (
     CASE_TIMEOUT_S,
     TOPIC_ALREADY_EXISTS,
     KafkaSystem,
+    LoadSampler,
     OdradekSystem,
     System,
     any_of,
@@ -142,6 +145,7 @@ class SystemResult:
     broker: list[BrokerFailover] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     log_findings: list[str] = field(default_factory=list)
+    load: list[float] = field(default_factory=list)  # the machine's, every 2 s of the cases
 
 
 # ------------------------------------------------------------------ controller case
@@ -373,16 +377,8 @@ def measure(system: System, settings: Settings) -> SystemResult:
         return result
     result.start_s, result.format_s = round(system.start_seconds, 2), system.format_seconds
     try:
-        for repeat in range(settings.repeats):
-            print(f"  {system.label}: controller failover {repeat + 1}", flush=True)
-            result.controller.append(controller_failover(system))
-            print(f"    {result.controller[-1]}", flush=True)
-        topic = create_replicated_topic(system)
-        for repeat in range(settings.repeats):
-            print(f"  {system.label}: broker failover {repeat + 1}", flush=True)
-            result.broker.append(broker_failover(system, topic))
-            print(f"    {result.broker[-1]}", flush=True)
-        result.idle_cpu_pct = idle_cpu(system, settings.idle_seconds)  # warm by now
+        with LoadSampler(result.load):
+            run_cases(system, settings, result)
     except Exception as exc:  # what was measured so far is reported
         result.problems.append(f"{system.label}: run aborted: {exc!r}")
         for node_id, path in system.log_paths().items():
@@ -391,6 +387,19 @@ def measure(system: System, settings: Settings) -> SystemResult:
         system.stop()
     result.log_findings = log_findings(system)
     return result
+
+
+def run_cases(system: System, settings: Settings, result: SystemResult) -> None:
+    for repeat in range(settings.repeats):
+        print(f"  {system.label}: controller failover {repeat + 1}", flush=True)
+        result.controller.append(controller_failover(system))
+        print(f"    {result.controller[-1]}", flush=True)
+    topic = create_replicated_topic(system)
+    for repeat in range(settings.repeats):
+        print(f"  {system.label}: broker failover {repeat + 1}", flush=True)
+        result.broker.append(broker_failover(system, topic))
+        print(f"    {result.broker[-1]}", flush=True)
+    result.idle_cpu_pct = idle_cpu(system, settings.idle_seconds)  # warm by now
 
 
 def log_findings(system: System, limit: int = 5) -> list[str]:
@@ -429,11 +438,12 @@ CASES: list[tuple[str, str, str]] = [
 class Line:
     case: str
     values: dict[str, list[float]]
+    compared: bool = True
 
     @property
     def ratio(self) -> float | None:
         odradek, kafka = self.values.get("odradek"), self.values.get("kafka")
-        if not odradek or not kafka or not statistics.median(kafka):
+        if not self.compared or not odradek or not kafka or not statistics.median(kafka):
             return None
         return statistics.median(odradek) / statistics.median(kafka)
 
@@ -458,6 +468,13 @@ def lines(results: dict[str, SystemResult]) -> list[Line]:
         Line(
             "cluster start, s: spawn to every broker registered (informative)",
             {n: [r.start_s] for n, r in results.items() if r.start_s},
+        )
+    )
+    out.append(
+        Line(
+            "the machine's 1-min load average during the cases (not compared)",
+            {n: [round(v, 2) for v in r.load] for n, r in results.items() if r.load},
+            compared=False,
         )
     )
     for part in ("controllers", "brokers"):

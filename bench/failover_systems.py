@@ -4,13 +4,16 @@ each of three controllers (a quorum) and three brokers, with the same settings.
 
 Also the few requests the benchmark sends itself, raw (DescribeQuorum v2, Metadata
 v12, CreateTopics v7), with one connection per request: a node may be gone between
-two of them; and `first_true`, which repeats such a probe until one answers yes.
+two of them; `first_true`, which repeats such a probe until one answers yes; and a
+sampler of the machine's load.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -295,3 +298,26 @@ async def any_of(addresses: list[tuple[str, int]], check: Callable[[Any], Awaita
 def cpu_spent(before: dict[int, float], after: dict[int, float]) -> dict[int, float]:
     """CPU seconds each node spent in between (nodes running at both ends)."""
     return {n: round(after[n] - before[n], 2) for n in after if n in before}
+
+
+class LoadSampler:
+    """The machine's 1-minute load average every 2 s while the `with` block runs: the
+    two clusters run at different times, and the machine is shared."""
+
+    def __init__(self, into: list[float]) -> None:
+        self.into = into
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.into.append(os.getloadavg()[0])
+            self._stop.wait(2.0)
+
+    def __enter__(self) -> LoadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
