@@ -201,7 +201,7 @@ bench-coordinator-load: $(STAMP_TEST) $(REFERENCE_STAMP)
 
 # Controller and broker failover of a cluster of 3 controllers and 3 brokers, Odradek
 # beside Kafka 4.4 (6 JVMs), as ratios (bench/failover.py); BENCH_ARGS=--quick for one
-# failover of each (~6 min; the full run ~20 min on 2 cores).
+# failover of each (~4 min; the full run, five of each, ~8 min on 2 cores).
 .PHONY: bench-failover
 bench-failover: $(STAMP_TEST) $(REFERENCE_STAMP)
 	$(PY) -m bench.failover $(BENCH_ARGS)
