@@ -199,6 +199,13 @@ bench-share: $(STAMP_TEST)
 bench-coordinator-load: $(STAMP_TEST) $(REFERENCE_STAMP)
 	$(PY) -m bench.coordinator_load $(BENCH_ARGS)
 
+# Controller and broker failover of a cluster of 3 controllers and 3 brokers, Odradek
+# beside Kafka 4.4 (6 JVMs), as ratios (bench/failover.py); BENCH_ARGS=--quick for one
+# failover of each (~4 min; the full run, five of each, ~8 min on 2 cores).
+.PHONY: bench-failover
+bench-failover: $(STAMP_TEST) $(REFERENCE_STAMP)
+	$(PY) -m bench.failover $(BENCH_ARGS)
+
 # Time to ready through Testcontainers' Kafka modules (Java, Go, Python): the image
 # (built first) beside Apache Kafka 4.4 from its jars (bench/testcontainers_start.py);
 # BENCH_ARGS=--quick for one repeat.

@@ -47,7 +47,7 @@ def _free_port() -> int:
         return port
 
 
-def _cluster_id() -> str:
+def new_cluster_id() -> str:
     # Kafka's storage tool reads an id that starts with "-" as an option, as Kafka's own
     # ids never do (1 in 64 random ones would)
     while True:
@@ -78,6 +78,8 @@ class ReferenceKafka:
     controller_port: int = field(default_factory=_free_port)
     extra: dict[str, str] = field(default_factory=dict)
     classpath: list[str] = field(default_factory=list)  # plugins, after Kafka's jars
+    cluster_id: str | None = None  # None: a random one (nodes of one cluster share theirs)
+    heap: str = HEAP
     proc: subprocess.Popen[bytes] | None = None
     figures: StartFigures | None = None
     last_rss_kib: int = 0  # the resident memory when the session ended with it
@@ -130,7 +132,7 @@ class ReferenceKafka:
         log_settings = self.base / "log4j2.properties"
         return [
             "java",
-            HEAP,
+            self.heap,
             f"-Dlog4j2.configurationFile={log_settings}",
             "-cp",
             ":".join([str(LIB / "*"), *self.classpath]),
@@ -147,7 +149,12 @@ class ReferenceKafka:
         formatting = time.monotonic()
         formatted = subprocess.run(
             self._java(
-                "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(properties)
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                self.cluster_id or new_cluster_id(),
+                "-c",
+                str(properties),
             ),
             capture_output=True,
             timeout=120,
