@@ -260,7 +260,7 @@ def test_broker_killed_during_a_streaming_copy_loses_nothing_acknowledged(
         while len(acknowledged) < RECORDS // 3:
             time.sleep(0.05)
         broker.kill()
-        broker.start()
+        broker.start(60)  # beside a running Spark query and Kafka's JVM: a slow machine
         writer.join()
         assert not failed and len(acknowledged) == RECORDS
         deadline = time.monotonic() + QUERY_TIMEOUT

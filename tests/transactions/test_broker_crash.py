@@ -167,7 +167,11 @@ def test_open_transaction_survives_restart(
             assert w.list_offset(topic, 0, READ_UNCOMMITTED) == 5
             part = w.fetch(topic, 0, 0, READ_COMMITTED)
             assert part.last_stable_offset == 2
-        assert java_values(b, topic, "read_committed") == ["pre1", "pre2"]
+        # (a timed-out transaction may be aborted by now: the Java reader takes a while)
+        visible = java_values(b, topic, "read_committed")
+        assert visible == ["pre1", "pre2"] or (
+            ending == "timeout" and visible == ["pre1", "pre2", "post"]
+        ), visible
         if ending == "commit":
             assert p.send(topic, ["open-3"]) == [5]
             p.ok("commit")
