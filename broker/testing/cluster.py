@@ -131,10 +131,13 @@ class Cluster:
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self, timeout: float = NODE_START_TIMEOUT) -> Cluster:
-        for controller in self.controllers.values():
-            controller.start(timeout)
-        for broker in self.nodes.values():
-            broker.start(timeout)
+        """The controllers side by side, then the brokers side by side."""
+        for group in (list(self.controllers.values()), list(self.nodes.values())):
+            if not group:
+                continue
+            with ThreadPoolExecutor(len(group)) as pool:
+                for started in [pool.submit(node.start, timeout) for node in group]:
+                    started.result()  # the first failure is raised (close() stops the rest)
         return self
 
     def kill(self, node_id: int) -> None:
