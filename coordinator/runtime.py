@@ -26,6 +26,7 @@ operation to the shard like any request.
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
@@ -225,6 +226,9 @@ class ShardRuntime:
         self.loaded = True
         self._loaded_event.set()
         self.shard.on_loaded()
+        # what the load built lives as long as the shard: frozen, the collector's full
+        # passes (which hold the event loop) no longer walk it
+        gc.freeze()
         log.info(
             "shard loaded",
             topic=self.partition.topic.name,
