@@ -111,16 +111,15 @@ class Shard(Protocol):
         """A transaction marker for `producer_id`'s records on this partition."""
 
     def begin_load(self) -> None:
-        """The stored records are about to be replayed (on_loaded comes after the last)."""
+        """The stored records are about to be replayed (on_loaded follows the last)."""
 
     def on_loaded(self) -> None:
         """Every stored record has been replayed: arm the timers."""
 
 
 Operation = Callable[[Any], "Result[Any]"]
-# how long a shard's load replays records before the loop serves anything else; one
-# shard of the event loop's loads at a time, or fifty loading shards would each take
-# their slice between two reads of the sockets
+# how long a shard's load replays before the loop serves anything else; one shard of
+# the loop loads at a time, or fifty would each take a slice between two socket reads
 LOAD_SLICE_S = 0.005
 _LOADING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
     weakref.WeakKeyDictionary()
@@ -226,9 +225,7 @@ class ShardRuntime:
         self.loaded = True
         self._loaded_event.set()
         self.shard.on_loaded()
-        # what the load built lives as long as the shard: frozen, the collector's full
-        # passes (which hold the event loop) no longer walk it
-        gc.freeze()
+        gc.freeze()  # what the load built lives on: the collector's full passes skip it
         log.info(
             "shard loaded",
             topic=self.partition.topic.name,
