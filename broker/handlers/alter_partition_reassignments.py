@@ -102,11 +102,27 @@ async def handle(ctx: RequestContext, request: AlterPartitionReassignmentsReques
         except NodeUnreachable as exc:
             return _all_failed(request, ErrorCode.request_timed_out, str(exc))
         return as_dict(reply)
+    results = [
+        _alone(ctx, topic.name, target, allow)
+        for topic in request.topics
+        for target in topic.partitions
+    ]
+    return answer(request, allow, results)
+
+
+def answer(
+    request: AlterPartitionReassignmentsRequest,
+    allow: bool,
+    results: list[tuple[int, str | None]],
+) -> Reply:
+    """The answer to `request`: (error code, message) of each partition it names, in
+    the request's order."""
+    each = iter(results)
     responses = []
     for topic in request.topics:
         partitions = []
         for target in topic.partitions:
-            code, message = _alone(ctx, topic.name, target, allow)
+            code, message = next(each)
             partitions.append(
                 {
                     "partition_index": target.partition_index,

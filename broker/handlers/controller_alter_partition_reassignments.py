@@ -11,10 +11,10 @@ from kio.schema.alter_partition_reassignments.v1.request import (
     AlterPartitionReassignmentsRequest,
 )
 
+from odradek.broker.handlers.alter_partition_reassignments import answer
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
 from odradek.coordinator.cluster import reassignment
-from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 1
 
@@ -25,9 +25,8 @@ def _alter(shard: Any, topic: str, index: int, details: dict[str, Any]) -> Any:
 
 async def handle(ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> Reply:
     allow = request.allow_replication_factor_change if ctx.version >= 1 else True
-    responses = []
+    results = []
     for topic in request.topics:
-        partitions = []
         for target in topic.partitions:
             details = {
                 "replicas": None if target.replicas is None else list(target.replicas),
@@ -36,19 +35,6 @@ async def handle(ctx: RequestContext, request: AlterPartitionReassignmentsReques
             operation = partial(
                 _alter, topic=topic.name, index=target.partition_index, details=details
             )
-            answer = await answered_by_controller(ctx, operation)
-            partitions.append(
-                {
-                    "partition_index": target.partition_index,
-                    "error_code": answer["error_code"],
-                    "error_message": answer.get("error_message"),
-                }
-            )
-        responses.append({"name": topic.name, "partitions": partitions})
-    return {
-        "throttle_time": 0,
-        "allow_replication_factor_change": allow,
-        "error_code": ErrorCode.none,
-        "error_message": None,
-        "responses": responses,
-    }
+            outcome = await answered_by_controller(ctx, operation)
+            results.append((outcome["error_code"], outcome.get("error_message")))
+    return answer(request, allow, results)
