@@ -73,6 +73,7 @@ from bench.failover_systems import (
     voters_caught_up,
 )
 from bench.peers import CLIENT_LOG, ErrorSink, client_config
+from bench.replication import FAILOVER_PRODUCER
 from bench.report import (
     arg_parser,
     broker_log_findings,
@@ -261,21 +262,7 @@ class Watch:
 def _produce_through_kill(system: System, topic: str, old: int) -> tuple[float, float, Watch]:
     """Writes until a record sent after the kill is acknowledged: (kill, that ack)."""
     sink = ErrorSink()
-    producer = Producer(
-        client_config(
-            system.bootstrap_servers,
-            sink,
-            **{
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 0,
-                "retry.backoff.ms": 50,
-                "retry.backoff.max.ms": 200,
-                "reconnect.backoff.max.ms": 200,
-                "topic.metadata.refresh.fast.interval.ms": 50,
-            },
-        )
-    )
+    producer = Producer(client_config(system.bootstrap_servers, sink, **FAILOVER_PRODUCER))
     watch = Watch(system, topic, old)
     acked: list[float] = []
     killed_at = 0.0

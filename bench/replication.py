@@ -48,6 +48,18 @@ from bench.peers import REPO, own_cpu_seconds, process_cpu_times
 from odradek.testing import Broker, Cluster
 
 RESULTS = REPO / "bench" / "results" / "replication.json"
+# An idempotent acks=all librdkafka producer timed across a leader's death. librdkafka
+# backs off up to 1 s between metadata refreshes by default: what is measured is the
+# cluster's failover, not that backoff.
+FAILOVER_PRODUCER = {
+    "acks": "all",
+    "enable.idempotence": True,
+    "linger.ms": 0,
+    "retry.backoff.ms": 50,
+    "retry.backoff.max.ms": 200,
+    "reconnect.backoff.max.ms": 200,
+    "topic.metadata.refresh.fast.interval.ms": 50,
+}
 RECORD = b"x" * 1024
 
 
@@ -175,20 +187,7 @@ class Kill:
 
 
 def _librdkafka_until_acknowledged(cluster: Cluster, kill: Kill) -> float:
-    producer = Producer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": 0,
-            # librdkafka backs off up to 1 s between metadata refreshes by default:
-            # what is measured here is the cluster's failover, not that backoff
-            "retry.backoff.ms": 50,
-            "retry.backoff.max.ms": 200,
-            "reconnect.backoff.max.ms": 200,
-            "topic.metadata.refresh.fast.interval.ms": 50,
-        }
-    )
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, **FAILOVER_PRODUCER})
     first_ack: list[float] = []
 
     def delivered(error: Any, message: Any) -> None:
