@@ -26,8 +26,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -52,10 +53,64 @@ def _kill_leftovers() -> None:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port nothing listens on now (another process may take it before it is used)."""
+    """A port nothing listens on now, for a process started later to listen on.
+
+    The kernel's own picks (``bind(0)``, and the local end of every outgoing
+    connection) come from the ephemeral range, so a port picked there may be taken by
+    somebody's connection before the broker binds it. The ports handed out here lie
+    below that range, each pytest-xdist worker in a slice of its own, in turn."""
+    with _PORTS.lock:
+        for port in _PORTS.candidates():
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+class _PortTurns:
+    """The ports below the ephemeral range that this process hands out, in turn."""
+
+    LOWEST = 10000
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._next: int | None = None
+
+    def _slice(self) -> tuple[int, int]:
+        try:
+            with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+                ephemeral_low = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            ephemeral_low = 32768
+        if ephemeral_low - self.LOWEST < 1000:
+            return 0, 0
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+        count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+        index = int(worker) if worker.isdigit() else 0
+        width = (ephemeral_low - self.LOWEST) // max(count, index + 1)
+        low = self.LOWEST + index * width
+        return low, low + width
+
+    def candidates(self) -> Iterator[int]:
+        """Each port of the slice once, from the one after the last handed out."""
+        low, high = self._slice()
+        if high <= low:
+            return
+        if self._next is None or not low <= self._next < high:
+            self._next = low + os.getpid() % (high - low)
+        start = self._next
+        for i in range(high - low):
+            port = low + (start - low + i) % (high - low)
+            self._next = port + 1
+            yield port
+
+
+_PORTS = _PortTurns()
 
 
 def port_accepts(host: str, port: int, timeout: float = 0.2) -> bool:
