@@ -104,7 +104,9 @@ class CoordinatorError(Exception):
 class Shard(Protocol):
     """What the runtime asks of a shard: its state machine is the shard's own."""
 
-    def replay(self, offset: int, key: bytes, value: bytes | None, producer_id: int) -> None:
+    def replay(
+        self, offset: int, key: bytes | None, value: bytes | None, producer_id: int
+    ) -> None:
         """Apply one record; `producer_id` is set (>= 0) for transactional records."""
 
     def replay_control(self, producer_id: int, commit: bool) -> None:
@@ -213,8 +215,6 @@ class ShardRuntime:
             else:
                 producer_id = header.producer_id if header.is_transactional else -1
                 for delta, key, value in iter_records(data):
-                    if key is None:
-                        continue
                     self.shard.replay(header.base_offset + delta, key, value, producer_id)
                     count += 1
             if time.monotonic() >= slice_ends:
@@ -308,8 +308,7 @@ class ShardRuntime:
             return
         producer_id = result.producer[0] if result.producer is not None else -1
         for key, value in result.records:
-            if key is not None:
-                self.shard.replay(self._next_offset, key, value, producer_id)
+            self.shard.replay(self._next_offset, key, value, producer_id)
             self._next_offset += 1
         if result.producer is None:
             self._plain.extend(result.records)

@@ -24,6 +24,7 @@ from odradek.broker.cluster.controller_documents import (
     ControllerQuotas,
     ControllerTokens,
 )
+from odradek.broker.cluster.metadata_documents import MetadataDocuments
 from odradek.broker.cluster.quorum.quorum import Quorum
 from odradek.broker.cluster.quorum.requests import METADATA_TOPIC
 from odradek.broker.settings.cluster_config import ClusterConfig
@@ -36,8 +37,9 @@ if TYPE_CHECKING:
 
 # Written through the page cache like every other log here: it survives kill -9; a
 # power cut may lose the last decisions (Kafka's Raft log fsyncs each; that costs
-# ~20 ms a write on this kind of disk, twice in a node's start).
-METADATA_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+# ~20 ms a write on this kind of disk, twice in a node's start). Its records are
+# Kafka's, without keys: nothing to compact them by, and every one is kept.
+METADATA_TOPIC_CONFIGS = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 
 
 @dataclass
@@ -60,7 +62,7 @@ class Controller:
         self.runtime = CoordinatorRuntime(
             METADATA_TOPIC,
             1,
-            lambda runtime: ClusterShard(runtime, settings),
+            lambda runtime: ClusterShard(runtime, settings, MetadataDocuments()),
             lambda name, count: broker.internal_topic(name, count, METADATA_TOPIC_CONFIGS),
             broker.flush_partition,
         )
@@ -78,6 +80,8 @@ class Controller:
         shard has loaded."""
         partitions = await self._broker.internal_topic(METADATA_TOPIC, 1, METADATA_TOPIC_CONFIGS)
         partition = self._partition = partitions[0]
+        if partition.topic.configs != METADATA_TOPIC_CONFIGS:  # compacted, before the format
+            self._broker.topics.set_configs(METADATA_TOPIC, METADATA_TOPIC_CONFIGS)
         voters = {v.node_id: (v.host, v.port) for v in self.cluster.voters}
         if not voters:  # found through controller.quorum.bootstrap.servers: the only one
             voters = {self.node_id: ("", 0)}

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from odradek.broker.cluster.controller import METADATA_TOPIC
+from odradek.broker.cluster.metadata_documents import MetadataDocuments
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
 from odradek.broker.settings.cluster_config import ClusterConfig
 from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
@@ -63,7 +64,9 @@ class ClusterMember:
         self.broker_epoch = -1
         self.fenced = True
         # this node's view of the cluster: the metadata log replayed
-        self.view = ClusterShard(None, ClusterSettings(cluster_id=broker.config.cluster_id))
+        self.view = ClusterShard(
+            None, ClusterSettings(cluster_id=broker.config.cluster_id), MetadataDocuments()
+        )
         # heartbeats and the metadata long poll each have connections of their own
         self._clients: list[NodeClient] = []
         self._fetch_clients: list[NodeClient] = []
@@ -492,7 +495,7 @@ class ClusterMember:
                 records[header.position : header.position + header.size]
             ):
                 position = header.base_offset + delta
-                if key is not None and position >= offset:
+                if position >= offset:
                     self.view.replay(position, key, value, -1)
                     self._advanced.set()
         if self.view.last_offset != before and self.broker.replicas is not None:

@@ -313,7 +313,7 @@ class AclStore:
 
 def matching(bindings: Iterable[AclBinding], acl_filter: AclFilter) -> list[AclBinding]:
     """The bindings a filter selects, in a stable order."""
-    return sorted((b for b in bindings if acl_filter.matches(b)), key=_sort_key)
+    return sorted((b for b in bindings if acl_filter.matches(b)), key=sort_key)
 
 
 def encode_document(bindings: Iterable[AclBinding]) -> bytes:
@@ -331,7 +331,7 @@ def _read(document: bytes) -> frozenset[AclBinding]:
     return _decode(json.loads(document))
 
 
-def _sort_key(binding: AclBinding) -> tuple[Any, ...]:
+def sort_key(binding: AclBinding) -> tuple[Any, ...]:
     return (
         binding.resource_type,
         binding.name,
@@ -356,7 +356,7 @@ def _encode(bindings: Iterable[AclBinding]) -> dict[str, Any]:
                 "operation": b.operation.name,
                 "permission": b.permission.name,
             }
-            for b in sorted(bindings, key=_sort_key)
+            for b in sorted(bindings, key=sort_key)
         ],
     }
 

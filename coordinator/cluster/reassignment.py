@@ -185,7 +185,7 @@ def alter(shard: Any, topic: str, index: int, request: dict[str, Any]) -> Result
         return Result([], {"error_code": exc.code, "error_message": exc.message})
     records: list[Record] = []
     if changed is not None:
-        records.append(rec.partition_record(topic, index, changed))
+        records.append(shard.partition_changed(topic, index, changed))
     return Result(records, {"error_code": ErrorCode.none, "error_message": None})
 
 

@@ -1,59 +1,31 @@
-"""`__cluster_metadata` records: what the controller knows of the cluster.
+"""What the controller knows of the cluster, and the `__cluster_metadata` records that
+say it, in Kafka's own format (kafka_format.py): keyless records, each a change.
 
-Every record holds the whole current value of one thing, so the last record of a key
-is its state (the log can be compacted like `__consumer_offsets`) and replay is "last
-value wins". A null value removes the thing.
-
-Key: int16 record type, then the thing's name:
-- BROKER (0): node id. Value: broker epoch, incarnation id, fenced, rack, listeners.
-- TOPIC (1): topic name. Value: topic id, configs.
-- PARTITION (2): topic name, partition index. Value: replicas, ISR, leader, leader
-  epoch, partition epoch, then (while a reassignment moves it) the replicas being
-  added and those being removed; a value without them moves nothing.
-- PRODUCER_IDS (3): nothing more. Value: the first producer id not yet handed out
-  (brokers take blocks of them, AllocateProducerIds).
-- DOCUMENT (4): a name ("acls", "scram"). Value: the whole of that state as the
-  broker's security stores write it (JSON); this shard does not read it.
+- RegisterBrokerRecord registers a broker (fenced or not);
+  BrokerRegistrationChangeRecord fences or unfences it; UnregisterBrokerRecord removes
+  it.
+- TopicRecord creates a topic, ConfigRecords (resource type TOPIC) set or remove its
+  configs, PartitionRecord creates a partition (or replaces it whole) and
+  PartitionChangeRecord changes one: a leader given means a new leader epoch, and
+  every change is a new partition epoch. RemoveTopicRecord deletes a topic.
+- ProducerIdsRecord hands a block of producer ids to a broker.
+- The rest (ACLs, SCRAM, quotas, features, tokens, other configs) is the business of
+  the documents the brokers' stores keep (broker/cluster/metadata_documents.py).
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from dataclasses import dataclass, replace
 
-from odradek.protocol.codec import Reader, RecordFormatError, Writer
+from odradek.coordinator.cluster import kafka_format as kf
+from odradek.coordinator.runtime import Record
 
-BROKER = 0
-TOPIC = 1
-PARTITION = 2
-PRODUCER_IDS = 3
-DOCUMENT = 4
 NO_LEADER = -1
-
-
-class BrokerKey(NamedTuple):
-    node_id: int
-
-
-class TopicKey(NamedTuple):
-    name: str
-
-
-class PartitionKey(NamedTuple):
-    topic: str
-    partition: int
-
-
-class ProducerIdsKey(NamedTuple):
-    pass
-
-
-class DocumentKey(NamedTuple):
-    name: str
-
-
-Key = BrokerKey | TopicKey | PartitionKey | ProducerIdsKey | DocumentKey
+NO_LEADER_CHANGE = -2
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+PROTOCOL_NAMES = {code: name for name, code in SECURITY_PROTOCOLS.items()}
 
 
 @dataclass(frozen=True)
@@ -74,12 +46,6 @@ class BrokerValue:
 
 
 @dataclass(frozen=True)
-class TopicValue:
-    topic_id: uuid.UUID
-    configs: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class PartitionValue:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
@@ -96,124 +62,178 @@ class PartitionValue:
         return bool(self.adding or self.removing)
 
 
-def encode_key(key: Key) -> bytes:
-    if isinstance(key, BrokerKey):
-        return Writer().int16(BROKER).int32(key.node_id).done()
-    if isinstance(key, TopicKey):
-        return Writer().int16(TOPIC).string(key.name).done()
-    if isinstance(key, ProducerIdsKey):
-        return Writer().int16(PRODUCER_IDS).done()
-    if isinstance(key, DocumentKey):
-        return Writer().int16(DOCUMENT).string(key.name).done()
-    return Writer().int16(PARTITION).string(key.topic).int32(key.partition).done()
+def written(record: kf.MetadataRecord) -> Record:
+    return None, kf.encode(record)
 
 
-def decode_key(raw: bytes) -> Key:
-    reader = Reader(raw)
-    kind = reader.int16()
-    if kind == BROKER:
-        return BrokerKey(reader.int32())
-    if kind == PRODUCER_IDS:
-        return ProducerIdsKey()
-    name = reader.string()
-    if name is None:
-        raise RecordFormatError("null topic name in a metadata key")
-    if kind == TOPIC:
-        return TopicKey(name)
-    if kind == DOCUMENT:
-        return DocumentKey(name)
-    if kind == PARTITION:
-        return PartitionKey(name, reader.int32())
-    raise RecordFormatError(f"unknown metadata record type {kind}")
+# -- brokers -------------------------------------------------------------------------
 
 
-def _int_list(writer: Writer, values: tuple[int, ...]) -> None:
-    writer.int32(len(values))
-    for value in values:
-        writer.int32(value)
+def register_broker(node_id: int, value: BrokerValue) -> Record:
+    endpoints = [
+        {
+            "name": e.listener,
+            "host": e.host,
+            "port": e.port,
+            "security_protocol": SECURITY_PROTOCOLS.get(e.security_protocol, 0),
+        }
+        for e in value.endpoints
+    ]
+    return written(
+        kf.record(
+            kf.REGISTER_BROKER,
+            broker_id=node_id,
+            incarnation_id=value.incarnation_id,
+            broker_epoch=value.epoch,
+            end_points=endpoints,
+            features=[],
+            rack=value.rack,
+            fenced=value.fenced,
+        )
+    )
 
 
-def _read_int_list(reader: Reader) -> tuple[int, ...]:
-    count = reader.int32()
-    if count < 0 or count * 4 > reader.remaining():
-        raise RecordFormatError(f"list of {count} ids in {reader.remaining()} bytes")
-    return tuple(reader.int32() for _ in range(count))
+def broker_of(record: kf.MetadataRecord) -> BrokerValue:
+    endpoints = tuple(
+        Endpoint(e["name"], e["host"], e["port"], PROTOCOL_NAMES.get(e["security_protocol"], ""))
+        for e in record["end_points"]
+    )
+    return BrokerValue(
+        record["broker_epoch"],
+        record["incarnation_id"],
+        record["fenced"],
+        record["rack"],
+        endpoints,
+    )
 
 
-def encode_broker(value: BrokerValue) -> bytes:
-    writer = Writer().int64(value.epoch).uuid(value.incarnation_id)
-    writer.int8(1 if value.fenced else 0).string(value.rack).int32(len(value.endpoints))
-    for e in value.endpoints:
-        writer.string(e.listener).string(e.host).int32(e.port).string(e.security_protocol)
-    return writer.done()
+def broker_fenced(node_id: int, epoch: int, fenced: bool) -> Record:
+    return written(
+        kf.record(
+            kf.BROKER_REGISTRATION_CHANGE,
+            broker_id=node_id,
+            broker_epoch=epoch,
+            fenced=1 if fenced else -1,
+        )
+    )
 
 
-def decode_broker(raw: bytes) -> BrokerValue:
-    reader = Reader(raw)
-    epoch = reader.int64()
-    incarnation = reader.uuid()
-    fenced = reader.int8() != 0
-    rack = reader.string()
-    count = reader.int32()
-    if count < 0 or count > reader.remaining():
-        raise RecordFormatError(f"{count} endpoints in {reader.remaining()} bytes")
-    endpoints = []
-    for _ in range(count):
-        listener, host = reader.string() or "", reader.string() or ""
-        port = reader.int32()
-        endpoints.append(Endpoint(listener, host, port, reader.string() or ""))
-    return BrokerValue(epoch, incarnation, fenced, rack, tuple(endpoints))
+def unregister_broker(node_id: int, epoch: int) -> Record:
+    return written(kf.record(kf.UNREGISTER_BROKER, broker_id=node_id, broker_epoch=epoch))
 
 
-def encode_topic(value: TopicValue) -> bytes:
-    writer = Writer().uuid(value.topic_id).int32(len(value.configs))
-    for name, setting in sorted(value.configs.items()):
-        writer.string(name).string(setting)
-    return writer.done()
+def producer_ids(node_id: int, epoch: int, next_id: int) -> Record:
+    return written(
+        kf.record(kf.PRODUCER_IDS, broker_id=node_id, broker_epoch=epoch, next_producer_id=next_id)
+    )
 
 
-def decode_topic(raw: bytes) -> TopicValue:
-    reader = Reader(raw)
-    topic_id = reader.uuid()
-    count = reader.int32()
-    if count < 0 or count > reader.remaining():
-        raise RecordFormatError(f"{count} configs in {reader.remaining()} bytes")
-    configs = {}
-    for _ in range(count):
-        name = reader.string() or ""
-        configs[name] = reader.string() or ""
-    return TopicValue(topic_id, configs)
+# -- topics and partitions -------------------------------------------------------------
 
 
-def encode_next_producer_id(next_id: int) -> bytes:
-    return Writer().int64(next_id).done()
+def topic(name: str, topic_id: uuid.UUID) -> Record:
+    return written(kf.record(kf.TOPIC, name=name, topic_id=topic_id))
 
 
-def decode_next_producer_id(raw: bytes) -> int:
-    return Reader(raw).int64()
+def remove_topic(topic_id: uuid.UUID) -> Record:
+    return written(kf.record(kf.REMOVE_TOPIC, topic_id=topic_id))
 
 
-def encode_partition(value: PartitionValue) -> bytes:
-    writer = Writer()
-    _int_list(writer, value.replicas)
-    _int_list(writer, value.isr)
-    writer.int32(value.leader).int32(value.leader_epoch).int32(value.partition_epoch)
-    if value.reassigning:
-        _int_list(writer, value.adding)
-        _int_list(writer, value.removing)
-    return writer.done()
+def config(resource_type: int, resource: str, name: str, value: str | None) -> Record:
+    return written(
+        kf.record(
+            kf.CONFIG, resource_type=resource_type, resource_name=resource, name=name, value=value
+        )
+    )
 
 
-def decode_partition(raw: bytes) -> PartitionValue:
-    reader = Reader(raw)
-    replicas = _read_int_list(reader)
-    isr = _read_int_list(reader)
-    value = PartitionValue(replicas, isr, reader.int32(), reader.int32(), reader.int32())
-    if reader.remaining():
-        adding = _read_int_list(reader)
-        value = replace(value, adding=adding, removing=_read_int_list(reader))
-    return value
+def config_changes(
+    resource_type: int, resource: str, before: dict[str, str], after: dict[str, str]
+) -> list[Record]:
+    """ConfigRecords that turn `before` into `after` (a null value removes one)."""
+    changes = [
+        config(resource_type, resource, name, value)
+        for name, value in sorted(after.items())
+        if before.get(name) != value
+    ]
+    changes += [
+        config(resource_type, resource, name, None) for name in sorted(before) if name not in after
+    ]
+    return changes
 
 
-def partition_record(topic: str, index: int, value: PartitionValue) -> tuple[bytes, bytes]:
-    return encode_key(PartitionKey(topic, index)), encode_partition(value)
+def partition(topic_id: uuid.UUID, index: int, value: PartitionValue) -> Record:
+    return written(
+        kf.record(
+            kf.PARTITION,
+            partition_id=index,
+            topic_id=topic_id,
+            replicas=value.replicas,
+            isr=value.isr,
+            removing_replicas=value.removing,
+            adding_replicas=value.adding,
+            leader=value.leader,
+            leader_epoch=value.leader_epoch,
+            partition_epoch=value.partition_epoch,
+            directories=(kf.ZERO_UUID,) * len(value.replicas),
+        )
+    )
+
+
+def partition_of(record: kf.MetadataRecord) -> PartitionValue:
+    return PartitionValue(
+        tuple(record["replicas"]),
+        tuple(record["isr"]),
+        record["leader"],
+        record["leader_epoch"],
+        record["partition_epoch"],
+        tuple(record["adding_replicas"]),
+        tuple(record["removing_replicas"]),
+    )
+
+
+def partition_change(
+    topic_id: uuid.UUID, index: int, old: PartitionValue, new: PartitionValue
+) -> Record:
+    """The record that turns `old` into `new`: a PartitionChangeRecord naming what
+    changed, or a whole PartitionRecord when the epochs moved otherwise than a change
+    moves them."""
+    new_leader_epoch = new.leader_epoch == old.leader_epoch + 1
+    if new.partition_epoch != old.partition_epoch + 1 or not (
+        new_leader_epoch or new.leader_epoch == old.leader_epoch
+    ):
+        return partition(topic_id, index, new)
+    if new.leader != old.leader and not new_leader_epoch:
+        return partition(topic_id, index, new)
+    fields = {
+        "partition_id": index,
+        "topic_id": topic_id,
+        "leader": new.leader if new_leader_epoch else NO_LEADER_CHANGE,
+        "isr": new.isr if new.isr != old.isr else None,
+        "replicas": new.replicas if new.replicas != old.replicas else None,
+        "adding_replicas": new.adding if new.adding != old.adding else None,
+        "removing_replicas": new.removing if new.removing != old.removing else None,
+    }
+    if new.replicas != old.replicas:
+        fields["directories"] = (kf.ZERO_UUID,) * len(new.replicas)
+    return written(kf.MetadataRecord(kf.PARTITION_CHANGE.api_key, fields))
+
+
+def changed_partition(old: PartitionValue, record: kf.MetadataRecord) -> PartitionValue:
+    """`old` after a PartitionChangeRecord, as Kafka merges one."""
+    leader = record["leader"]
+    changed = replace(
+        old,
+        leader=old.leader if leader == NO_LEADER_CHANGE else leader,
+        leader_epoch=old.leader_epoch + (leader != NO_LEADER_CHANGE),
+        partition_epoch=old.partition_epoch + 1,
+    )
+    for field_name, attribute in (
+        ("isr", "isr"),
+        ("replicas", "replicas"),
+        ("adding_replicas", "adding"),
+        ("removing_replicas", "removing"),
+    ):
+        if record[field_name] is not None:
+            changed = replace(changed, **{attribute: tuple(record[field_name])})
+    return changed

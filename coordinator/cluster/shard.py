@@ -23,16 +23,20 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
+from odradek.coordinator.cluster import kafka_format as kf
+from odradek.coordinator.cluster import legacy_records as legacy
 from odradek.coordinator.cluster import records as rec
 from odradek.coordinator.cluster.assignments import (
     new_partitions_problem,
     topic_assignments_problem,
 )
+from odradek.coordinator.cluster.kafka_format import MetadataRecord
 from odradek.coordinator.cluster.reassignment import change_partition
+from odradek.coordinator.cluster.replay import REPLAY
 from odradek.coordinator.runtime import Record, Result
 from odradek.protocol.errors import ErrorCode, default_message
 
@@ -66,59 +70,80 @@ class TopicState:
     partitions: dict[int, rec.PartitionValue] = field(default_factory=dict)
 
 
+class MetadataDocuments(Protocol):
+    """The state kept as documents (ACLs, SCRAM credentials, quotas, features, tokens,
+    group and other configs): each a whole document the brokers' stores adopt, written
+    to the log as Kafka's records of it (broker/cluster/metadata_documents.py)."""
+
+    documents: dict[str, bytes]
+
+    def records(self, name: str, before: bytes | None, after: bytes) -> list[MetadataRecord]:
+        """The records that turn document `name` from `before` into `after`."""
+
+    def replay(self, record: MetadataRecord, offset: int) -> None:
+        """A record of a type the shard does not keep itself."""
+
+
 class ClusterShard:
-    def __init__(self, runtime: Any, settings: ClusterSettings | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Any,
+        settings: ClusterSettings | None = None,
+        documents: MetadataDocuments | None = None,
+    ) -> None:
         self.runtime = runtime
         self.settings = settings or ClusterSettings()
         self.brokers: dict[int, Registration] = {}
         self.topics: dict[str, TopicState] = {}
+        self.topic_names: dict[uuid.UUID, str] = {}
         self.last_offset = -1
         self.last_broker_epoch = 0
         self.heartbeats: dict[int, int] = {}  # node id -> last heartbeat (ms); not in records
         self._placement = 0  # where the next topic's first replica starts
         self.next_producer_id = 0
-        self.documents: dict[str, bytes] = {}  # ACLs, SCRAM credentials: opaque here
+        self._documents = documents
+        self.documents: dict[str, bytes] = {} if documents is None else documents.documents
 
     # -- replay --------------------------------------------------------------------
 
-    def replay(self, offset: int, key: bytes, value: bytes | None, producer_id: int) -> None:
+    def replay(self, offset: int, key: bytes | None, value: bytes | None, producer_id: int) -> None:
         self.last_offset = max(self.last_offset, offset)
-        decoded = rec.decode_key(key)
-        if isinstance(decoded, rec.BrokerKey):
-            if value is None:
-                self.brokers.pop(decoded.node_id, None)
-                return
-            broker = rec.decode_broker(value)
-            known = self.brokers.get(decoded.node_id)
-            registered_at = (
-                offset if known is None or known.value.epoch != broker.epoch else (known.offset)
-            )
-            self.brokers[decoded.node_id] = Registration(broker, registered_at)
-            self.last_broker_epoch = max(self.last_broker_epoch, broker.epoch)
-        elif isinstance(decoded, rec.DocumentKey):
-            if value is None:
-                self.documents.pop(decoded.name, None)
-            else:
-                self.documents[decoded.name] = value
-        elif isinstance(decoded, rec.ProducerIdsKey):
-            if value is not None:
-                self.next_producer_id = rec.decode_next_producer_id(value)
-        elif isinstance(decoded, rec.TopicKey):
-            if value is None:
-                self.topics.pop(decoded.name, None)
-                return
-            topic = rec.decode_topic(value)
-            old = self.topics.get(decoded.name)
-            kept = old.partitions if old is not None and old.topic_id == topic.topic_id else {}
-            self.topics[decoded.name] = TopicState(topic.topic_id, topic.configs, kept)
+        if key is not None:
+            legacy.replay(self, offset, key, value)  # a log written before Kafka's format
+            return
+        if value is None:
+            return
+        record = kf.decode(value)
+        replay = REPLAY.get(record.api_key)
+        if replay is not None:
+            replay(self, record, offset)
         else:
-            state = self.topics.get(decoded.topic)
-            if state is None:
-                return  # the topic's record came first; a partition of a deleted topic
-            if value is None:
-                state.partitions.pop(decoded.partition, None)
-            else:
-                state.partitions[decoded.partition] = rec.decode_partition(value)
+            self.replay_document(record, offset)
+
+    def replay_document(self, record: MetadataRecord, offset: int) -> None:
+        if self._documents is not None:
+            self._documents.replay(record, offset)
+
+    def registered(self, node_id: int, broker: rec.BrokerValue, offset: int) -> None:
+        self.brokers[node_id] = Registration(broker, offset)
+        self.last_broker_epoch = max(self.last_broker_epoch, broker.epoch)
+
+    def add_topic(self, name: str, topic_id: uuid.UUID, configs: dict[str, str]) -> None:
+        old = self.topics.get(name)
+        kept = old.partitions if old is not None and old.topic_id == topic_id else {}
+        if old is not None and old.topic_id != topic_id:
+            self.topic_names.pop(old.topic_id, None)
+        self.topics[name] = TopicState(topic_id, configs, kept)
+        self.topic_names[topic_id] = name
+
+    def remove_topic(self, name: str) -> None:
+        state = self.topics.pop(name, None)
+        if state is not None:
+            self.topic_names.pop(state.topic_id, None)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicState | None:
+        name = self.topic_names.get(topic_id)
+        return None if name is None else self.topics.get(name)
 
     def replay_control(self, producer_id: int, commit: bool) -> None:
         pass  # nothing transactional is written here
@@ -165,7 +190,7 @@ class ClusterShard:
         value = rec.BrokerValue(
             epoch, request["incarnation_id"], True, request.get("rack"), request["endpoints"]
         )
-        records = [_broker_record(node_id, value)]
+        records = [rec.register_broker(node_id, value)]
         if known is not None and not known.value.fenced:
             records += self._leave(node_id)  # its old incarnation is gone: fence it first
         self.heartbeats[node_id] = now
@@ -180,7 +205,7 @@ class ClusterShard:
         if known is None:
             return _refused(ErrorCode.broker_id_not_registered)
         records = [] if known.value.fenced else self._fence(node_id)
-        records.append((rec.encode_key(rec.BrokerKey(node_id)), None))
+        records.append(rec.unregister_broker(node_id, known.value.epoch))
         self.heartbeats.pop(node_id, None)
         if self.runtime is not None:
             self.runtime.cancel(f"broker-session-{node_id}")
@@ -245,20 +270,20 @@ class ClusterShard:
         )
 
     def _fence(self, node_id: int) -> list[Record]:
-        value = replace(self.brokers[node_id].value, fenced=True)
+        epoch = self.brokers[node_id].value.epoch
         moved = self._leave(node_id)
         log.info("broker fenced", node_id=node_id, partitions_changed=len(moved))
-        return [_broker_record(node_id, value), *moved]
+        return [rec.broker_fenced(node_id, epoch, True), *moved]
 
     def _unfence(self, node_id: int) -> list[Record]:
-        value = replace(self.brokers[node_id].value, fenced=False)
+        epoch = self.brokers[node_id].value.epoch
         log.info("broker unfenced", node_id=node_id)
-        records = [_broker_record(node_id, value)]
+        records = [rec.broker_fenced(node_id, epoch, False)]
         for topic, state in self.topics.items():
             for index, p in state.partitions.items():
                 if p.leader == NO_LEADER and node_id in p.isr:
                     changed = _new_leader(p, node_id)
-                    records.append(_partition_record(topic, index, changed))
+                    records.append(self.partition_changed(topic, index, changed))
         return records
 
     def _leave(self, node_id: int) -> list[Record]:
@@ -288,8 +313,13 @@ class ClusterShard:
                     p.leader_epoch + (leader != p.leader),
                     p.partition_epoch + 1,
                 )
-                records.append(_partition_record(topic, index, changed))
+                records.append(self.partition_changed(topic, index, changed))
         return records
+
+    def partition_changed(self, topic: str, index: int, changed: rec.PartitionValue) -> Record:
+        """The record of a change to a partition the shard holds."""
+        state = self.topics[topic]
+        return rec.partition_change(state.topic_id, index, state.partitions[index], changed)
 
     def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> Result[dict[str, Any]]:
         """A block of producer ids for one broker (AllocateProducerIds): ids are unique
@@ -300,19 +330,20 @@ class ClusterShard:
         if known.value.epoch != broker_epoch:
             return _refused(ErrorCode.stale_broker_epoch)
         start = self.next_producer_id
-        record = (
-            rec.encode_key(rec.ProducerIdsKey()),
-            rec.encode_next_producer_id(start + PRODUCER_ID_BLOCK),
-        )
+        record = rec.producer_ids(node_id, broker_epoch, start + PRODUCER_ID_BLOCK)
         answer = {"error_code": ErrorCode.none, "start": start, "length": PRODUCER_ID_BLOCK}
         return Result([record], answer)
 
     def put_document(self, name: str, document: bytes, answer: Any) -> Result[Any]:
         """Replace a whole document (the caller built it from `documents` in the same
         operation, so changes from several brokers never overwrite each other)."""
-        if self.documents.get(name) == document:
+        before = self.documents.get(name)
+        if before == document:
             return Result([], answer)
-        return Result([(rec.encode_key(rec.DocumentKey(name)), document)], answer)
+        if self._documents is None:
+            raise RuntimeError("this shard keeps no documents")
+        changes = self._documents.records(name, before, document)
+        return Result([rec.written(change) for change in changes], answer)
 
     # -- topics --------------------------------------------------------------------
 
@@ -345,7 +376,10 @@ class ClusterShard:
                 "are registered or some brokers have all their log directories cordoned.",
             )
         configs = request.get("configs") or {}
-        return _new_topic(name, configs, self._place(name, range(count), factor, live))
+        topic_id = uuid.uuid4()
+        return _new_topic(
+            name, topic_id, configs, self._place(topic_id, range(count), factor, live)
+        )
 
     def _create_assigned(
         self, name: str, assignments: dict[int, list[int]], configs: dict[str, str]
@@ -356,9 +390,12 @@ class ClusterShard:
         if problem is not None:
             return _refused(*problem)
         ordered = [assignments[index] for index in range(len(assignments))]
-        return _new_topic(name, configs, self._assigned(name, 0, ordered))
+        topic_id = uuid.uuid4()
+        return _new_topic(name, topic_id, configs, self._assigned(topic_id, 0, ordered))
 
-    def _assigned(self, topic: str, first: int, assignments: list[list[int]]) -> list[Record]:
+    def _assigned(
+        self, topic_id: uuid.UUID, first: int, assignments: list[list[int]]
+    ) -> list[Record]:
         """Partitions placed as the client said: the live replicas in sync, the first
         of them leading."""
         live = set(self.live_brokers())
@@ -366,7 +403,7 @@ class ClusterShard:
         for index, replicas in enumerate(assignments, start=first):
             isr = tuple(node for node in replicas if node in live)
             value = rec.PartitionValue(tuple(replicas), isr, isr[0], 0, 0)
-            records.append(_partition_record(topic, index, value))
+            records.append(rec.partition(topic_id, index, value))
         return records
 
     def create_partitions(
@@ -385,14 +422,17 @@ class ClusterShard:
         if problem is not None:
             return _refused(*problem)
         if assignments is not None:
-            return Result(self._assigned(name, have, assignments), {"error_code": ErrorCode.none})
+            records = self._assigned(state.topic_id, have, assignments)
+            return Result(records, {"error_code": ErrorCode.none})
         live = self.live_brokers()
         if factor > len(live):
             return _refused(ErrorCode.invalid_replication_factor)
-        records = self._place(name, range(have, count), factor, live)
+        records = self._place(state.topic_id, range(have, count), factor, live)
         return Result(records, {"error_code": ErrorCode.none})
 
-    def _place(self, topic: str, indexes: range, factor: int, live: list[int]) -> list[Record]:
+    def _place(
+        self, topic_id: uuid.UUID, indexes: range, factor: int, live: list[int]
+    ) -> list[Record]:
         """New partitions, their replicas round-robin over the live brokers from where
         the last placement left off; the first replica leads, all start in sync."""
         start = self._placement % len(live)
@@ -401,7 +441,7 @@ class ClusterShard:
         for index in indexes:
             replicas = tuple(live[(start + index + i) % len(live)] for i in range(factor))
             value = rec.PartitionValue(replicas, replicas, replicas[0], 0, 0)
-            records.append(_partition_record(topic, index, value))
+            records.append(rec.partition(topic_id, index, value))
         return records
 
     def alter_topic_configs(self, name: str, configs: dict[str, str]) -> Result[dict[str, Any]]:
@@ -409,11 +449,8 @@ class ClusterShard:
         state = self.topics.get(name)
         if state is None:
             return _refused(ErrorCode.unknown_topic_or_partition)
-        value = rec.TopicValue(state.topic_id, dict(configs))
-        return Result(
-            [(rec.encode_key(rec.TopicKey(name)), rec.encode_topic(value))],
-            {"error_code": ErrorCode.none},
-        )
+        changes = rec.config_changes(rec.TOPIC_RESOURCE, name, state.configs, dict(configs))
+        return Result(changes, {"error_code": ErrorCode.none})
 
     def alter_partition(self, request: dict[str, Any]) -> Result[dict[str, Any]]:
         """A leader's ISR change (AlterPartition). request: node_id, broker_epoch, topic,
@@ -440,7 +477,7 @@ class ClusterShard:
         changed = change_partition(current, live, isr=isr) or current
         records = []
         if changed != current:
-            records.append(_partition_record(request["topic"], request["partition"], changed))
+            records.append(self.partition_changed(request["topic"], request["partition"], changed))
         if changed.leader != node_id:
             # the ISR completed a reassignment that moved the leader away: written, and
             # the leader told to learn the news from the metadata (as Kafka answers)
@@ -469,7 +506,9 @@ class ClusterShard:
         if leader == NO_LEADER:
             return _refused(ErrorCode.eligible_leaders_not_available)
         changed = replace(_new_leader(current, leader), isr=(leader,))
-        return Result([_partition_record(topic, index, changed)], {"error_code": ErrorCode.none})
+        return Result(
+            [self.partition_changed(topic, index, changed)], {"error_code": ErrorCode.none}
+        )
 
     def elect_preferred_leader(self, topic: str, index: int) -> Result[dict[str, Any]]:
         """ElectLeaders (preferred): the first replica leads again, if it is in sync and
@@ -483,7 +522,9 @@ class ClusterShard:
         if preferred not in current.isr or preferred not in self.live_brokers():
             return _refused(ErrorCode.preferred_leader_not_available)
         changed = _new_leader(current, preferred)
-        return Result([_partition_record(topic, index, changed)], {"error_code": ErrorCode.none})
+        return Result(
+            [self.partition_changed(topic, index, changed)], {"error_code": ErrorCode.none}
+        )
 
     def move_leader(self, topic: str, index: int, to: int | None) -> Result[dict[str, Any]]:
         """Another in-sync, live replica leads (`to`, or the next one after the leader):
@@ -501,7 +542,7 @@ class ClusterShard:
             )
         changed = _new_leader(current, candidates[0])
         answer = {"error_code": ErrorCode.none, "leader": changed.leader}
-        return Result([_partition_record(topic, index, changed)], answer)
+        return Result([self.partition_changed(topic, index, changed)], answer)
 
     def _no_partition(self, topic: str, index: int) -> Result[dict[str, Any]]:
         """An election's answer where there is no such partition, in Kafka's words."""
@@ -522,20 +563,19 @@ class ClusterShard:
         state = self.topics.get(name)
         if state is None:
             return _refused(ErrorCode.unknown_topic_or_partition)
-        records: list[Record] = [
-            (rec.encode_key(rec.PartitionKey(name, index)), None) for index in state.partitions
-        ]
-        records.append((rec.encode_key(rec.TopicKey(name)), None))
+        records = [rec.remove_topic(state.topic_id)]
         return Result(records, {"error_code": ErrorCode.none, "topic_id": state.topic_id})
 
 
 def _new_topic(
-    name: str, configs: dict[str, str], partitions: list[Record]
+    name: str, topic_id: uuid.UUID, configs: dict[str, str], partitions: list[Record]
 ) -> Result[dict[str, Any]]:
-    """A topic's record (with a new id) and its partitions' records."""
-    topic_id = uuid.uuid4()
-    topic = rec.encode_topic(rec.TopicValue(topic_id, dict(configs)))
-    records: list[Record] = [(rec.encode_key(rec.TopicKey(name)), topic), *partitions]
+    """A topic's record, its configs' and its partitions'."""
+    records = [
+        rec.topic(name, topic_id),
+        *rec.config_changes(rec.TOPIC_RESOURCE, name, {}, dict(configs)),
+        *partitions,
+    ]
     return Result(records, {"error_code": ErrorCode.none, "topic_id": topic_id})
 
 
@@ -555,11 +595,3 @@ def _new_leader(partition: rec.PartitionValue, leader: int) -> rec.PartitionValu
         leader_epoch=partition.leader_epoch + 1,
         partition_epoch=partition.partition_epoch + 1,
     )
-
-
-def _broker_record(node_id: int, value: rec.BrokerValue) -> Record:
-    return rec.encode_key(rec.BrokerKey(node_id)), rec.encode_broker(value)
-
-
-def _partition_record(topic: str, index: int, value: rec.PartitionValue) -> Record:
-    return rec.partition_record(topic, index, value)

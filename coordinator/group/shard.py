@@ -91,7 +91,11 @@ class GroupShard:
     def begin_load(self) -> None:
         self._loading = True
 
-    def replay(self, offset: int, key: bytes, value: bytes | None, producer_id: int) -> None:
+    def replay(
+        self, offset: int, key: bytes | None, value: bytes | None, producer_id: int
+    ) -> None:
+        if key is None:
+            return  # every record here has a key
         if self._loading and producer_id < 0 and key[:2] == OFFSET_COMMIT_TYPE:
             # most of a large log is offset commits, each replacing the one before of its
             # key: while loading, only the last of a run of them is decoded and applied

@@ -71,7 +71,11 @@ class ShareShard:
 
     # -- replay --------------------------------------------------------------------
 
-    def replay(self, offset: int, key: bytes, value: bytes | None, producer_id: int) -> None:
+    def replay(
+        self, offset: int, key: bytes | None, value: bytes | None, producer_id: int
+    ) -> None:
+        if key is None:
+            return  # every record here has a key
         kind, share_key = sr.decode_key(key)
         if value is None:
             self.partitions.pop(share_key, None)

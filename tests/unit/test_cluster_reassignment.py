@@ -4,10 +4,12 @@ refusals in Kafka's words, and a replay of the log that ends in the same state."
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from test_cluster_shard import Harness, alter, view
 
+from odradek.coordinator.cluster import kafka_format as kf
 from odradek.coordinator.cluster import reassignment
 from odradek.coordinator.cluster import records as rec
 from odradek.protocol.errors import ErrorCode
@@ -109,9 +111,22 @@ def test_refusals_in_kafkas_words() -> None:
     }
 
 
-def test_records_without_a_reassignment_read_as_before() -> None:
+def test_a_reassignment_is_written_as_kafkas_partition_change_record() -> None:
+    """The records a reassignment writes name only what changed, and replay to the
+    same partition (the controller's and every broker's view)."""
+    topic_id = uuid.uuid4()
     plain = rec.PartitionValue((1, 2), (1, 2), 1, 0, 0)
-    assert len(rec.encode_partition(plain)) == 36  # the format from before reassignments
-    assert rec.decode_partition(rec.encode_partition(plain)) == plain
-    moving = rec.PartitionValue((3, 1), (1,), 1, 0, 1, (3,), (1,))
-    assert rec.decode_partition(rec.encode_partition(moving)) == moving
+    moving = rec.PartitionValue((3, 1, 2), (1, 2), 1, 0, 1, (3,), (2,))
+    _, value = rec.partition_change(topic_id, 0, plain, moving)
+    assert value is not None
+    record = kf.decode(value)
+    assert record.api_key == kf.PARTITION_CHANGE.api_key
+    assert record["isr"] is None and record["leader"] == rec.NO_LEADER_CHANGE
+    assert record["replicas"] == (3, 1, 2) and record["adding_replicas"] == (3,)
+    assert rec.changed_partition(plain, record) == moving
+    done = rec.PartitionValue((3, 1), (1, 3), 3, 1, 2)
+    _, value = rec.partition_change(topic_id, 0, moving, done)
+    assert value is not None
+    record = kf.decode(value)
+    assert record["leader"] == 3 and record["adding_replicas"] == ()
+    assert rec.changed_partition(moving, record) == done

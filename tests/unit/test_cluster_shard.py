@@ -5,10 +5,12 @@ that replays the whole log ends in the same state (what a broker's view is)."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from odradek.coordinator.cluster import legacy_records as legacy
 from odradek.coordinator.cluster import records as rec
 from odradek.coordinator.cluster.shard import NO_LEADER, ClusterSettings, ClusterShard
 from odradek.coordinator.runtime import Record, Result
@@ -27,7 +29,7 @@ class Harness:
 
     def apply(self, result: Result[Any]) -> Any:
         for key, value in result.records:
-            assert key is not None
+            assert key is None  # Kafka's metadata records have no key
             self.shard.replay(len(self.log), key, value, -1)
             self.log.append((key, value))
         return result.response
@@ -77,7 +79,6 @@ class Harness:
     def replayed(self) -> ClusterShard:
         fresh = ClusterShard(None, ClusterSettings("c1", SESSION_MS))
         for offset, (key, value) in enumerate(self.log):
-            assert key is not None
             fresh.replay(offset, key, value, -1)
         return fresh
 
@@ -203,21 +204,51 @@ def test_deleting_a_topic_removes_its_partitions() -> None:
     assert h.apply(h.shard.delete_topic("t"))["error_code"] == ErrorCode.unknown_topic_or_partition
 
 
-def test_records_round_trip_and_bad_bytes_are_refused() -> None:
+def test_legacy_records_round_trip_and_bad_bytes_are_refused() -> None:
     broker = rec.BrokerValue(
         3, uuid.uuid4(), True, "r1", (rec.Endpoint("PLAINTEXT", "h", 9092, "PLAINTEXT"),)
     )
-    assert rec.decode_broker(rec.encode_broker(broker)) == broker
-    topic = rec.TopicValue(uuid.uuid4(), {"retention.ms": "1000"})
-    assert rec.decode_topic(rec.encode_topic(topic)) == topic
+    assert legacy.decode_broker(legacy.encode_broker(broker)) == broker
+    topic = legacy.TopicValue(uuid.uuid4(), {"retention.ms": "1000"})
+    assert legacy.decode_topic(legacy.encode_topic(topic)) == topic
     partition = rec.PartitionValue((1, 2, 3), (1, 3), 1, 4, 7)
-    assert rec.decode_partition(rec.encode_partition(partition)) == partition
-    for key in (rec.BrokerKey(1), rec.TopicKey("t"), rec.PartitionKey("t", 2)):
-        assert rec.decode_key(rec.encode_key(key)) == key
+    assert legacy.decode_partition(legacy.encode_partition(partition)) == partition
+    for key in (legacy.BrokerKey(1), legacy.TopicKey("t"), legacy.PartitionKey("t", 2)):
+        assert legacy.decode_key(legacy.encode_key(key)) == key
     with pytest.raises(RecordFormatError):
-        rec.decode_key(b"\x00\x09")
+        legacy.decode_key(b"\x00\x09")
     with pytest.raises(RecordFormatError):
-        rec.decode_partition(b"\x7f\xff\xff\xff")
+        legacy.decode_partition(b"\x7f\xff\xff\xff")
+
+
+def test_a_log_of_the_old_format_loads_into_the_same_state() -> None:
+    """A cluster's metadata log written before the records took Kafka's format."""
+    broker = rec.BrokerValue(
+        3, uuid.uuid4(), False, None, (rec.Endpoint("PLAINTEXT", "h", 9092, "PLAINTEXT"),)
+    )
+    topic_id = uuid.uuid4()
+    partition = rec.PartitionValue((3,), (3,), 3, 0, 0)
+    old_log: list[tuple[bytes, bytes | None]] = [
+        (legacy.encode_key(legacy.BrokerKey(3)), legacy.encode_broker(broker)),
+        (
+            legacy.encode_key(legacy.TopicKey("t")),
+            legacy.encode_topic(legacy.TopicValue(topic_id, {"retention.ms": "5"})),
+        ),
+        (legacy.encode_key(legacy.PartitionKey("t", 0)), legacy.encode_partition(partition)),
+        (legacy.encode_key(legacy.ProducerIdsKey()), legacy.encode_next_producer_id(2000)),
+    ]
+    shard = ClusterShard(None, ClusterSettings("c1", SESSION_MS))
+    for offset, (key, value) in enumerate(old_log):
+        shard.replay(offset, key, value, -1)
+    assert shard.brokers[3].value == broker and shard.next_producer_id == 2000
+    assert shard.topics["t"].configs == {"retention.ms": "5"}
+    assert shard.partition("t", 0) == partition
+    # and the new records go on from there
+    change = shard.partition_changed(
+        "t", 0, replace(partition, isr=(), leader=-1, leader_epoch=1, partition_epoch=1)
+    )
+    shard.replay(4, *change, -1)
+    assert shard.partition("t", 0) == rec.PartitionValue((3,), (), -1, 1, 1)
 
 
 def alter(h: Harness, node: int, isr: tuple[int, ...], **changes: Any) -> Any:
