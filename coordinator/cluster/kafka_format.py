@@ -356,6 +356,15 @@ def _write_value(out: Writer, kind: str, value: Any) -> None:
 def decode(value: bytes) -> MetadataRecord:
     """A metadata record's value; RecordFormatError if it is not one. A type Odradek
     does not declare comes back with its type and version and no fields."""
+    try:
+        return _decode(value)
+    except RecordFormatError:
+        raise
+    except (ValueError, struct.error) as exc:  # bad UTF-8, a value out of range
+        raise RecordFormatError(f"metadata record: {exc}") from exc
+
+
+def _decode(value: bytes) -> MetadataRecord:
     reader = Reader(value)
     frame = reader.uvarint()
     if frame != FRAME_VERSION:
