@@ -289,9 +289,9 @@ def _write_struct(out: Writer, fields: tuple[Field, ...], values: dict[str, Any]
         if f.tag is None:
             _write(out, f, value, v)
         elif not _is_default(f, value):
-            body = Writer()
-            _write(body, f, value, v)
-            tagged.append((f.tag, body.done()))
+            field_out = Writer()
+            _write(field_out, f, value, v)
+            tagged.append((f.tag, field_out.done()))
     out.uvarint(len(tagged))
     for tag, body in sorted(tagged):
         out.uvarint(tag).uvarint(len(body))

@@ -228,12 +228,14 @@ def changed_partition(old: PartitionValue, record: kf.MetadataRecord) -> Partiti
         leader_epoch=old.leader_epoch + (leader != NO_LEADER_CHANGE),
         partition_epoch=old.partition_epoch + 1,
     )
-    for field_name, attribute in (
-        ("isr", "isr"),
-        ("replicas", "replicas"),
-        ("adding_replicas", "adding"),
-        ("removing_replicas", "removing"),
-    ):
-        if record[field_name] is not None:
-            changed = replace(changed, **{attribute: tuple(record[field_name])})
-    return changed
+    def given(name: str, old_value: tuple[int, ...]) -> tuple[int, ...]:
+        value = record[name]
+        return old_value if value is None else tuple(value)
+
+    return replace(
+        changed,
+        isr=given("isr", old.isr),
+        replicas=given("replicas", old.replicas),
+        adding=given("adding_replicas", old.adding),
+        removing=given("removing_replicas", old.removing),
+    )
