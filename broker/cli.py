@@ -82,9 +82,6 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         if not separator:
             raise ConfigError(f"--override expects KEY=VALUE, got {item!r}")
         settings[key.strip()] = value.strip()
-    log_dirs, log_dir = settings.pop("log.dirs", None), settings.pop("log.dir", None)
-    if log_dirs is not None or log_dir is not None:
-        config.set_directories(log_dirs if log_dirs is not None else log_dir or "")
     if args.host is not None or args.port is not None:
         if "listeners" in settings:
             raise ConfigError("give either --host/--port or the listeners setting, not both")
@@ -93,7 +90,7 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         settings["listeners"] = f"PLAINTEXT://{f'[{host}]' if ':' in host else host}:{port}"
     config.apply(settings)
     if args.data_dir is not None:
-        config.set_directories(str(args.data_dir))
+        config.apply({"log.dirs": str(args.data_dir)})  # the same setting
     if args.metrics_port is not None:
         config.metrics_port = args.metrics_port
     config.enable_faults = args.enable_faults or os.environ.get(

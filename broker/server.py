@@ -81,7 +81,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger("broker")
 
 API_VERSIONS_KEY = 18
-DESCRIBE_QUORUM, UNREGISTER_BROKER, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 55, 64, 80, 81
+# DescribeQuorum, UnregisterBroker, AddRaftVoter, RemoveRaftVoter, UnregisterController
+QUORUM_APIS = (55, 64, 80, 81, 94)
 GROUP_RESOURCE = 32
 OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
@@ -115,9 +116,9 @@ class Broker:
             ClusterMember(self, cluster) if cluster.is_broker and not cluster.standalone else None
         )
         if self.member is None:
-            # a node of its own has no quorum to describe or change, nor brokers to
-            # unregister
-            for key in (DESCRIBE_QUORUM, UNREGISTER_BROKER, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER):
+            # a node of its own has no quorum to describe or change, nor brokers or
+            # controllers to unregister
+            for key in QUORUM_APIS:
                 self.apis.pop(key, None)
         self.replicas: ReplicaManager | None = None
         if self.member is not None:

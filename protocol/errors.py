@@ -3,7 +3,10 @@ default messages Kafka answers with where Odradek answers in its words."""
 
 from kio.schema.errors import ErrorCode
 
-__all__ = ["ErrorCode", "default_message"]
+__all__ = ["CONTROLLER_ID_NOT_REGISTERED", "ErrorCode", "default_message"]
+
+# Kafka 4.4's codes newer than kio's table (answered in int16 fields of our own classes)
+CONTROLLER_ID_NOT_REGISTERED = 136
 
 _DEFAULT_MESSAGES = {
     ErrorCode.unknown_topic_or_partition: "This server does not host this topic-partition.",

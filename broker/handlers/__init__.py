@@ -97,6 +97,7 @@ from odradek.broker.handlers import (
     sync_group,
     txn_offset_commit,
     unregister_broker,
+    unregister_controller,
     update_features,
     update_raft_voter,
     vote,
@@ -184,6 +185,7 @@ _MODULES: dict[int, ModuleType] = {
     91: alter_share_group_offsets,
     92: delete_share_group_offsets,
     93: streams_group_topology_description_update,
+    94: unregister_controller,
 }
 
 # What a controller listener serves: the brokers' registrations and heartbeats, the
@@ -221,6 +223,7 @@ _CONTROLLER_MODULES: dict[int, ModuleType] = {
     80: add_raft_voter,
     81: remove_raft_voter,
     82: update_raft_voter,
+    94: unregister_controller,
 }
 
 

@@ -13,7 +13,6 @@ that does not parse, is a ConfigError naming the setting.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -47,6 +46,7 @@ from odradek.broker.settings.setting import (
     Setting,
     at_least,
     declared_setting,
+    log_directories,
     none_if_empty,
     setting,
 )
@@ -92,11 +92,28 @@ READ_BY_SECURITY = frozenset(SECURITY_DOCS)
 @dataclass
 class BrokerConfig(LogSettings, CoordinatorSettings, QuorumSettings):
     """What the broker runs with. A field that a Kafka setting sets declares it with
-    `setting(...)`; cli.py sets data_dir and log_dirs (--data-dir or log.dirs),
-    metrics_port and enable_faults."""
+    `setting(...)`; cli.py sets metrics_port and enable_faults, and log.dirs from
+    --data-dir."""
 
-    data_dir: Path = Path("data")  # the first log directory, which keeps the broker's files
-    log_dirs: tuple[Path, ...] = ()  # every log directory (empty: data_dir alone)
+    log_dirs: str = setting(
+        "log.dirs",
+        LIST,
+        "data",
+        log_directories,
+        doc=(
+            "The directories the partitions' logs are kept in, separated by commas (the "
+            "command's --data-dir says the same). A new partition goes to the one holding "
+            "the fewest; the first also keeps the broker's own files. Not set, log.dir is "
+            "used, else ./data."
+        ),
+    )
+    log_dir: str | None = setting(
+        "log.dir",
+        LIST,
+        None,
+        none_if_empty,
+        doc="The log directories, as log.dirs names them; read only where log.dirs is not set.",
+    )
     metrics_port: int | None = None
     enable_faults: bool = False  # tests may inject faults (broker/faults/); never in production
     node_id: int = setting(
@@ -385,6 +402,8 @@ class BrokerConfig(LogSettings, CoordinatorSettings, QuorumSettings):
                 setattr(self, attribute, declared.parse(raw))
             except ValueError as exc:
                 raise ConfigError(f"{name}={raw!r}: {exc}") from None
+        if "log.dirs" not in self.raw and self.log_dir:
+            self.log_dirs = self.log_dir  # Kafka's older name, read where log.dirs is not set
         for attribute, declared in _DECLARED:
             value = getattr(self, attribute)
             for check in declared.checks:
@@ -401,19 +420,13 @@ class BrokerConfig(LogSettings, CoordinatorSettings, QuorumSettings):
         return own if own is not None else self.raw.get(name)
 
     def directories(self) -> tuple[Path, ...]:
-        """Every log directory, the first (data_dir) first."""
-        if self.log_dirs and self.log_dirs[0] == self.data_dir:
-            return self.log_dirs
-        return (self.data_dir,)
+        """Every log directory (log.dirs), the first (data_dir) first."""
+        return tuple(Path(p) for p in self.log_dirs.split(","))
 
-    def set_directories(self, value: str) -> None:
-        """log.dirs (or --data-dir): one directory or several, separated by commas."""
-        paths = tuple(Path(p.strip()) for p in value.split(",") if p.strip())
-        if not paths:
-            raise ConfigError("log.dirs names no directory")
-        if len({os.path.abspath(p) for p in paths}) < len(paths):
-            raise ConfigError(f"log.dirs names a directory twice: {value}")
-        self.data_dir, self.log_dirs = paths[0], paths
+    @property
+    def data_dir(self) -> Path:
+        """The first log directory, which keeps the broker's own files."""
+        return self.directories()[0]
 
     def resolved_listeners(self) -> list[Listener]:
         cluster = self.cluster()

@@ -5,6 +5,7 @@ answers with), carried by the BrokerConfig field that holds its value
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -82,6 +83,16 @@ def one_of(*choices: str) -> Check:
         return value
 
     return check
+
+
+def log_directories(name: str, value: str) -> str:
+    """One directory or several, separated by commas; kept as "a,b" (blanks dropped)."""
+    paths = [path.strip() for path in value.split(",") if path.strip()]
+    if not paths:
+        raise ConfigError(f"{name} names no directory")
+    if len({os.path.abspath(path) for path in paths}) < len(paths):
+        raise ConfigError(f"{name} names a directory twice: {value}")
+    return ",".join(paths)
 
 
 def none_if_empty(_name: str, value: str | None) -> str | None:

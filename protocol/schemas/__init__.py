@@ -1,7 +1,7 @@
 """Message classes kio 0.6.5 does not have, written in the form of its generated ones
 (one folder per API, one per version, a request.py and a response.py): the KIP-1331
-versions of the streams-group APIs, ApiVersions v5 (KIP-1242), DeleteGroups v3
-and TxnOffsetCommit v6.
+versions of the streams-group APIs, ApiVersions v5 (KIP-1242), DeleteGroups v3,
+TxnOffsetCommit v6 and UnregisterController v0.
 `messages.request_class` and `response_class` look here before asking kio, so the
 decoder, the encoder and `build` use them unchanged."""
 
@@ -20,6 +20,7 @@ _PACKAGES = {
     (88, 1): "streams_group_heartbeat.v1",
     (89, 1): "streams_group_describe.v1",
     (93, 0): "streams_group_topology_description_update.v0",
+    (94, 0): "unregister_controller.v0",
 }
 
 

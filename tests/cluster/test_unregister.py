@@ -1,15 +1,20 @@
 """UnregisterBroker: `kafka-cluster unregister` removes a broker from the cluster; a
-stopped broker's id is then free, and one that comes back registers anew."""
+stopped broker's id is then free, and one that comes back registers anew.
+UnregisterController: answered as Kafka 4.4 answers an id no controller registered."""
 
 from __future__ import annotations
 
 import time
 
 from helpers.kafka_tools import run_tool
+from helpers.reference_kafka import ReferenceKafka
+from helpers.wire import WireClient
 
 from odradek.testing import Cluster
 
 CLUSTER_TOOL = "org.apache.kafka.tools.ClusterTool"
+API_VERSIONS, UNREGISTER_CONTROLLER = 18, 94
+CONTROLLER_ID_NOT_REGISTERED = 136
 
 
 def registered(cluster: Cluster) -> list[int]:
@@ -50,3 +55,54 @@ def test_kafka_cluster_unregister_removes_a_stopped_broker(cluster: Cluster) -> 
     assert "BrokerIdNotRegisteredException" in again.stderr, again.stderr
     cluster.restart(3)  # it registers anew
     assert registered(cluster) == [1, 2, 3]
+
+
+def listed_range(bootstrap: str, api_key: int) -> tuple[int, int] | None:
+    """The versions of `api_key` the listener at `bootstrap` lists in ApiVersions."""
+    with WireClient(bootstrap) as client:
+        answer = client.call(
+            API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+        )
+    found = [(a.min_version, a.max_version) for a in answer.api_keys if a.api_key == api_key]
+    return found[0] if found else None
+
+
+def unregister_controller(bootstrap: str, controller_id: int) -> tuple[int, str | None]:
+    with WireClient(bootstrap) as client:
+        answer = client.call(UNREGISTER_CONTROLLER, 0, {"controller_id": controller_id})
+    return answer.error_code, answer.error_message
+
+
+def test_unregister_controller_answers_as_kafka_for_an_unregistered_id(
+    cluster: Cluster, kafka44: ReferenceKafka
+) -> None:
+    """Odradek's controllers keep no registrations (they are known by
+    controller.quorum.voters): every id is one no controller registered, answered as
+    Kafka 4.4 answers such an id, by the active controller on its listener and by a
+    broker, which passes the request on to it."""
+    odradek_controller = cluster.controller.bootstrap
+    kafka_controller = f"127.0.0.1:{kafka44.controller_port}"
+    unknown = (CONTROLLER_ID_NOT_REGISTERED, "Controller ID 77 is not currently registered.")
+    for odradek, kafka in (
+        (odradek_controller, kafka_controller),
+        (cluster.nodes[1].bootstrap, kafka44.bootstrap),
+    ):
+        assert listed_range(odradek, UNREGISTER_CONTROLLER) == (0, 0)
+        assert listed_range(kafka, UNREGISTER_CONTROLLER) == (0, 0)
+        assert unregister_controller(kafka, 77) == unknown
+        assert unregister_controller(odradek, 77) == unknown
+    # the quorum's own controller too (Kafka's would be registered: not asked of the
+    # session's Kafka, which would then lose its registration)
+    assert unregister_controller(odradek_controller, 0) == (
+        CONTROLLER_ID_NOT_REGISTERED,
+        "Controller ID 0 is not currently registered.",
+    )
+    # kafka-cluster unregister-controller, through a broker and from the controller
+    for target in (
+        ("--bootstrap-server", kafka44.bootstrap),
+        ("--bootstrap-server", cluster.nodes[2].bootstrap),
+        ("--bootstrap-controller", odradek_controller),
+    ):
+        refused = run_tool(CLUSTER_TOOL, "unregister-controller", *target, "--id", "77")
+        assert refused.returncode != 0, (target, refused.stdout)
+        assert "ControllerIdNotRegisteredException" in refused.stderr, (target, refused.stderr)

@@ -7,6 +7,8 @@ import org.apache.kafka.common.message.ApiVersionsRequestData;
 import org.apache.kafka.common.message.DeleteGroupsResponseData;
 import org.apache.kafka.common.message.TxnOffsetCommitRequestData;
 import org.apache.kafka.common.message.TxnOffsetCommitResponseData;
+import org.apache.kafka.common.message.UnregisterControllerRequestData;
+import org.apache.kafka.common.message.UnregisterControllerResponseData;
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.protocol.MessageUtil;
 
@@ -55,6 +57,11 @@ final class SchemaBytes {
                                 new TxnOffsetCommitResponseData.TxnOffsetCommitResponsePartition()
                                         .setPartitionIndex(2).setErrorCode((short) 100)))));
         print(28, 6, "response", committed);
+
+        print(94, 0, "request", new UnregisterControllerRequestData().setControllerId(3001));
+        print(94, 0, "response", new UnregisterControllerResponseData()
+                .setThrottleTimeMs(5).setErrorCode((short) 136)
+                .setErrorMessage("Controller ID 3001 is not currently registered."));
         return 0;
     }
 

@@ -319,3 +319,29 @@ def test_properties_lines_continue_after_a_trailing_backslash(tmp_path: Path) ->
         "path": "C:\\\\",  # an even number of backslashes ends the line
         "num.partitions": "3",
     }
+
+
+def test_log_directories_from_log_dirs_log_dir_or_the_data_dir_option(tmp_path: Path) -> None:
+    """log.dirs is read (log.dir where it is not set, --data-dir over both): the
+    directories in force are its value, as DescribeConfigs describes it."""
+    from odradek.broker import cli
+
+    def directories(properties: str, *args: str) -> tuple[str, tuple[Path, ...]]:
+        path = tmp_path / "server.properties"
+        path.write_text(properties)
+        config = cli.build_config(cli.parse_args(["--config", str(path), *args]))
+        assert "log.dirs" not in config.unused and "log.dir" not in config.unused
+        return config.log_dirs, config.directories()
+
+    assert BrokerConfig().directories() == (Path("data"),)
+    assert directories("log.dirs=/a, /b\nlog.dir=/c\n") == ("/a,/b", (Path("/a"), Path("/b")))
+    assert directories("log.dir=/c\nnum.partitions=2\n") == ("/c", (Path("/c"),))
+    assert directories("log.dirs=/a\n", "--data-dir", "/d,/e")[0] == "/d,/e"
+    config = BrokerConfig()
+    config.apply({"log.dirs": "/a,/b"})
+    assert (config.data_dir, config.raw["log.dirs"]) == (Path("/a"), "/a,/b")
+    for bad, words in (("", "names no directory"), ("/a,/a/", "names a directory twice")):
+        with pytest.raises(ConfigError, match=words):
+            BrokerConfig().apply({"log.dirs": bad})
+    assert documentation("log.dirs") != documentation("background.threads")
+    assert "log.dirs" not in NOT_READ and "log.dir" not in NOT_READ

@@ -5,6 +5,7 @@ schema-bytes, on the Java client 4.4) and written back to the same bytes."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import enum
 import uuid
 from functools import cache
@@ -87,3 +88,12 @@ def test_txn_offset_commit_v6() -> None:
     assert answer["topics"] == [
         {"topic_id": TOPIC_ID, "partitions": [{"partition_index": 2, "error_code": 100}]}
     ]
+
+
+def test_unregister_controller_v0() -> None:
+    assert read(94, 0, "request") == {"controller_id": 3001}
+    assert read(94, 0, "response") == {
+        "throttle_time": datetime.timedelta(milliseconds=5),
+        "error_code": 136,  # CONTROLLER_ID_NOT_REGISTERED, newer than kio's ErrorCode
+        "error_message": "Controller ID 3001 is not currently registered.",
+    }
