@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from odradek.coordinator.cluster import kafka_format as kf
+from odradek.coordinator.cluster.kafka_format import MetadataRecord
 from odradek.coordinator.runtime import Record
 
 NO_LEADER = -1
@@ -60,6 +62,20 @@ class PartitionValue:
     @property
     def reassigning(self) -> bool:
         return bool(self.adding or self.removing)
+
+
+class MetadataDocuments(Protocol):
+    """The state kept as documents (ACLs, SCRAM credentials, quotas, features, tokens,
+    group and other configs): each a whole document the brokers' stores adopt, written
+    to the log as Kafka's records of it (broker/cluster/metadata_documents.py)."""
+
+    documents: dict[str, bytes]
+
+    def records(self, name: str, before: bytes | None, after: bytes) -> list[MetadataRecord]:
+        """The records that turn document `name` from `before` into `after`."""
+
+    def replay(self, record: MetadataRecord, offset: int) -> None:
+        """A record of a type the shard does not keep itself."""
 
 
 def written(record: kf.MetadataRecord) -> Record:
@@ -228,6 +244,7 @@ def changed_partition(old: PartitionValue, record: kf.MetadataRecord) -> Partiti
         leader_epoch=old.leader_epoch + (leader != NO_LEADER_CHANGE),
         partition_epoch=old.partition_epoch + 1,
     )
+
     def given(name: str, old_value: tuple[int, ...]) -> tuple[int, ...]:
         value = record[name]
         return old_value if value is None else tuple(value)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 
@@ -36,6 +36,7 @@ from odradek.coordinator.cluster.assignments import (
 )
 from odradek.coordinator.cluster.kafka_format import MetadataRecord
 from odradek.coordinator.cluster.reassignment import change_partition
+from odradek.coordinator.cluster.records import MetadataDocuments
 from odradek.coordinator.cluster.replay import REPLAY
 from odradek.coordinator.runtime import Record, Result
 from odradek.protocol.errors import ErrorCode, default_message
@@ -70,20 +71,6 @@ class TopicState:
     partitions: dict[int, rec.PartitionValue] = field(default_factory=dict)
 
 
-class MetadataDocuments(Protocol):
-    """The state kept as documents (ACLs, SCRAM credentials, quotas, features, tokens,
-    group and other configs): each a whole document the brokers' stores adopt, written
-    to the log as Kafka's records of it (broker/cluster/metadata_documents.py)."""
-
-    documents: dict[str, bytes]
-
-    def records(self, name: str, before: bytes | None, after: bytes) -> list[MetadataRecord]:
-        """The records that turn document `name` from `before` into `after`."""
-
-    def replay(self, record: MetadataRecord, offset: int) -> None:
-        """A record of a type the shard does not keep itself."""
-
-
 class ClusterShard:
     def __init__(
         self,
@@ -103,6 +90,10 @@ class ClusterShard:
         self.next_producer_id = 0
         self._documents = documents
         self.documents: dict[str, bytes] = {} if documents is None else documents.documents
+
+    @property
+    def metadata_documents(self) -> MetadataDocuments | None:
+        return self._documents
 
     # -- replay --------------------------------------------------------------------
 
