@@ -23,13 +23,14 @@ from odradek.broker.cluster.controller_documents import (
     ControllerFeatures,
     ControllerQuotas,
     ControllerTokens,
+    bootstrap_features,
 )
 from odradek.broker.cluster.metadata_documents import MetadataDocuments
 from odradek.broker.cluster.quorum.quorum import Quorum
 from odradek.broker.cluster.quorum.requests import METADATA_TOPIC
 from odradek.broker.settings.cluster_config import ClusterConfig
 from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
-from odradek.coordinator.runtime import CoordinatorRuntime, Operation
+from odradek.coordinator.runtime import CoordinatorError, CoordinatorRuntime, Operation
 
 if TYPE_CHECKING:
     from odradek.broker.cluster.node import Node
@@ -67,6 +68,9 @@ class Controller:
             broker.flush_partition,
         )
         self.observers: dict[int, Observer] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._bootstrapped = asyncio.Event()  # operations wait for a new leader's first records
+        self._bootstrapped.set()
         self.quorum: Quorum | None = None
         self._partition: Partition | None = None
         self.acls = ControllerAcls(self)
@@ -103,6 +107,22 @@ class Controller:
     def _lead(self) -> None:
         assert self._partition is not None
         self.runtime.lead(0, self._partition)
+        self._bootstrapped = asyncio.Event()
+        task = asyncio.get_running_loop().create_task(self._bootstrap())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _bootstrap(self) -> None:
+        """A new cluster's first records, as Kafka's controller writes them from its
+        bootstrap: the finalized feature levels, metadata.version among them."""
+        try:
+            shard = self.runtime.shard_at(0)
+            await shard.wait_loaded()
+            await shard.submit(bootstrap_features)
+        except CoordinatorError:
+            pass  # no longer leading: the next leader writes them
+        finally:
+            self._bootstrapped.set()
 
     def _resign(self) -> None:
         self.runtime.resign(0)
@@ -122,6 +142,7 @@ class Controller:
         return shard
 
     async def run(self, operation: Operation) -> Any:
+        await self._bootstrapped.wait()
         return await self.runtime.shard_at(0).submit(operation)
 
     def high_watermark(self) -> int:
@@ -133,6 +154,8 @@ class Controller:
         observer.last_seen_ms = int(time.time() * 1000)
 
     async def stop(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
         if self.quorum is not None:
             await self.quorum.stop()
         await self.runtime.stop()

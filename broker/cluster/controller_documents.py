@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from odradek.broker.security import acls, credentials, delegation_tokens
 from odradek.broker.security.scram import ScramCredential
 from odradek.broker.settings import client_quotas, named_configs
+from odradek.broker.settings.features import INITIAL as INITIAL_FEATURES
 from odradek.broker.settings.features import FinalizedFeatures
 from odradek.coordinator.runtime import Result
 
@@ -121,6 +122,13 @@ def _finalize(shard: Any, levels: dict[str, int]) -> Any:
     current = FinalizedFeatures.decode(shard.documents.get(FEATURES))
     new = FinalizedFeatures(levels, current.epoch + 1)
     return shard.put_document(FEATURES, new.encode(), None)
+
+
+def bootstrap_features(shard: Any) -> Any:
+    """The finalized features of a new cluster, written once."""
+    if FEATURES in shard.documents:
+        return Result([], None)
+    return shard.put_document(FEATURES, INITIAL_FEATURES.encode(), None)
 
 
 def _create(shard: Any, new: frozenset[acls.AclBinding]) -> Any:

@@ -28,7 +28,7 @@ from odradek.broker.security import acls, credentials, delegation_tokens
 from odradek.broker.security.resources import Operation, PatternType, Permission, ResourceType
 from odradek.broker.security.scram import BY_TYPE_CODE, MECHANISMS, ScramCredential
 from odradek.broker.settings import client_quotas
-from odradek.broker.settings.features import FinalizedFeatures
+from odradek.broker.settings.features import METADATA_VERSION, FinalizedFeatures
 from odradek.broker.settings.named_configs import with_configs
 from odradek.coordinator.cluster import kafka_format as kf
 from odradek.coordinator.cluster.kafka_format import MetadataRecord
@@ -76,8 +76,8 @@ class MetadataDocuments:
             )
             return _quota_records(old_q, new_q)
         if name == FEATURES:
-            old_f, new_f = FinalizedFeatures.decode(before), FinalizedFeatures.decode(after)
-            return _feature_records(dict(old_f.levels), dict(new_f.levels))
+            old_levels = {} if before is None else dict(FinalizedFeatures.decode(before).levels)
+            return _feature_records(old_levels, dict(FinalizedFeatures.decode(after).levels))
         if name == TOKENS:
             old_t = delegation_tokens.decode_document(before)
             return _token_records(old_t, delegation_tokens.decode_document(after))
@@ -289,7 +289,8 @@ def _quota_records(
 def _feature_records(before: dict[str, int], after: dict[str, int]) -> list[MetadataRecord]:
     return [
         kf.record(kf.FEATURE_LEVEL, name=name, feature_level=after.get(name, 0))
-        for name in sorted(set(before) | set(after))
+        # metadata.version first, as Kafka's bootstrap writes it
+        for name in sorted(set(before) | set(after), key=lambda n: (n != METADATA_VERSION, n))
         if before.get(name, 0) != after.get(name, 0)
     ]
 

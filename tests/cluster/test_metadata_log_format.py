@@ -119,6 +119,11 @@ def test_kafkas_tool_reads_the_metadata_log_as_the_cluster_wrote_it(tmp_path: Pa
     by_type: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         by_type.setdefault(record["type"], []).append(record["data"])
+    # a new cluster's first records: its finalized features, metadata.version among them
+    first = next(r for r in records if r["type"] != "LEADER_CHANGE")
+    assert first["type"] == "FEATURE_LEVEL_RECORD"
+    levels = {r["name"]: r["featureLevel"] for r in by_type["FEATURE_LEVEL_RECORD"]}
+    assert levels["metadata.version"] > 0
     registered = sorted(r["brokerId"] for r in by_type["REGISTER_BROKER_RECORD"])
     assert registered[:3] == [1, 2, 3]
     assert [r["name"] for r in by_type["TOPIC_RECORD"]] == ["audited"]
