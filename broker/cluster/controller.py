@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from odradek.broker.cluster.controller_documents import (
@@ -26,6 +28,7 @@ from odradek.broker.cluster.controller_documents import (
     bootstrap_features,
 )
 from odradek.broker.cluster.metadata_documents import MetadataDocuments
+from odradek.broker.cluster.metadata_snapshots import MetadataSnapshots, load_latest
 from odradek.broker.cluster.quorum.quorum import Quorum
 from odradek.broker.cluster.quorum.requests import METADATA_TOPIC
 from odradek.broker.settings.cluster_config import ClusterConfig
@@ -63,7 +66,7 @@ class Controller:
         self.runtime = CoordinatorRuntime(
             METADATA_TOPIC,
             1,
-            lambda runtime: ClusterShard(runtime, settings, MetadataDocuments()),
+            lambda runtime: self._new_shard(runtime, settings),
             lambda name, count: broker.internal_topic(name, count, METADATA_TOPIC_CONFIGS),
             broker.flush_partition,
         )
@@ -72,6 +75,7 @@ class Controller:
         self._bootstrapped = asyncio.Event()  # operations wait for a new leader's first records
         self._bootstrapped.set()
         self.quorum: Quorum | None = None
+        self.snapshots: MetadataSnapshots | None = None
         self._partition: Partition | None = None
         self.acls = ControllerAcls(self)
         self.credentials = ControllerCredentials(self)
@@ -89,6 +93,8 @@ class Controller:
         voters = {v.node_id: (v.host, v.port) for v in self.cluster.voters}
         if not voters:  # found through controller.quorum.bootstrap.servers: the only one
             voters = {self.node_id: ("", 0)}
+        self.snapshots = MetadataSnapshots(self, partition, self._broker.config)
+        self._spawn(self.snapshots.run())
         self.quorum = Quorum(
             self.node_id,
             voters,
@@ -108,9 +114,20 @@ class Controller:
         assert self._partition is not None
         self.runtime.lead(0, self._partition)
         self._bootstrapped = asyncio.Event()
-        task = asyncio.get_running_loop().create_task(self._bootstrap())
+        self._spawn(self._bootstrap())
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _new_shard(self, runtime: CoordinatorRuntime, settings: ClusterSettings) -> ClusterShard:
+        """The controller's shard, from the snapshot the log starts after, if any."""
+        shard = ClusterShard(runtime, settings, MetadataDocuments())
+        if self._partition is not None:
+            plog = self._partition.log
+            load_latest(shard, Path(plog.directory), plog.log_start_offset)
+        return shard
 
     async def _bootstrap(self) -> None:
         """A new cluster's first records, as Kafka's controller writes them from its

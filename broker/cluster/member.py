@@ -32,6 +32,8 @@ import structlog
 from odradek.broker.cluster.controller import METADATA_TOPIC
 from odradek.broker.cluster.metadata_documents import MetadataDocuments
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
+from odradek.broker.cluster.quorum import snapshots
+from odradek.broker.cluster.quorum.snapshots import SnapshotId
 from odradek.broker.settings.cluster_config import ClusterConfig
 from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
 from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
@@ -64,9 +66,7 @@ class ClusterMember:
         self.broker_epoch = -1
         self.fenced = True
         # this node's view of the cluster: the metadata log replayed
-        self.view = ClusterShard(
-            None, ClusterSettings(cluster_id=broker.config.cluster_id), MetadataDocuments()
-        )
+        self.view = self._new_view()
         # heartbeats and the metadata long poll each have connections of their own
         self._clients: list[NodeClient] = []
         self._fetch_clients: list[NodeClient] = []
@@ -486,6 +486,9 @@ class ClusterMember:
         if partition.error_code != ErrorCode.none:
             self.leader_lost()
             raise NodeUnreachable(f"metadata fetch: {partition.error_code.name}")
+        if partition.snapshot_id.end_offset >= 0:  # the log starts after what we hold
+            await self._take_snapshot(client, partition.snapshot_id)
+            return
         records = bytes(partition.records or b"")
         before = self.view.last_offset
         for header in iter_batches(records):
@@ -498,13 +501,36 @@ class ClusterMember:
                 if position >= offset:
                     self.view.replay(position, key, value, -1)
                     self._advanced.set()
-        if self.view.last_offset != before and self.broker.replicas is not None:
-            self.broker.replicas.apply(self.view)
-            for name, document in self.view.documents.items():
-                if self._adopted.get(name) != document:
-                    self._adopted[name] = document
-                    self.broker.adopt_document(name, document)
-            self._applied.set()
+        if self.view.last_offset != before:
+            self._view_changed()
+
+    def _view_changed(self) -> None:
+        if self.broker.replicas is None:
+            return
+        self.broker.replicas.apply(self.view)
+        for name, document in self.view.documents.items():
+            if self._adopted.get(name) != document:
+                self._adopted[name] = document
+                self.broker.adopt_document(name, document)
+        self._applied.set()
+
+    async def _take_snapshot(self, client: NodeClient, wanted: Any) -> None:
+        """A new view from the controller's snapshot, the log to follow after it."""
+        snapshot = SnapshotId(wanted.end_offset, wanted.epoch)
+        cluster_id = self.broker.config.cluster_id
+        data = await snapshots.fetch(client, cluster_id, self.node_id, snapshot)
+        view = self._new_view()
+        for offset, (key, value) in enumerate(snapshots.records_of(data)):
+            view.replay(offset, key, value, -1)
+        view.last_offset = snapshot.end_offset - 1
+        self.view = view
+        log.info("metadata view from the controller's snapshot", end_offset=snapshot.end_offset)
+        self._advanced.set()
+        self._view_changed()
+
+    def _new_view(self) -> ClusterShard:
+        settings = ClusterSettings(cluster_id=self.broker.config.cluster_id)
+        return ClusterShard(None, settings, MetadataDocuments())
 
     # -- stop ----------------------------------------------------------------------
 

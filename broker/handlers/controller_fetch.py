@@ -81,6 +81,12 @@ async def _metadata(controller: Any, replica_id: int, p: Any, deadline: float) -
         plog = partition.log
         answer["high_watermark"] = answer["last_stable_offset"] = quorum.high_watermark
         answer["log_start_offset"] = plog.log_start_offset
+        if check.snapshot is not None:  # below the log's start: the snapshot first
+            answer["snapshot_id"] = {
+                "end_offset": check.snapshot.end_offset,
+                "epoch": check.snapshot.epoch,
+            }
+            return answer
         if check.diverging is not None:
             answer["diverging_epoch"] = {
                 "epoch": check.diverging.epoch,

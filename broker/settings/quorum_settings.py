@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from odradek.broker.settings.setting import INT, at_least, setting
+from odradek.broker.settings.setting import INT, LONG, at_least, setting
 
 
 @dataclass
@@ -52,5 +52,45 @@ class QuorumSettings:
         doc=(
             "How long, in milliseconds, a controller waits for another controller's answer "
             "to a vote, a new epoch or a fetch."
+        ),
+    )
+    metadata_log_max_record_bytes_between_snapshots: int = setting(
+        "metadata.log.max.record.bytes.between.snapshots",
+        LONG,
+        20 * 1024 * 1024,
+        at_least(1),
+        doc=(
+            "How many bytes of records the leading controller appends to the metadata log "
+            "before it writes a new snapshot of the whole metadata beside the log."
+        ),
+    )
+    metadata_log_max_snapshot_interval_ms: int = setting(
+        "metadata.log.max.snapshot.interval.ms",
+        LONG,
+        3600000,
+        at_least(0),
+        doc=(
+            "The longest time, in milliseconds, the leading controller goes with records "
+            "appended since its last snapshot before it writes a new one; 0 leaves it to "
+            "metadata.log.max.record.bytes.between.snapshots."
+        ),
+    )
+    metadata_max_retention_bytes: int = setting(
+        "metadata.max.retention.bytes",
+        LONG,
+        100 * 1024 * 1024,
+        doc=(
+            "How many bytes of the metadata log, snapshots beside, a controller keeps before "
+            "it deletes the oldest log segments a snapshot holds; -1 keeps them whatever "
+            "their size."
+        ),
+    )
+    metadata_max_retention_ms: int = setting(
+        "metadata.max.retention.ms",
+        LONG,
+        7 * 24 * 3600 * 1000,
+        doc=(
+            "How long, in milliseconds, a controller keeps the part of the metadata log its "
+            "latest snapshot holds before it deletes it; -1 keeps it however old."
         ),
     )

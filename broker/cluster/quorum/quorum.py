@@ -29,12 +29,13 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import structlog
 
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
-from odradek.broker.cluster.quorum import requests, state_file
+from odradek.broker.cluster.quorum import requests, snapshots, state_file
 from odradek.broker.cluster.quorum.records import leader_change_batch
 from odradek.broker.cluster.quorum.rules import (
     NONE,
@@ -45,6 +46,7 @@ from odradek.broker.cluster.quorum.rules import (
     divergence,
     majority,
 )
+from odradek.broker.cluster.quorum.snapshots import SnapshotId
 from odradek.broker.cluster.waiters import HighWatermarkWaiters
 from odradek.protocol.batch import iter_batches
 from odradek.protocol.errors import ErrorCode
@@ -72,6 +74,7 @@ class FetchCheck(NamedTuple):
     error: ErrorCode = ErrorCode.none
     diverging: LogEnd | None = None
     read_to: int | None = None
+    snapshot: SnapshotId | None = None  # below the log's start: fetch this first
 
 
 class Quorum:
@@ -286,6 +289,10 @@ class Quorum:
             answer = None
         if self.role != FOLLOWER or self.election.epoch != epoch:
             return
+        if answer is not None and answer.snapshot_id.end_offset >= 0:
+            await self._catch_up_from_snapshot(leader, answer.snapshot_id)
+            self._leader_heard = time.monotonic()
+            return
         if answer is not None and self._take(answer):
             self._leader_heard = time.monotonic()
             return
@@ -294,6 +301,24 @@ class Quorum:
             self._become_prospective()
         else:
             await self._wait(RETRY_S * 4)
+
+    async def _catch_up_from_snapshot(self, leader: int, wanted: Any) -> None:
+        """What this follower needs was let go of by the leader's log: take its
+        snapshot, and let the log start where the snapshot ends."""
+        snapshot = SnapshotId(wanted.end_offset, wanted.epoch)
+        try:
+            data = await snapshots.fetch(
+                self._client(leader), self.cluster_id, self.node_id, snapshot
+            )
+        except (NodeUnreachable, snapshots.SnapshotUnavailable) as exc:
+            log.warning("metadata snapshot not fetched", error=str(exc))
+            await self._wait(RETRY_S * 4)
+            return
+        plog = self.partition.log
+        snapshots.store(Path(plog.directory), snapshot, data)
+        plog.start_over_at(snapshot.end_offset)
+        self.high_watermark = snapshot.end_offset
+        log.info("metadata log follows the leader's snapshot", end_offset=snapshot.end_offset)
 
     async def _lead(self) -> None:
         epoch = self.election.epoch
@@ -438,6 +463,8 @@ class Quorum:
         if leader_epoch > self.election.epoch:
             return FetchCheck(ErrorCode.unknown_leader_epoch)
         plog = self.partition.log
+        if fetch_offset < plog.log_start_offset:
+            return FetchCheck(snapshot=snapshots.latest(Path(plog.directory)))
         parted = divergence(
             fetch_offset, last_fetched_epoch, plog.end_offset_for_epoch(last_fetched_epoch)
         )
