@@ -33,7 +33,12 @@ from odradek.broker.cluster.quorum.quorum import Quorum
 from odradek.broker.cluster.quorum.requests import METADATA_TOPIC
 from odradek.broker.settings.cluster_config import ClusterConfig
 from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
-from odradek.coordinator.runtime import CoordinatorError, CoordinatorRuntime, Operation
+from odradek.coordinator.runtime import (
+    CoordinatorError,
+    CoordinatorRuntime,
+    Operation,
+    ShardRuntime,
+)
 
 if TYPE_CHECKING:
     from odradek.broker.cluster.node import Node
@@ -121,7 +126,7 @@ class Controller:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _new_shard(self, runtime: CoordinatorRuntime, settings: ClusterSettings) -> ClusterShard:
+    def _new_shard(self, runtime: ShardRuntime, settings: ClusterSettings) -> ClusterShard:
         """The controller's shard, from the snapshot the log starts after, if any."""
         shard = ClusterShard(runtime, settings, MetadataDocuments())
         if self._partition is not None:
