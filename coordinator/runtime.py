@@ -104,9 +104,7 @@ class CoordinatorError(Exception):
 class Shard(Protocol):
     """What the runtime asks of a shard: its state machine is the shard's own."""
 
-    def replay(
-        self, offset: int, key: bytes | None, value: bytes | None, producer_id: int
-    ) -> None:
+    def replay(self, offset: int, key: bytes | None, value: bytes | None, producer_id: int) -> None:
         """Apply one record; `producer_id` is set (>= 0) for transactional records."""
 
     def replay_control(self, producer_id: int, commit: bool) -> None:

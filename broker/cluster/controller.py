@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Coroutine
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,9 +31,13 @@ from odradek.broker.cluster.controller_documents import (
 )
 from odradek.broker.cluster.metadata_documents import MetadataDocuments
 from odradek.broker.cluster.metadata_snapshots import MetadataSnapshots, load_latest
+from odradek.broker.cluster.node_client import NodeUnreachable
 from odradek.broker.cluster.quorum.quorum import Quorum
 from odradek.broker.cluster.quorum.requests import METADATA_TOPIC
 from odradek.broker.settings.cluster_config import ClusterConfig
+from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
+from odradek.coordinator.cluster import controllers
+from odradek.coordinator.cluster.records import ControllerValue, Endpoint
 from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
 from odradek.coordinator.runtime import (
     CoordinatorError,
@@ -39,6 +45,7 @@ from odradek.coordinator.runtime import (
     Operation,
     ShardRuntime,
 )
+from odradek.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from odradek.broker.cluster.node import Node
@@ -48,6 +55,7 @@ if TYPE_CHECKING:
 # power cut may lose the last decisions (Kafka's Raft log fsyncs each; that costs
 # ~20 ms a write on this kind of disk, twice in a node's start). Its records are
 # Kafka's, without keys: nothing to compact them by, and every one is kept.
+REGISTER_EVERY_S = 0.5
 METADATA_TOPIC_CONFIGS = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 
 
@@ -77,6 +85,7 @@ class Controller:
         )
         self.observers: dict[int, Observer] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self.incarnation_id = uuid.uuid4()
         self._bootstrapped = asyncio.Event()  # operations wait for a new leader's first records
         self._bootstrapped.set()
         self.quorum: Quorum | None = None
@@ -100,6 +109,7 @@ class Controller:
             voters = {self.node_id: ("", 0)}
         self.snapshots = MetadataSnapshots(self, partition, self._broker.config)
         self._spawn(self.snapshots.run())
+        self._spawn(self._register_self())
         self.quorum = Quorum(
             self.node_id,
             voters,
@@ -120,6 +130,39 @@ class Controller:
         self.runtime.lead(0, self._partition)
         self._bootstrapped = asyncio.Event()
         self._spawn(self._bootstrap())
+
+    async def _register_self(self) -> None:
+        """Register this controller with the leader of every new epoch, as Kafka's
+        controllers do (ControllerRegistration; the leader, with itself)."""
+        registered_epoch = -1
+        value = ControllerValue(
+            self.incarnation_id,
+            tuple(
+                Endpoint(lis.name, lis.advertised_host, lis.advertised_port, lis.security_protocol)
+                for lis in self._broker.listeners
+                if lis.controller
+            ),
+        )
+        register = partial(controllers.register, node_id=self.node_id, value=value)
+        while True:
+            await asyncio.sleep(REGISTER_EVERY_S)
+            quorum = self.quorum
+            if quorum is None or quorum.leader_id < 0 or quorum.leader_epoch == registered_epoch:
+                continue
+            epoch = quorum.leader_epoch
+            try:
+                if quorum.is_leader:
+                    if not self.is_active:
+                        continue
+                    await self.run(register)
+                else:
+                    request = registration_request(self.node_id, value)
+                    answer = await quorum.client_of(quorum.leader_id).call(70, 0, request)
+                    if answer.error_code != ErrorCode.none:
+                        continue
+                registered_epoch = epoch
+            except (CoordinatorError, NodeUnreachable):
+                continue
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
@@ -181,3 +224,21 @@ class Controller:
         if self.quorum is not None:
             await self.quorum.stop()
         await self.runtime.stop()
+
+
+def registration_request(node_id: int, value: ControllerValue) -> dict[str, Any]:
+    return {
+        "controller_id": node_id,
+        "incarnation_id": value.incarnation_id,
+        "zk_migration_ready": False,
+        "listeners": [
+            {
+                "name": e.listener,
+                "host": e.host,
+                "port": e.port,
+                "security_protocol": SECURITY_PROTOCOLS.index(e.security_protocol),
+            }
+            for e in value.endpoints
+        ],
+        "features": [],
+    }

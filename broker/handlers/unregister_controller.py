@@ -2,12 +2,11 @@
 cluster's metadata (`kafka-cluster unregister-controller --id N`,
 Admin.unregisterController, `kafka-metadata-quorum remove-controller --unregister`).
 
-- Odradek's controllers keep no registrations: they are known to each other and to
-  the brokers by `controller.quorum.voters` (Kafka's also register themselves with
-  the active controller, through an API Odradek does not serve). So the active
-  controller answers every id as Kafka answers one no controller registered:
-  CONTROLLER_ID_NOT_REGISTERED, "Controller ID N is not currently registered."
-  Nothing is written.
+- Each controller registers its incarnation and listeners with the active controller
+  (ControllerRegistration, RegisterControllerRecord) on every new leader epoch. The
+  active controller removes the registration (UnregisterControllerRecord); an id not
+  registered is CONTROLLER_ID_NOT_REGISTERED, "Controller ID N is not currently
+  registered.", as on Kafka.
 - Kafka also refuses it (UNSUPPORTED_VERSION) below metadata.version 4.4-IV2 (33);
   here the level is always 33 (it cannot go down), so that never applies.
 - A controller not leading the quorum answers NOT_CONTROLLER.
@@ -18,12 +17,16 @@ Admin.unregisterController, `kafka-metadata-quorum remove-controller --unregiste
 
 from __future__ import annotations
 
+from functools import partial
+
 from odradek.broker.cluster.admin import as_dict
 from odradek.broker.cluster.node_client import NodeUnreachable
 from odradek.broker.handlers.authorization import acls_enabled, cluster_allowed
 from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.controller_common import answered_by_controller
 from odradek.broker.security.resources import Operation
-from odradek.protocol.errors import CONTROLLER_ID_NOT_REGISTERED, ErrorCode
+from odradek.coordinator.cluster import controllers
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.schemas.unregister_controller.v0.request import (
     UnregisterControllerRequest,
 )
@@ -48,8 +51,6 @@ async def handle(ctx: RequestContext, request: UnregisterControllerRequest) -> R
     controller = ctx.services.controller
     if controller is None or not controller.is_active:
         return _answer(ErrorCode.not_controller)
-    controller_id = int(request.controller_id)
-    return _answer(
-        CONTROLLER_ID_NOT_REGISTERED,
-        f"Controller ID {controller_id} is not currently registered.",
-    )
+    unregister = partial(controllers.unregister, node_id=int(request.controller_id))
+    answer = await answered_by_controller(ctx, unregister)
+    return _answer(answer["error_code"], answer.get("error_message"))

@@ -234,6 +234,19 @@ REMOVE_USER_SCRAM_CREDENTIAL = Schema(
     0,
     (_f("name", "string"), _f("mechanism", "int8")),
 )
+REGISTER_CONTROLLER = Schema(
+    27,
+    "RegisterControllerRecord",
+    0,
+    (
+        _f("controller_id", "int32"),
+        _f("incarnation_id", "uuid"),
+        _f("zk_migration_ready", "bool"),
+        _f("end_points", "[]struct", fields=_ENDPOINT),
+        _f("features", "[]struct", fields=_FEATURE),
+    ),
+)
+UNREGISTER_CONTROLLER = Schema(29, "UnregisterControllerRecord", 0, (_f("controller_id", "int32"),))
 REMOVE_DELEGATION_TOKEN = Schema(26, "RemoveDelegationTokenRecord", 0, (_f("token_id", "string"),))
 
 SCHEMAS: dict[int, Schema] = {
@@ -259,6 +272,8 @@ SCHEMAS: dict[int, Schema] = {
         NO_OP,
         REMOVE_USER_SCRAM_CREDENTIAL,
         REMOVE_DELEGATION_TOKEN,
+        REGISTER_CONTROLLER,
+        UNREGISTER_CONTROLLER,
     )
 }
 # Kafka's other types (ZK migration, transactions of records, controller registration,

@@ -86,22 +86,13 @@ def written(record: kf.MetadataRecord) -> Record:
 
 
 def register_broker(node_id: int, value: BrokerValue) -> Record:
-    endpoints = [
-        {
-            "name": e.listener,
-            "host": e.host,
-            "port": e.port,
-            "security_protocol": SECURITY_PROTOCOLS.get(e.security_protocol, 0),
-        }
-        for e in value.endpoints
-    ]
     return written(
         kf.record(
             kf.REGISTER_BROKER,
             broker_id=node_id,
             incarnation_id=value.incarnation_id,
             broker_epoch=value.epoch,
-            end_points=endpoints,
+            end_points=_endpoints(value.endpoints),
             features=[],
             rack=value.rack,
             fenced=value.fenced,
@@ -110,16 +101,12 @@ def register_broker(node_id: int, value: BrokerValue) -> Record:
 
 
 def broker_of(record: kf.MetadataRecord) -> BrokerValue:
-    endpoints = tuple(
-        Endpoint(e["name"], e["host"], e["port"], PROTOCOL_NAMES.get(e["security_protocol"], ""))
-        for e in record["end_points"]
-    )
     return BrokerValue(
         record["broker_epoch"],
         record["incarnation_id"],
         record["fenced"],
         record["rack"],
-        endpoints,
+        _endpoints_of(record),
     )
 
 
@@ -142,6 +129,52 @@ def producer_ids(node_id: int, epoch: int, next_id: int) -> Record:
     return written(
         kf.record(kf.PRODUCER_IDS, broker_id=node_id, broker_epoch=epoch, next_producer_id=next_id)
     )
+
+
+@dataclass(frozen=True)
+class ControllerValue:
+    incarnation_id: uuid.UUID
+    endpoints: tuple[Endpoint, ...]
+
+
+def _endpoints(endpoints: tuple[Endpoint, ...]) -> list[dict[str, object]]:
+    return [
+        {
+            "name": e.listener,
+            "host": e.host,
+            "port": e.port,
+            "security_protocol": SECURITY_PROTOCOLS.get(e.security_protocol, 0),
+        }
+        for e in endpoints
+    ]
+
+
+def _endpoints_of(record: kf.MetadataRecord) -> tuple[Endpoint, ...]:
+    return tuple(
+        Endpoint(e["name"], e["host"], e["port"], PROTOCOL_NAMES.get(e["security_protocol"], ""))
+        for e in record["end_points"]
+    )
+
+
+def register_controller(node_id: int, value: ControllerValue) -> Record:
+    return written(
+        kf.record(
+            kf.REGISTER_CONTROLLER,
+            controller_id=node_id,
+            incarnation_id=value.incarnation_id,
+            zk_migration_ready=False,
+            end_points=_endpoints(value.endpoints),
+            features=[],
+        )
+    )
+
+
+def controller_of(record: kf.MetadataRecord) -> ControllerValue:
+    return ControllerValue(record["incarnation_id"], _endpoints_of(record))
+
+
+def unregister_controller(node_id: int) -> Record:
+    return written(kf.record(kf.UNREGISTER_CONTROLLER, controller_id=node_id))
 
 
 # -- topics and partitions -------------------------------------------------------------

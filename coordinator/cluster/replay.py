@@ -35,6 +35,13 @@ def replay_unregistration(shard: ClusterShard, record: MetadataRecord, offset: i
     shard.brokers.pop(record["broker_id"], None)
 
 
+def replay_controller(shard: ClusterShard, record: MetadataRecord, offset: int) -> None:
+    if record.api_key == kf.REGISTER_CONTROLLER.api_key:
+        shard.controllers[record["controller_id"]] = rec.controller_of(record)
+    else:
+        shard.controllers.pop(record["controller_id"], None)
+
+
 def replay_topic(shard: ClusterShard, record: MetadataRecord, offset: int) -> None:
     shard.add_topic(record["name"], record["topic_id"], {})
 
@@ -81,6 +88,8 @@ REPLAY: dict[int, Callable[[ClusterShard, MetadataRecord, int], None]] = {
     kf.FENCE_BROKER.api_key: replay_fencing,
     kf.UNFENCE_BROKER.api_key: replay_fencing,
     kf.UNREGISTER_BROKER.api_key: replay_unregistration,
+    kf.REGISTER_CONTROLLER.api_key: replay_controller,
+    kf.UNREGISTER_CONTROLLER.api_key: replay_controller,
     kf.TOPIC.api_key: replay_topic,
     kf.REMOVE_TOPIC.api_key: replay_topic_removal,
     kf.CONFIG.api_key: replay_config,

@@ -81,6 +81,7 @@ class ClusterShard:
         self.runtime = runtime
         self.settings = settings or ClusterSettings()
         self.brokers: dict[int, Registration] = {}
+        self.controllers: dict[int, rec.ControllerValue] = {}
         self.topics: dict[str, TopicState] = {}
         self.topic_names: dict[uuid.UUID, str] = {}
         self.last_offset = -1

@@ -22,6 +22,8 @@ def state_records(shard: ClusterShard) -> list[Record]:
     if documents is not None and FEATURES_DOCUMENT in shard.documents:
         changes = documents.records(FEATURES_DOCUMENT, None, shard.documents[FEATURES_DOCUMENT])
         records += [rec.written(change) for change in changes]
+    for node_id, controller in sorted(shard.controllers.items()):
+        records.append(rec.register_controller(node_id, controller))
     for node_id, registration in sorted(shard.brokers.items()):
         records.append(rec.register_broker(node_id, registration.value))
     for name, state in sorted(shard.topics.items()):

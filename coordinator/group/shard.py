@@ -91,9 +91,7 @@ class GroupShard:
     def begin_load(self) -> None:
         self._loading = True
 
-    def replay(
-        self, offset: int, key: bytes | None, value: bytes | None, producer_id: int
-    ) -> None:
+    def replay(self, offset: int, key: bytes | None, value: bytes | None, producer_id: int) -> None:
         if key is None:
             return  # every record here has a key
         if self._loading and producer_id < 0 and key[:2] == OFFSET_COMMIT_TYPE:

@@ -71,9 +71,7 @@ class ShareShard:
 
     # -- replay --------------------------------------------------------------------
 
-    def replay(
-        self, offset: int, key: bytes | None, value: bytes | None, producer_id: int
-    ) -> None:
+    def replay(self, offset: int, key: bytes | None, value: bytes | None, producer_id: int) -> None:
         if key is None:
             return  # every record here has a key
         kind, share_key = sr.decode_key(key)

@@ -94,9 +94,7 @@ class TxnShard:
 
     # -- replay --------------------------------------------------------------------
 
-    def replay(
-        self, offset: int, key: bytes | None, value: bytes | None, producer_id: int
-    ) -> None:
+    def replay(self, offset: int, key: bytes | None, value: bytes | None, producer_id: int) -> None:
         if key is None:
             return  # every record here has a key
         REGISTRY.replay(self, offset, key, value, producer_id)

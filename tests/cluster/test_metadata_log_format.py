@@ -124,6 +124,9 @@ def test_kafkas_tool_reads_the_metadata_log_as_the_cluster_wrote_it(tmp_path: Pa
     assert first["type"] == "FEATURE_LEVEL_RECORD"
     levels = {r["name"]: r["featureLevel"] for r in by_type["FEATURE_LEVEL_RECORD"]}
     assert levels["metadata.version"] > 0
+    controller = by_type["REGISTER_CONTROLLER_RECORD"][0]
+    assert controller["controllerId"] == 0
+    assert [e["name"] for e in controller["endPoints"]] == ["CONTROLLER"]
     registered = sorted(r["brokerId"] for r in by_type["REGISTER_BROKER_RECORD"])
     assert registered[:3] == [1, 2, 3]
     assert [r["name"] for r in by_type["TOPIC_RECORD"]] == ["audited"]

@@ -552,6 +552,10 @@ class Quorum:
 
         await asyncio.gather(*(tell(v) for v in others))
 
+    def client_of(self, voter: int) -> NodeClient:
+        """The connection to another voter (a controller asks its leader through it)."""
+        return self._client(voter)
+
     def _client(self, voter: int) -> NodeClient:
         client = self._clients.get(voter)
         if client is None:

@@ -1,0 +1,41 @@
+"""ControllerRegistration (70), v0, on the controller listener: a controller registers
+its incarnation and listeners with the quorum's leader, which keeps them in the
+metadata (RegisterControllerRecord); UnregisterController removes one."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
+
+from odradek.broker.handlers.base import Reply, RequestContext
+from odradek.broker.handlers.controller_common import answered_by_controller
+from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
+from odradek.coordinator.cluster import controllers
+from odradek.coordinator.cluster.records import ControllerValue, Endpoint
+
+MIN_VERSION, MAX_VERSION = 0, 0
+
+
+def _protocol(number: int) -> str:
+    return SECURITY_PROTOCOLS[number] if 0 <= number < len(SECURITY_PROTOCOLS) else "PLAINTEXT"
+
+
+async def handle(ctx: RequestContext, request: ControllerRegistrationRequest) -> Reply:
+    value = ControllerValue(
+        request.incarnation_id,
+        tuple(
+            Endpoint(
+                listener.name, listener.host, listener.port, _protocol(listener.security_protocol)
+            )
+            for listener in request.listeners
+        ),
+    )
+    answer = await answered_by_controller(
+        ctx, partial(controllers.register, node_id=int(request.controller_id), value=value)
+    )
+    return {
+        "throttle_time": 0,
+        "error_code": answer["error_code"],
+        "error_message": answer.get("error_message"),
+    }
