@@ -13,6 +13,7 @@ from odradek.broker.handlers.controller_common import answered_by_controller
 from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
 from odradek.coordinator.cluster import controllers
 from odradek.coordinator.cluster.records import ControllerValue, Endpoint
+from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 0
 
@@ -22,6 +23,8 @@ def _protocol(number: int) -> str:
 
 
 async def handle(ctx: RequestContext, request: ControllerRegistrationRequest) -> Reply:
+    if request.incarnation_id is None:
+        return {"throttle_time": 0, "error_code": ErrorCode.invalid_request, "error_message": None}
     value = ControllerValue(
         request.incarnation_id,
         tuple(
