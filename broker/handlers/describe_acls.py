@@ -9,6 +9,9 @@
 - A filter with the UNKNOWN code (0) in a field closes the connection, as Kafka's
   request parsing does; another code Kafka does not know matches nothing.
 - The ACLs come grouped by resource pattern.
+- On a cluster's controller listener (`kafka-acls --bootstrap-controller`), the
+  cluster's ACLs as the active controller keeps them; another controller answers
+  NOT_CONTROLLER.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from odradek.broker.handlers.acl_common import refuse_unknown_codes
 from odradek.broker.handlers.authorization import cluster_allowed, needs_permission
 from odradek.broker.handlers.base import Reply, RequestContext
-from odradek.broker.security.acls import AclFilter
+from odradek.broker.security.acls import AclFilter, matching
 from odradek.broker.security.authorizer import AclAuthorizer
 from odradek.broker.security.resources import Operation
 from odradek.protocol.errors import ErrorCode
@@ -50,8 +53,14 @@ async def handle(ctx: RequestContext, request: DescribeAclsRequest) -> Reply:
         request.operation,
         request.permission_type,
     )
+    found = authorizer.store.matching(acl_filter)
+    controller = ctx.services.controller
+    if ctx.listener.controller and controller is not None:  # the cluster's own ACLs
+        if not controller.is_active:
+            return _error(ErrorCode.not_controller, "This controller does not lead the quorum")
+        found = matching(controller.acls.bindings, acl_filter)
     resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
-    for binding in authorizer.store.matching(acl_filter):
+    for binding in found:
         key = (binding.resource_type, binding.name, binding.pattern_type)
         resources.setdefault(key, []).append(
             {

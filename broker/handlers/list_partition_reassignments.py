@@ -2,8 +2,10 @@
 broker's view of the cluster's metadata: every partition's replicas (the target ones
 first, then those leaving), the replicas being added and those being removed. Topics
 null: every reassignment; otherwise the partitions asked for that are moving (unknown
-ones left out, as Kafka does). On one node of its own nothing ever moves. With ACLs the
-caller needs DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED)."""
+ones left out, as Kafka does). On one node of its own nothing ever moves. On the
+controller listener (`--bootstrap-controller`), from the active controller's metadata;
+another controller answers NOT_CONTROLLER. With ACLs the caller needs DESCRIBE on the
+cluster (CLUSTER_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
@@ -23,11 +25,17 @@ async def handle(ctx: RequestContext, request: ListPartitionReassignmentsRequest
         code = ErrorCode.cluster_authorization_failed
         message = needs_permission(ctx, "ListPartitionReassignments", Operation.DESCRIBE)
         return {"throttle_time": 0, "error_code": code, "error_message": message, "topics": []}
-    member = ctx.services.member
     wanted = None
     if request.topics is not None:
         wanted = [(t.name, list(t.partition_indexes)) for t in request.topics]
-    moving = [] if member is None else reassignment.ongoing(member.view.topics, wanted)
+    member, controller = ctx.services.member, ctx.services.controller
+    if ctx.listener.controller:  # the active controller's own metadata
+        if controller is None or not controller.is_active:
+            code = ErrorCode.not_controller
+            return {"throttle_time": 0, "error_code": code, "error_message": None, "topics": []}
+        moving = reassignment.ongoing(controller.shard.topics, wanted)
+    else:
+        moving = [] if member is None else reassignment.ongoing(member.view.topics, wanted)
     topics = [
         {
             "name": name,

@@ -27,6 +27,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 from helpers.acl_admin import AUTHORIZER
+from helpers.kafka_tools import run_tool
 from helpers.wire import WireClient
 
 from cluster.conftest import SESSION_MS, create_topic, read_all
@@ -163,6 +164,15 @@ def test_acls_and_scram_credentials_are_the_clusters(tmp_path: Path) -> None:
             )
         ).result(15)
         assert [(b.name, b.principal) for b in found] == [("orders", "User:alice")]
+        # the controller lists them too, to Kafka's tool pointed at it
+        listed = run_tool(
+            "org.apache.kafka.tools.AclCommand",
+            "--bootstrap-controller",
+            cluster.controller.bootstrap,
+            "--list",
+        )
+        assert listed.returncode == 0, listed.stdout + listed.stderr
+        assert "name=orders" in listed.stdout and "principal=User:alice" in listed.stdout
         # client quotas too: set through one broker, in every broker's copy, read on another
         quota = {
             "entity": [{"entity_type": "user", "entity_name": "alice"}],

@@ -150,11 +150,13 @@ def fill(cluster: Cluster, topic: str, count: int, size: int) -> None:
     assert producer.flush(30) == 0
 
 
-def listed(cluster: Cluster, topic: str) -> list[tuple[list[int], list[int], list[int]]]:
+def listed(
+    cluster: Cluster, topic: str, via: str | None = None
+) -> list[tuple[list[int], list[int], list[int]]]:
     """The reassignment in progress of the topic's partition 0, as ListPartitionReassignments
-    answers it: (replicas, adding, removing), or nothing."""
+    answers it (on broker 2, or at `via`): (replicas, adding, removing), or nothing."""
     body = {"timeout": 5000, "topics": [{"name": topic, "partition_indexes": [0]}]}
-    with WireClient(cluster.node(2).bootstrap) as client:
+    with WireClient(via or cluster.node(2).bootstrap) as client:
         answer = client.call(LIST_REASSIGNMENTS, 0, body)
     assert answer.error_code == 0
     return [
@@ -172,6 +174,9 @@ def test_a_cancel_puts_the_original_replicas_back(cluster: Cluster, tmp_path: Pa
         started = reassign(cluster, tmp_path, "--execute", "cancelled", [1, 3])
         assert started.returncode == 0, started.stdout + started.stderr
         assert listed(cluster, "cancelled") == [([1, 3, 2], [3], [2])]
+        # and on the controller listener, from the controller's own metadata
+        on_controller = listed(cluster, "cancelled", via=cluster.controller.bootstrap)
+        assert on_controller == [([1, 3, 2], [3], [2])]
         assert list(cluster.partition("cancelled", 0).replica_nodes) == [1, 3, 2]
         verifying = reassign(cluster, tmp_path, "--verify", "cancelled", [1, 3])
         assert "Reassignment of partition cancelled-0 is still in progress." in verifying.stdout
@@ -180,6 +185,7 @@ def test_a_cancel_puts_the_original_replicas_back(cluster: Cluster, tmp_path: Pa
         assert cancel.returncode == 0, cancel.stdout + cancel.stderr
         assert "Successfully cancelled partition reassignment for: cancelled-0" in cancel.stdout
     assert listed(cluster, "cancelled") == []
+    assert listed(cluster, "cancelled", via=cluster.controller.bootstrap) == []
     partition = cluster.partition("cancelled", 0)
     assert (list(partition.replica_nodes), sorted(partition.isr_nodes)) == ([1, 2], [1, 2])
     wait(lambda: hosts(cluster, "cancelled") == {1, 2}, 10, "node 3 deletes its copy")
