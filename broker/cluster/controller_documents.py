@@ -53,9 +53,11 @@ class ControllerCredentials:
     def __init__(self, controller: Controller) -> None:
         self._controller = controller
 
+    def users(self) -> credentials.Users:
+        return credentials.decode_document(self._controller.shard.documents.get(SCRAM))
+
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
-        users = credentials.decode_document(self._controller.shard.documents.get(SCRAM))
-        return users.get(user, {}).get(mechanism)
+        return self.users().get(user, {}).get(mechanism)
 
     async def change(
         self,

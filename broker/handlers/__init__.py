@@ -212,6 +212,7 @@ _CONTROLLER_MODULES: dict[int, ModuleType] = {
     45: controller_alter_partition_reassignments,
     46: list_partition_reassignments,
     49: alter_client_quotas,
+    50: describe_user_scram_credentials,
     51: alter_user_scram_credentials,
     52: vote,
     53: begin_quorum_epoch,

@@ -7,6 +7,8 @@
   request is DUPLICATE_RESOURCE (Kafka's messages).
 - Needs DESCRIBE on the cluster; otherwise CLUSTER_AUTHORIZATION_FAILED for the
   whole request, and (as Kafka) once more for each user asked, without its name.
+- On a cluster's controller listener, the cluster's credentials as the active
+  controller keeps them; another controller answers NOT_CONTROLLER.
 """
 
 from __future__ import annotations
@@ -44,6 +46,12 @@ async def handle(ctx: RequestContext, request: DescribeUserScramCredentialsReque
             "results": [_result("", refused, message, []) for _ in request.users or ()],
         }
     stored = ctx.services.scram_credentials.users()
+    controller = ctx.services.controller
+    if ctx.listener.controller and controller is not None:  # the cluster's own credentials
+        if not controller.is_active:
+            code = ErrorCode.not_controller
+            return {"throttle_time": 0, "error_code": code, "error_message": None, "results": []}
+        stored = controller.credentials.users()
     asked = [user.name for user in request.users or ()]
     times_asked = Counter(asked)
     results = []

@@ -173,6 +173,13 @@ def test_acls_and_scram_credentials_are_the_clusters(tmp_path: Path) -> None:
         )
         assert listed.returncode == 0, listed.stdout + listed.stderr
         assert "name=orders" in listed.stdout and "principal=User:alice" in listed.stdout
+        with WireClient(cluster.controller.bootstrap) as wire:
+            described = wire.call(50, 0, {"users": None})
+        assert described.error_code == 0
+        assert [
+            (r.user, [(int(c.mechanism), c.iterations) for c in r.credential_infos])
+            for r in described.results
+        ] == [("alice", [(1, 4096)])]
         # client quotas too: set through one broker, in every broker's copy, read on another
         quota = {
             "entity": [{"entity_type": "user", "entity_name": "alice"}],
