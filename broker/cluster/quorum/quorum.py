@@ -491,7 +491,13 @@ class Quorum:
 
     def _log_end(self) -> LogEnd:
         plog = self.partition.log
-        return LogEnd(plog.latest_epoch, plog.log_end_offset)
+        epoch = plog.latest_epoch
+        if plog.log_end_offset == plog.log_start_offset > 0:
+            # nothing after the snapshot the log starts from: its epoch is the last one
+            held = snapshots.latest(Path(plog.directory))
+            if held is not None and held.end_offset == plog.log_end_offset:
+                epoch = held.epoch
+        return LogEnd(epoch, plog.log_end_offset)
 
     async def _fetch_from(self, leader: int) -> Any:
         request = requests.fetch(
