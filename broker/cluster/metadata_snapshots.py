@@ -23,7 +23,7 @@ import structlog
 
 from odradek.broker.cluster.quorum import snapshots
 from odradek.broker.cluster.quorum.snapshots import SnapshotId
-from odradek.coordinator.cluster.snapshot import state_records
+from odradek.coordinator.cluster.snapshot import capture, records_of
 from odradek.coordinator.runtime import CoordinatorError, Result
 
 if TYPE_CHECKING:
@@ -89,8 +89,12 @@ class MetadataSnapshots:
         taken = await self._controller.run(self._capture)
         if taken is None:
             return None
-        snapshot, records, last_ms = taken
-        await asyncio.to_thread(snapshots.write, self.directory, snapshot, records, last_ms)
+        snapshot, captured, last_ms = taken
+
+        def written() -> None:  # many partitions take a while: off the event loop
+            snapshots.write(self.directory, snapshot, records_of(captured), last_ms)
+
+        await asyncio.to_thread(written)
         self.last = snapshot
         self._size_then = self._partition.log.size_bytes()
         self._taken_ms = int(time.time() * 1000)
@@ -104,7 +108,7 @@ class MetadataSnapshots:
         if quorum is None or plog.log_end_offset != quorum.high_watermark:
             return Result([], None)
         snapshot = SnapshotId(plog.log_end_offset, plog.latest_epoch)
-        return Result([], (snapshot, state_records(shard), int(time.time() * 1000)))
+        return Result([], (snapshot, capture(shard), int(time.time() * 1000)))
 
     def clean(self) -> None:
         """Past retention, the log starts where the latest snapshot ends."""
