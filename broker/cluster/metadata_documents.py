@@ -32,7 +32,7 @@ from odradek.broker.settings.features import METADATA_VERSION, FinalizedFeatures
 from odradek.broker.settings.named_configs import with_configs
 from odradek.coordinator.cluster import kafka_format as kf
 from odradek.coordinator.cluster.kafka_format import MetadataRecord
-from odradek.coordinator.cluster.records import BROKER_RESOURCE
+from odradek.coordinator.cluster.records import BROKER_RESOURCE, config_records
 
 # ConfigRecord's resource types beside TOPIC and BROKER (Kafka's ConfigResource.Type)
 CLIENT_METRICS_RESOURCE, GROUP_RESOURCE = 16, 32
@@ -325,21 +325,13 @@ def _config_records(
     before: dict[str, dict[str, str]],
     after: dict[str, dict[str, str]],
 ) -> list[MetadataRecord]:
-    records = []
-    for resource in sorted(set(before) | set(after)):
-        old, new = before.get(resource, {}), after.get(resource, {})
-        for name in sorted(set(old) | set(new)):
-            if old.get(name) != new.get(name):
-                records.append(
-                    kf.record(
-                        kf.CONFIG,
-                        resource_type=resource_type,
-                        resource_name=resource,
-                        name=name,
-                        value=new.get(name),
-                    )
-                )
-    return records
+    return [
+        change
+        for resource in sorted(set(before) | set(after))
+        for change in config_records(
+            resource_type, resource, before.get(resource, {}), after.get(resource, {})
+        )
+    ]
 
 
 _REPLAY: dict[int, Callable[[MetadataDocuments, MetadataRecord, int], None]] = {

@@ -188,27 +188,26 @@ def remove_topic(topic_id: uuid.UUID) -> Record:
     return written(kf.record(kf.REMOVE_TOPIC, topic_id=topic_id))
 
 
-def config(resource_type: int, resource: str, name: str, value: str | None) -> Record:
-    return written(
+def config_records(
+    resource_type: int, resource: str, before: dict[str, str], after: dict[str, str]
+) -> list[MetadataRecord]:
+    """ConfigRecords that turn `before` into `after` (a null value removes one)."""
+    changed: list[tuple[str, str | None]] = [
+        (name, value) for name, value in sorted(after.items()) if before.get(name) != value
+    ]
+    changed += [(name, None) for name in sorted(before) if name not in after]
+    return [
         kf.record(
             kf.CONFIG, resource_type=resource_type, resource_name=resource, name=name, value=value
         )
-    )
+        for name, value in changed
+    ]
 
 
 def config_changes(
     resource_type: int, resource: str, before: dict[str, str], after: dict[str, str]
 ) -> list[Record]:
-    """ConfigRecords that turn `before` into `after` (a null value removes one)."""
-    changes = [
-        config(resource_type, resource, name, value)
-        for name, value in sorted(after.items())
-        if before.get(name) != value
-    ]
-    changes += [
-        config(resource_type, resource, name, None) for name in sorted(before) if name not in after
-    ]
-    return changes
+    return [written(r) for r in config_records(resource_type, resource, before, after)]
 
 
 def partition(topic_id: uuid.UUID, index: int, value: PartitionValue) -> Record:
