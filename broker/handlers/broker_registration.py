@@ -14,15 +14,11 @@ from kio.schema.broker_registration.v3.request import BrokerRegistrationRequest
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
-from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
+from odradek.broker.settings.listeners import protocol_named
 from odradek.coordinator.cluster.records import Endpoint
 
 MIN_VERSION, MAX_VERSION = 0, 3
 # the fields read are those of v0: typed as the newest
-
-
-def _protocol(number: int) -> str:
-    return SECURITY_PROTOCOLS[number] if 0 <= number < len(SECURITY_PROTOCOLS) else "PLAINTEXT"
 
 
 async def handle(ctx: RequestContext, request: BrokerRegistrationRequest) -> Reply:
@@ -38,7 +34,7 @@ async def handle(ctx: RequestContext, request: BrokerRegistrationRequest) -> Rep
                 listener.name,
                 listener.host,
                 listener.port,
-                _protocol(listener.security_protocol),
+                protocol_named(listener.security_protocol),
             )
             for listener in request.listeners
         ),

@@ -10,16 +10,12 @@ from kio.schema.controller_registration.v0.request import ControllerRegistration
 
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.handlers.controller_common import answered_by_controller
-from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
+from odradek.broker.settings.listeners import protocol_named
 from odradek.coordinator.cluster import controllers
 from odradek.coordinator.cluster.records import ControllerValue, Endpoint
 from odradek.protocol.errors import ErrorCode
 
 MIN_VERSION, MAX_VERSION = 0, 0
-
-
-def _protocol(number: int) -> str:
-    return SECURITY_PROTOCOLS[number] if 0 <= number < len(SECURITY_PROTOCOLS) else "PLAINTEXT"
 
 
 async def handle(ctx: RequestContext, request: ControllerRegistrationRequest) -> Reply:
@@ -29,7 +25,10 @@ async def handle(ctx: RequestContext, request: ControllerRegistrationRequest) ->
         request.incarnation_id,
         tuple(
             Endpoint(
-                listener.name, listener.host, listener.port, _protocol(listener.security_protocol)
+                listener.name,
+                listener.host,
+                listener.port,
+                protocol_named(listener.security_protocol),
             )
             for listener in request.listeners
         ),

@@ -18,6 +18,14 @@ from dataclasses import dataclass
 DEFAULT_LISTENERS = "PLAINTEXT://127.0.0.1:9092"
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")  # in Kafka's id order
+
+
+def protocol_named(number: int) -> str:
+    """The security protocol of Kafka's id (a registration's listeners); PLAINTEXT for
+    one it does not know."""
+    return SECURITY_PROTOCOLS[number] if 0 <= number < len(SECURITY_PROTOCOLS) else "PLAINTEXT"
+
+
 SUPPORTED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 WILDCARDS = ("0.0.0.0", "::")
 
