@@ -96,7 +96,7 @@ class ClusterMember:
         self._admin_clients = [NodeClient(host, port, timeout_s) for host, port in controllers]
         client, quorum = await self._reach_controller(deadline)
         self._check_quorum(client, quorum)
-        await self._first_registration(client)
+        await self._first_registration(client, deadline)
         self._tasks = [
             asyncio.create_task(self._follow_metadata(), name="metadata-fetch"),
             asyncio.create_task(self._heartbeats(), name="broker-heartbeat"),
@@ -162,16 +162,31 @@ class ClusterMember:
 
     # -- registration and heartbeats -----------------------------------------------
 
-    async def _first_registration(self, client: NodeClient) -> None:
+    async def _first_registration(self, client: NodeClient, deadline: float) -> None:
         """Register; while the id is held, wait: a crashed predecessor's session runs
-        out within broker.session.timeout.ms, a live twin's never does."""
+        out within broker.session.timeout.ms, a live twin's never does. A controller
+        that does not answer is asked again until the registration deadline (the same
+        incarnation registering twice is one registration)."""
         config = self.broker.config
         patience = (
             config.broker_session_timeout_ms + 2 * config.broker_heartbeat_interval_ms
         ) / 1000
         refused_since: float | None = None
         while True:
-            code = await self._register(client)
+            try:
+                code = await self._register(client)
+            except NodeUnreachable as exc:
+                if time.monotonic() >= deadline:
+                    raise ClusterJoinError(
+                        f"node.id={self.node_id}: the controller did not answer the "
+                        f"registration within initial.broker.registration.timeout.ms: {exc}"
+                    ) from exc
+                log.warning("registration unanswered: asking again", error=str(exc))
+                self.leader_lost()
+                await asyncio.sleep(RETRY_S)
+                with contextlib.suppress(NodeUnreachable):  # else the same one again
+                    client = await self._any_client()
+                continue
             if code == ErrorCode.none:
                 return
             if code == ErrorCode.not_controller:  # the quorum elected another meanwhile
@@ -292,7 +307,9 @@ class ClusterMember:
     ) -> Any:
         """One request to the active controller (raises NodeUnreachable); `client_id`,
         when given, names the principal it is made for. A controller that no longer
-        leads (or is gone) is left for the new leader, once."""
+        leads (or is gone) is left for the new leader, once; one that does not answer
+        in time is not (it may have acted on the request: the caller answers
+        REQUEST_TIMED_OUT, as Kafka's forwarding does)."""
         for attempt in range(2):
             client = await self._any_client(self._admin_clients)
             try:
@@ -300,9 +317,9 @@ class ClusterMember:
                     answer = await client.call(api_key, version, request)
                 else:
                     answer = await client.call(api_key, version, request, client_id)
-            except NodeUnreachable:
+            except NodeUnreachable as exc:
                 self.leader_lost()
-                if attempt:
+                if attempt or exc.timed_out:
                     raise
                 continue
             if getattr(answer, "error_code", None) != ErrorCode.not_controller or attempt:

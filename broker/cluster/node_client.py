@@ -22,7 +22,12 @@ SCRATCH = 64 * 1024
 
 
 class NodeUnreachable(ConnectionError):
-    """No answer from the node: not listening, gone, or too slow."""
+    """No answer from the node: not listening, gone, or too slow (`timed_out`: the
+    node may still act on the request)."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 class _Answers(asyncio.BufferedProtocol):
@@ -139,7 +144,10 @@ class NodeClient:
                 return await asyncio.wait_for(call, self.timeout_s)
             except (OSError, TimeoutError, decoder.DecodeError) as exc:
                 self.close()
-                raise NodeUnreachable(f"node {self.address}: {str(exc) or 'timed out'}") from exc
+                raise NodeUnreachable(
+                    f"node {self.address}: {str(exc) or 'timed out'}",
+                    timed_out=isinstance(exc, TimeoutError),
+                ) from exc
             except asyncio.CancelledError:
                 self.close()  # its answer may still come: the connection is spent
                 raise

@@ -6,6 +6,7 @@ that then leads."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -48,6 +49,20 @@ def topics_in_snapshot(directory: Path) -> set[str]:
     return {r["name"] for r in records if r.api_key == kf.TOPIC.api_key}
 
 
+def copy_latest_snapshot(directory: Path, into: Path) -> tuple[snapshots.SnapshotId, Path]:
+    into.mkdir(exist_ok=True)
+    for _ in range(50):
+        latest = snapshots.latest(directory)
+        assert latest is not None
+        try:
+            copy = into / latest.file_name
+            shutil.copyfile(directory / latest.file_name, copy)
+            return latest, copy
+        except FileNotFoundError:  # replaced by a newer one meanwhile
+            time.sleep(0.05)
+    raise AssertionError("no snapshot stayed long enough to be copied")
+
+
 def create(admin: AdminClient, names: list[str], factor: int = 2) -> None:
     for future in admin.create_topics([NewTopic(n, 2, factor) for n in names]).values():
         future.result(30)
@@ -73,14 +88,16 @@ def test_snapshots_replace_the_log_and_reach_whoever_needs_them(tmp_path: Path) 
         snapshot = snapshots.latest(leading)
         assert snapshot is not None and snapshot.end_offset > 0
         wait_for(
-            lambda: read_offset(leading / LOG_START_CHECKPOINT) == snapshot.end_offset,
+            lambda: read_offset(leading / LOG_START_CHECKPOINT) >= snapshot.end_offset,
             "the log does not start where the snapshot ends",
         )
+        # a copy, as the leader goes on snapshotting and removes the older ones
+        snapshot, copy = copy_latest_snapshot(leading, tmp_path / "copy")
         dumped = run_tool(
             "org.apache.kafka.tools.DumpLogSegments",
             "--cluster-metadata-decoder",
             "--files",
-            str(leading / snapshot.file_name),
+            str(copy),
         )
         assert dumped.returncode == 0, dumped.stderr
         assert (
