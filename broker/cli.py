@@ -56,6 +56,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="let tests inject faults through /faults on the listeners (also "
         "ODRADEK_ENABLE_FAULTS=true); for test brokers only",
     )
+    first_voters = parser.add_mutually_exclusive_group()
+    first_voters.add_argument(
+        "--standalone",
+        action="store_true",
+        help="a new controller with controller.quorum.bootstrap.servers starts its quorum "
+        "as its only voter (as kafka-storage format --standalone)",
+    )
+    first_voters.add_argument(
+        "--initial-controllers",
+        metavar="ID@HOST:PORT:DIRECTORY_ID,...",
+        help="a new dynamic quorum's first voters (as kafka-storage format does)",
+    )
+    first_voters.add_argument(
+        "--no-initial-controllers",
+        action="store_true",
+        help="a new controller joins an existing dynamic quorum as an observer, to be "
+        "added with kafka-metadata-quorum add-controller",
+    )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     parser.add_argument(
         "--kafka-ready-lines",
@@ -93,6 +111,12 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         config.apply({"log.dirs": str(args.data_dir)})  # the same setting
     if args.metrics_port is not None:
         config.metrics_port = args.metrics_port
+    if args.standalone:
+        config.initial_controllers = "standalone"
+    elif args.no_initial_controllers:
+        config.initial_controllers = "none"
+    elif args.initial_controllers:
+        config.initial_controllers = args.initial_controllers
     config.enable_faults = args.enable_faults or os.environ.get(
         "ODRADEK_ENABLE_FAULTS", ""
     ).lower() in ("true", "1", "yes")

@@ -32,8 +32,11 @@ from odradek.broker.cluster.controller_documents import (
 from odradek.broker.cluster.metadata_documents import MetadataDocuments
 from odradek.broker.cluster.metadata_snapshots import MetadataSnapshots, load_latest
 from odradek.broker.cluster.node_client import NodeUnreachable
+from odradek.broker.cluster.quorum.first_voters import voter_history
 from odradek.broker.cluster.quorum.quorum import Quorum
 from odradek.broker.cluster.quorum.requests import METADATA_TOPIC
+from odradek.broker.cluster.quorum.voter_changes import VoterChanges
+from odradek.broker.cluster.quorum.voters import NO_DIRECTORY, VoterHistory, VoterNode
 from odradek.broker.settings.cluster_config import ClusterConfig
 from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
 from odradek.coordinator.cluster import controllers
@@ -65,6 +68,7 @@ class Observer:
 
     log_end_offset: int = -1
     last_seen_ms: int = -1
+    caught_up_ms: int = -1  # when it last had all the leader's committed records
 
 
 class Controller:
@@ -89,6 +93,7 @@ class Controller:
         self._bootstrapped = asyncio.Event()  # operations wait for a new leader's first records
         self._bootstrapped.set()
         self.quorum: Quorum | None = None
+        self.voter_changes: VoterChanges | None = None
         self.snapshots: MetadataSnapshots | None = None
         self._partition: Partition | None = None
         self.acls = ControllerAcls(self)
@@ -104,26 +109,53 @@ class Controller:
         partition = self._partition = partitions[0]
         if partition.topic.configs != METADATA_TOPIC_CONFIGS:  # compacted, before the format
             self._broker.topics.set_configs(METADATA_TOPIC, METADATA_TOPIC_CONFIGS)
-        voters = {v.node_id: (v.host, v.port) for v in self.cluster.voters}
-        if not voters:  # found through controller.quorum.bootstrap.servers: the only one
-            voters = {self.node_id: ("", 0)}
+        history = self._voter_history(partition)
         self.snapshots = MetadataSnapshots(self, partition, self._broker.config)
         self._spawn(self.snapshots.run())
         self._spawn(self._register_self())
         self.quorum = Quorum(
             self.node_id,
-            voters,
+            history,
             partition,
             self._broker.config,
             on_lead=self._lead,
             on_resign=self._resign,
+            listener=self._listener_name(),
+            bootstrap_servers=self.cluster.bootstrap_servers,
         )
         partition.replication = self.quorum
+        self.voter_changes = VoterChanges(self.quorum)
         self.quorum.start()
-        if len(voters) == 1:
+        if history.voters.ids() == [self.node_id]:
             while not self.quorum.is_leader:
                 await asyncio.sleep(0.001)
             await self.runtime.shard_at(0).wait_loaded()
+
+    def _listener_name(self) -> str:
+        names = self.cluster.controller_listener_names
+        return names[0] if names else "CONTROLLER"
+
+    def own_voter(self, partition: Partition) -> VoterNode:
+        """This controller as a voter: its id, its metadata directory's id and its
+        controller endpoints."""
+        log_dir = self._broker.topics.log_dirs.holding(Path(partition.log.directory))
+        directory_id = log_dir.directory_id if log_dir is not None else NO_DIRECTORY
+        endpoints = tuple(
+            (lis.name, lis.advertised_host, lis.advertised_port)
+            for lis in self._broker.listeners
+            if lis.controller
+        )
+        return VoterNode(self.node_id, directory_id, endpoints)
+
+    def _voter_history(self, partition: Partition) -> VoterHistory:
+        return voter_history(
+            static_voters={v.node_id: (v.host, v.port) for v in self.cluster.voters},
+            listener=self._listener_name(),
+            me=self.own_voter(partition),
+            bootstrap_servers=self.cluster.bootstrap_servers,
+            initial=self._broker.config.initial_controllers,
+            log=partition.log,
+        )
 
     def _lead(self) -> None:
         assert self._partition is not None
@@ -214,9 +246,13 @@ class Controller:
         return 0 if self.quorum is None else self.quorum.high_watermark
 
     def observed(self, node_id: int, offset: int) -> None:
+        """`node_id` (a broker, or a controller that is not a voter) has the metadata
+        log up to `offset`."""
         observer = self.observers.setdefault(node_id, Observer())
         observer.log_end_offset = offset + 1
         observer.last_seen_ms = int(time.time() * 1000)
+        if observer.log_end_offset >= self.high_watermark():
+            observer.caught_up_ms = observer.last_seen_ms
 
     async def stop(self) -> None:
         for task in list(self._tasks):

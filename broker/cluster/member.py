@@ -33,6 +33,7 @@ from odradek.broker.cluster.controller import METADATA_TOPIC
 from odradek.broker.cluster.metadata_documents import MetadataDocuments
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
 from odradek.broker.cluster.quorum import snapshots
+from odradek.broker.cluster.quorum.requests import describe_quorum, leads
 from odradek.broker.cluster.quorum.snapshots import SnapshotId
 from odradek.broker.settings.cluster_config import ClusterConfig
 from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
@@ -125,11 +126,11 @@ class ClusterMember:
         while True:
             for index, client in enumerate(self._clients):
                 try:
-                    answer = await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
+                    answer = await client.call(DESCRIBE_QUORUM, 2, describe_quorum())
                 except NodeUnreachable as exc:
                     last = str(exc)
                     continue
-                if _leads(answer) or answer.error_code != ErrorCode.none:
+                if leads(answer) or answer.error_code != ErrorCode.none:
                     self._leader = index
                     return client, answer
                 last = f"{client.address} does not lead the controller quorum"
@@ -290,10 +291,10 @@ class ClusterMember:
             return clients[self._leader]
         for index, client in enumerate(self._clients):
             try:
-                answer = await client.call(DESCRIBE_QUORUM, 2, _quorum_request())
+                answer = await client.call(DESCRIBE_QUORUM, 2, describe_quorum())
             except NodeUnreachable:
                 continue
-            if _leads(answer):
+            if leads(answer):
                 self._leader = index
                 return clients[index]
         raise NodeUnreachable("no controller leads the quorum (an election may be under way)")
@@ -329,8 +330,8 @@ class ClusterMember:
 
     async def settle(self) -> None:
         """Wait until this broker's view has everything the controller wrote so far."""
-        answer = await self.ask_controller(DESCRIBE_QUORUM, 2, _quorum_request())
-        if not _leads(answer):
+        answer = await self.ask_controller(DESCRIBE_QUORUM, 2, describe_quorum())
+        if not leads(answer):
             self.leader_lost()
             raise NodeUnreachable("the controller asked no longer leads the quorum")
         end = answer.topics[0].partitions[0].high_watermark
@@ -576,15 +577,3 @@ _REFUSALS = {
 
 def _refusal(code: ErrorCode) -> str:
     return _REFUSALS.get(code, code.name)
-
-
-def _leads(answer: Any) -> bool:
-    """Does a DescribeQuorum answer come from the quorum's leader?"""
-    if answer.error_code != ErrorCode.none or not answer.topics:
-        return False
-    partitions = answer.topics[0].partitions
-    return bool(partitions) and partitions[0].error_code == ErrorCode.none
-
-
-def _quorum_request() -> dict[str, Any]:
-    return {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]}

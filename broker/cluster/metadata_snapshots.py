@@ -23,6 +23,7 @@ import structlog
 
 from odradek.broker.cluster.quorum import snapshots
 from odradek.broker.cluster.quorum.snapshots import SnapshotId
+from odradek.broker.cluster.quorum.voters import control_records
 from odradek.coordinator.cluster.snapshot import capture, records_of
 from odradek.coordinator.runtime import CoordinatorError, Result
 
@@ -89,10 +90,10 @@ class MetadataSnapshots:
         taken = await self._controller.run(self._capture)
         if taken is None:
             return None
-        snapshot, captured, last_ms = taken
+        snapshot, captured, last_ms, control = taken
 
         def written() -> None:  # many partitions take a while: off the event loop
-            snapshots.write(self.directory, snapshot, records_of(captured), last_ms)
+            snapshots.write(self.directory, snapshot, records_of(captured), last_ms, control)
 
         await asyncio.to_thread(written)
         self.last = snapshot
@@ -108,7 +109,11 @@ class MetadataSnapshots:
         if quorum is None or plog.log_end_offset != quorum.high_watermark:
             return Result([], None)
         snapshot = SnapshotId(plog.log_end_offset, plog.latest_epoch)
-        return Result([], (snapshot, capture(shard), int(time.time() * 1000)))
+        history = quorum.history
+        control = []
+        if history.kraft_version >= 1:  # a dynamic quorum's voters go with the snapshot
+            control = control_records(history.kraft_version, history.voters_at(snapshot.end_offset))
+        return Result([], (snapshot, capture(shard), int(time.time() * 1000), control))
 
     def clean(self) -> None:
         """Past retention, the log starts where the latest snapshot ends."""

@@ -16,6 +16,7 @@ from odradek.protocol import decoder, encoder, messages
 from odradek.protocol.header import skip_tagged_fields
 
 CLIENT_ID = "odradek-node"
+API_VERSIONS = 18
 MAX_ANSWER = 64 * 1024 * 1024
 _HEAD = struct.Struct(">hhih")
 SCRATCH = 64 * 1024
@@ -172,7 +173,10 @@ class NodeClient:
         (correlation,) = struct.unpack_from(">i", answer)
         if correlation != self._correlation:
             raise decoder.DecodeError("answer to another request")
-        body_at = skip_tagged_fields(answer, 4) if flexible else 4
+        # ApiVersions answers with header v0 at every version (a client must read it
+        # before it knows what the node speaks)
+        flexible_header = flexible and api_key != API_VERSIONS
+        body_at = skip_tagged_fields(answer, 4) if flexible_header else 4
         return decoder.decode(messages.response_class(api_key, version), answer, body_at)
 
     def close(self) -> None:

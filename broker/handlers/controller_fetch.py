@@ -78,6 +78,8 @@ async def _metadata(controller: Any, replica_id: int, p: Any, deadline: float) -
         if check.error != ErrorCode.none:
             answer["error_code"] = check.error
             return answer
+        if check.read_to is not None and replica_id >= 0:  # an observing controller
+            controller.observed(replica_id, p.fetch_offset - 1)
         plog = partition.log
         answer["high_watermark"] = answer["last_stable_offset"] = quorum.high_watermark
         answer["log_start_offset"] = plog.log_start_offset

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest
@@ -29,10 +30,12 @@ API_KEY = 55
 # v0-v2 have the same fields: typed as the newest
 
 
-def _replica(node_id: int, log_end_offset: int, seen_ms: int) -> dict[str, Any]:
+def _replica(
+    node_id: int, log_end_offset: int, seen_ms: int, directory_id: uuid.UUID | None = None
+) -> dict[str, Any]:
     return {
         "replica_id": node_id,
-        "replica_directory_id": None,
+        "replica_directory_id": directory_id,
         "log_end_offset": log_end_offset,
         "last_fetch_timestamp": seen_ms,
         "last_caught_up_timestamp": seen_ms,
@@ -80,12 +83,14 @@ def _leader_view(controller: Controller, now_ms: int) -> dict[str, Any]:
     assert quorum is not None
     own_end = quorum.partition.log.log_end_offset
     voters = []
-    for voter in sorted(quorum.voters):
+    nodes = quorum.history.voters.nodes
+    for voter in sorted(nodes):
+        directory = nodes[voter].directory_id if quorum.kraft_version else None
         if voter == quorum.node_id:
-            voters.append(_replica(voter, own_end, now_ms))
+            voters.append(_replica(voter, own_end, now_ms, directory))
         else:
             seen = quorum.voter_seen_ms.get(voter, -1)
-            voters.append(_replica(voter, quorum.voter_ends.get(voter, -1), seen))
+            voters.append(_replica(voter, quorum.voter_ends.get(voter, -1), seen, directory))
     return {
         "partition_index": 0,
         "error_code": 0,
@@ -103,7 +108,7 @@ def _leader_view(controller: Controller, now_ms: int) -> dict[str, Any]:
 
 def _nodes(ctx: RequestContext, quorum: Quorum) -> list[dict[str, Any]]:
     """Each voter's controller listener: this node's as it advertises them, the others'
-    as controller.quorum.voters names them."""
+    as controller.quorum.voters or the voter set names them."""
     own = [
         {"name": listener.name, "host": listener.advertised_host, "port": listener.advertised_port}
         for listener in ctx.services.listeners
@@ -111,7 +116,12 @@ def _nodes(ctx: RequestContext, quorum: Quorum) -> list[dict[str, Any]]:
     ]
     name = own[0]["name"] if own else "CONTROLLER"
     nodes = []
-    for voter, (host, port) in sorted(quorum.voters.items()):
-        listeners = own if voter == quorum.node_id else [{"name": name, "host": host, "port": port}]
+    for voter, node in sorted(quorum.history.voters.nodes.items()):
+        listeners = [{"name": n, "host": host, "port": port} for n, host, port in node.endpoints]
+        if voter == quorum.node_id:
+            listeners = own
+        elif not listeners:
+            host, port = node.address()
+            listeners = [{"name": name, "host": host, "port": port}]
         nodes.append({"node_id": voter, "listeners": listeners})
     return nodes

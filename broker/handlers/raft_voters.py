@@ -2,23 +2,21 @@
 to the quorum's voters (KIP-853), as `kafka-metadata-quorum add-controller` and
 `remove-controller` send them.
 
-Odradek's quorum has static voters, named by `controller.quorum.voters`: its kraft.version
-is 0, and the quorum's leader answers as Kafka's does for such a quorum, after the same
-checks in the same order:
+The leader checks, in Kafka's order and words:
 - a request for another cluster: INCONSISTENT_CLUSTER_ID;
 - a controller that does not lead: NOT_LEADER_OR_FOLLOWER;
 - AddRaftVoter without the new voter's directory id, or without an endpoint on the
   controller listener: INVALID_REQUEST;
 - a leader whose epoch has not committed yet: REQUEST_TIMED_OUT;
-- otherwise UNSUPPORTED_VERSION, "Cluster doesn't support adding (removing) voter
-  because the kraft.version feature is 0".
+then the change itself (broker/cluster/quorum/voter_changes.py): static voters
+(`controller.quorum.voters`, kraft.version 0) refuse it with UNSUPPORTED_VERSION;
+dynamic voters (`controller.quorum.bootstrap.servers`, kraft.version 1) change.
 On a broker's listener (a broker of a cluster) AddRaftVoter and RemoveRaftVoter go on to
 the active controller, as Kafka's brokers pass them on.
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from kio.schema.add_raft_voter.v0.request import AddRaftVoterRequest as AddV0
@@ -28,14 +26,13 @@ from kio.schema.update_raft_voter.v0.request import UpdateRaftVoterRequest
 
 from odradek.broker.cluster.admin import as_dict
 from odradek.broker.cluster.node_client import NodeUnreachable
+from odradek.broker.cluster.quorum.voters import NO_DIRECTORY, VoterNode
 from odradek.broker.handlers.authorization import acls_enabled, cluster_allowed
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation
 from odradek.protocol.errors import ErrorCode
 
 ADD, REMOVE = 80, 81
-KRAFT_VERSION = 0  # static voters
-NO_DIRECTORY = uuid.UUID(int=0)
 
 
 def _answer(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -92,11 +89,19 @@ async def handle_add(ctx: RequestContext, request: AddV0 | AddV1) -> Reply:
             "Add voter request didn't include the endpoint for the default listener "
             f"{min(names, default='CONTROLLER')}",
         )
-    return _answer(
-        ErrorCode.unsupported_version,
-        f"Cluster doesn't support adding voter because the kraft.version feature is "
-        f"{KRAFT_VERSION}",
+    controller = ctx.services.controller
+    assert controller is not None and controller.voter_changes is not None
+    node = VoterNode(
+        int(request.voter_id),
+        request.voter_directory_id,
+        tuple((lis.name, lis.host, int(lis.port)) for lis in request.listeners),
     )
+    code, message = await controller.voter_changes.add(
+        node,
+        controller.observers.get(node.node_id),
+        getattr(request, "ack_when_committed", True),
+    )
+    return _answer(code, message)
 
 
 async def handle_remove(ctx: RequestContext, request: RemoveRaftVoterRequest) -> Reply:
@@ -106,11 +111,12 @@ async def handle_remove(ctx: RequestContext, request: RemoveRaftVoterRequest) ->
     refused = _quorum_refusal(ctx, request.cluster_id)
     if refused is not None:
         return refused
-    return _answer(
-        ErrorCode.unsupported_version,
-        f"Cluster doesn't support removing voter because the kraft.version feature is "
-        f"{KRAFT_VERSION}",
+    controller = ctx.services.controller
+    assert controller is not None and controller.voter_changes is not None
+    code, message = await controller.voter_changes.remove(
+        int(request.voter_id), request.voter_directory_id
     )
+    return _answer(code, message)
 
 
 async def handle_update(ctx: RequestContext, request: UpdateRaftVoterRequest) -> Reply:

@@ -116,6 +116,9 @@ class BrokerConfig(LogSettings, CoordinatorSettings, QuorumSettings):
     )
     metrics_port: int | None = None
     enable_faults: bool = False  # tests may inject faults (broker/faults/); never in production
+    # a new dynamic quorum's first voters, as `kafka-storage format` takes them: "" (by
+    # controller.quorum.bootstrap.servers), "standalone", "none", or "id@host:port:dir,..."
+    initial_controllers: str = ""
     node_id: int = setting(
         "node.id",
         INT,

@@ -67,7 +67,14 @@ class Cluster:
         host: str = "127.0.0.1",
         faults: bool = False,
         proxied: bool = False,
+        dynamic_voters: bool = False,
     ) -> None:
+        """`dynamic_voters`: the controllers find each other through
+        controller.quorum.bootstrap.servers (kraft.version 1); the first starts as the
+        only voter and the others observe until added (kafka-metadata-quorum
+        add-controller)."""
+        if dynamic_voters and proxied:
+            raise ValueError("dynamic voters are not wired through proxies")
         self._temporary: Path | None = None
         if base_dir is None:
             base_dir = self._temporary = Path(tempfile.mkdtemp(prefix="odradek-cluster-"))
@@ -82,7 +89,11 @@ class Cluster:
         wiring = _Wiring(self.net, host, ports, broker_ids)
         common = {
             "controller.listener.names": "CONTROLLER",
-            "controller.quorum.voters": wiring.voters(CONTROLLER_ID),
+            **(
+                {"controller.quorum.bootstrap.servers": wiring.bootstrap_servers()}
+                if dynamic_voters
+                else {"controller.quorum.voters": wiring.voters(CONTROLLER_ID)}
+            ),
             "listener.security.protocol.map": wiring.protocol_map(),
             "broker.session.timeout.ms": str(session_timeout_ms),
             "broker.heartbeat.interval.ms": str(max(session_timeout_ms // 8, 50)),
@@ -107,6 +118,7 @@ class Cluster:
                     **wiring.own_voters(node_id),
                 },
                 faults=faults,  # move_leader
+                extra_args=["--standalone"] if dynamic_voters and node_id == CONTROLLER_ID else [],
             )
             for node_id, port in ports.items()
         }
@@ -357,6 +369,9 @@ class _Wiring:
             f"{voter}@{self.host}:{self._port(node_id, voter, port)}"
             for voter, port in self.controller_ports.items()
         )
+
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{self.host}:{port}" for port in self.controller_ports.values())
 
     def own_voters(self, node_id: int) -> dict[str, str]:
         return {"controller.quorum.voters": self.voters(node_id)} if self.net else {}

@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -47,11 +47,13 @@ from odradek.broker.cluster.quorum.rules import (
     majority,
 )
 from odradek.broker.cluster.quorum.snapshots import SnapshotId
+from odradek.broker.cluster.quorum.voters import VoterSet, snapshot_control_records, voters_batch
 from odradek.broker.cluster.waiters import HighWatermarkWaiters
 from odradek.protocol.batch import iter_batches
 from odradek.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from odradek.broker.cluster.quorum.voters import VoterHistory
     from odradek.broker.dataplane.topics import Partition
     from odradek.broker.settings.config import BrokerConfig
 
@@ -59,7 +61,7 @@ log = structlog.get_logger("controller")
 
 UNATTACHED, PROSPECTIVE, CANDIDATE = "unattached", "prospective", "candidate"
 FOLLOWER, LEADER = "follower", "leader"
-FETCH, VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH = 1, 52, 53, 54
+FETCH, VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, DESCRIBE_QUORUM = 1, 52, 53, 54, 55
 RETRY_S = 0.05
 
 
@@ -81,15 +83,20 @@ class Quorum:
     def __init__(
         self,
         node_id: int,
-        voters: Mapping[int, tuple[str, int]],
+        history: VoterHistory,
         partition: Partition,
         config: BrokerConfig,
         on_lead: Callable[[], None],
         on_resign: Callable[[], None],
+        listener: str = "CONTROLLER",
+        bootstrap_servers: Sequence[tuple[str, int]] = (),
     ) -> None:
         self.node_id = node_id
-        self.voters = dict(voters)
+        self.history = history
+        self.listener = listener  # the voters' endpoint to reach them on
         self.partition = partition
+        self._bootstrap_servers = list(bootstrap_servers)
+        self._found: dict[int, tuple[str, int]] = {}  # leaders found through those
         self.cluster_id = config.cluster_id
         self._fetch_timeout_s = config.controller_quorum_fetch_timeout_ms / 1000
         self._election_timeout_s = config.controller_quorum_election_timeout_ms / 1000
@@ -111,6 +118,24 @@ class Quorum:
         self._task: asyncio.Task[None] | None = None
         self._telling: set[int] = set()  # voters a BeginQuorumEpoch is on its way to
         self._stopping = False
+
+    # -- the voters ------------------------------------------------------------------
+
+    @property
+    def voters(self) -> dict[int, tuple[str, int]]:
+        """The voters in force (the latest set appended) and where to reach them."""
+        return {
+            node_id: node.address(self.listener)
+            for node_id, node in self.history.voters.nodes.items()
+        }
+
+    @property
+    def is_voter(self) -> bool:
+        return self.node_id in self.history.voters
+
+    @property
+    def kraft_version(self) -> int:
+        return self.history.kraft_version
 
     # -- the Replication protocol (the metadata partition's) --------------------------
 
@@ -199,6 +224,10 @@ class Quorum:
     # -- the roles -------------------------------------------------------------------
 
     async def _wait_for_a_leader(self) -> None:
+        if not self.is_voter:  # an observer: it asks around for the leader
+            if not await self._find_leader():
+                await self._wait(self._election_timeout_s / 4)
+            return
         if len(self.voters) == 1:
             self._become_candidate()
             return
@@ -297,6 +326,9 @@ class Quorum:
             self._leader_heard = time.monotonic()
             return
         if time.monotonic() - self._leader_heard > self._fetch_timeout_s:
+            if not self.is_voter:  # an observer looks for the leader again
+                self._step_down(replace(self.election, leader_id=NONE))
+                return
             log.warning("leader unreachable: asking for an election", leader=leader, epoch=epoch)
             self._become_prospective()
         else:
@@ -317,8 +349,33 @@ class Quorum:
         plog = self.partition.log
         snapshots.store(Path(plog.directory), snapshot, data)
         plog.start_over_at(snapshot.end_offset)
+        self.history.restart_at(snapshot.end_offset, snapshot_control_records(data))
         self.high_watermark = snapshot.end_offset
         log.info("metadata log follows the leader's snapshot", end_offset=snapshot.end_offset)
+
+    async def _find_leader(self) -> bool:
+        """An observer asks the bootstrap servers and the voters it knows which of them
+        leads (DescribeQuorum answers only on the leader), and follows it."""
+        addresses = dict.fromkeys(self._bootstrap_servers)
+        addresses.update(dict.fromkeys(a for n, a in self.voters.items() if n != self.node_id))
+        for host, port in addresses:
+            client = NodeClient(host, port, self._request_timeout_s)
+            try:
+                answer = await client.call(DESCRIBE_QUORUM, 2, requests.describe_quorum())
+            except NodeUnreachable:
+                continue
+            finally:
+                client.close()
+            if not requests.leads(answer) or self.role != UNATTACHED:
+                continue
+            found = answer.topics[0].partitions[0]
+            if found.leader_epoch < self.election.epoch or found.leader_id == self.node_id:
+                continue
+            self._found[found.leader_id] = (host, port)
+            self._clients.pop(found.leader_id, None)
+            self._become_follower(found.leader_epoch, found.leader_id)
+            return True
+        return False
 
     async def _lead(self) -> None:
         epoch = self.election.epoch
@@ -362,12 +419,10 @@ class Quorum:
         batch = leader_change_batch(
             self.node_id, sorted(self.voters), sorted(granted), int(time.time() * 1000)
         )
-        plog.append(
-            bytearray(batch),
-            list(iter_batches(batch)),
-            leader_epoch=self.election.epoch,
-            now_ms=int(time.time() * 1000),
-        )
+        self._append_control(batch)
+        if self.kraft_version >= 1 and self.history.voters_offset < 0:
+            # the first leader copies the bootstrap snapshot's voters into the log
+            self.append_voters(self.history.voters, with_level=True)
         now = time.monotonic()
         self.voter_ends = {}
         self.voter_seen = {voter: now for voter in self.voters}
@@ -376,6 +431,31 @@ class Quorum:
         self._on_lead()
         self.partition.appended()
         self._changed.set()
+
+    def _append_control(self, batch: bytes) -> int:
+        """Append a control batch as leader; the offset of its first record."""
+        data = bytearray(batch)
+        appended = self.partition.log.append(
+            data,
+            list(iter_batches(data)),
+            leader_epoch=self.election.epoch,
+            now_ms=int(time.time() * 1000),
+        )
+        if self.history.take(data):
+            self._clients_of_voters_changed()
+        return appended.first_offset
+
+    def append_voters(self, new: VoterSet, with_level: bool = False) -> int:
+        """As leader: `new` is the voter set from now on (committed once its offset is
+        below the high watermark); `with_level`: the kraft.version record before it.
+        The offset it takes effect at."""
+        level = self.kraft_version if with_level else None
+        batch = voters_batch(level, new, int(time.time() * 1000))
+        offset = self._append_control(batch) + (1 if with_level else 0)
+        now = time.monotonic()
+        self.voter_seen.update({n: now for n in new.nodes if n not in self.voter_seen})
+        self.partition.appended()
+        return offset
 
     def _become_follower(self, epoch: int, leader: int, heard: bool = True) -> None:
         """Follow `leader`; `heard`: this voter just heard from it (else the fetch
@@ -416,7 +496,9 @@ class Quorum:
     # -- requests from the other controllers (the handlers call these) --------------
 
     def vote(self, candidate: int, epoch: int, last: LogEnd) -> bool:
-        if candidate not in self.voters:
+        # with dynamic voters, a candidate this voter does not know of yet may be one
+        # (its set may be newer): the log's recency decides, as in KRaft
+        if candidate not in self.voters and self.kraft_version == 0:
             return False
         if epoch > self.election.epoch and self.role != UNATTACHED:
             self._step_down(Election(epoch))
@@ -430,7 +512,7 @@ class Quorum:
     def would_vote(self, candidate: int, epoch: int, last: LogEnd) -> bool:
         """A pre-vote: whether `vote` would grant it, refused while this voter hears
         from a leader; nothing changes."""
-        if candidate not in self.voters or self.role == LEADER:
+        if (candidate not in self.voters and self.kraft_version == 0) or self.role == LEADER:
             return False
         if self.role == FOLLOWER and time.monotonic() - self._leader_heard < self._fetch_timeout_s:
             return False
@@ -482,12 +564,23 @@ class Quorum:
     # -- replication -----------------------------------------------------------------
 
     def _commit(self) -> bool:
-        end = committed_end(self.voter_ends.values(), len(self.voters), self.epoch_start)
+        voters = self.history.voters
+        ends = [end for node_id, end in self.voter_ends.items() if node_id in voters]
+        end = committed_end(ends, len(voters), self.epoch_start)
         if end is None or end <= self.high_watermark:
             return False
         self.high_watermark = end
         self._waiters.reached(end)
+        if not self.is_voter and end > self.history.voters_offset:
+            # this leader's own removal is committed: it leads no more (KIP-853)
+            log.info("removed from the voters: resigning", node_id=self.node_id)
+            asyncio.get_running_loop().call_soon(self._resign_removed)
         return True
+
+    def _resign_removed(self) -> None:
+        if self.role == LEADER:
+            asyncio.ensure_future(self._end_epoch())  # the voters elect one at once
+            self._step_down(replace(self.election, leader_id=NONE))
 
     def _log_end(self) -> LogEnd:
         plog = self.partition.log
@@ -520,6 +613,7 @@ class Quorum:
         if diverging is not None and diverging.end_offset >= 0:
             target = max(min(diverging.end_offset, plog.log_end_offset), self.high_watermark)
             removed = plog.truncate_to(target)
+            self.history.truncate(plog.log_end_offset)
             log.warning("cut the metadata log back to the leader's", to=target, removed=removed)
             return True
         records = memoryview(answer.records or b"")
@@ -531,6 +625,8 @@ class Quorum:
                 plog.append_as_is(
                     data, [h._replace(position=h.position - first) for h in headers], gaps=True
                 )
+                if any(h.is_control for h in headers) and self.history.take(data):
+                    self._clients_of_voters_changed()
                 self.partition.data_arrived()
         self.high_watermark = max(min(answer.high_watermark, plog.log_end_offset), 0)
         return True
@@ -558,6 +654,16 @@ class Quorum:
 
         await asyncio.gather(*(tell(v) for v in others))
 
+    def _clients_of_voters_changed(self) -> None:
+        """A new voter set: connections to nodes whose endpoints moved are made again."""
+        for node_id in list(self._clients):
+            if (
+                node_id in self.voters
+                and (self._clients[node_id].host, self._clients[node_id].port)
+                != self.voters[node_id]
+            ):
+                self._clients.pop(node_id).close()
+
     def client_of(self, voter: int) -> NodeClient:
         """The connection to another voter (a controller asks its leader through it)."""
         return self._client(voter)
@@ -565,7 +671,7 @@ class Quorum:
     def _client(self, voter: int) -> NodeClient:
         client = self._clients.get(voter)
         if client is None:
-            host, port = self.voters[voter]
+            host, port = self.voters.get(voter) or self._found[voter]
             timeout = self._request_timeout_s + requests.FETCH_WAIT_MS / 1000
             client = self._clients[voter] = NodeClient(host, port, timeout)
         return client

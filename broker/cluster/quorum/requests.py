@@ -76,3 +76,16 @@ def fetch(cluster_id: str, replica: int, epoch: int, mine: LogEnd) -> dict[str, 
         "session_epoch": -1,
         "topics": [{"topic": METADATA_TOPIC, "partitions": [partition]}],
     }
+
+
+def describe_quorum() -> dict[str, Any]:
+    """DescribeQuorum v2 of the metadata partition."""
+    return {"topics": _one_partition({})}
+
+
+def leads(answer: Any) -> bool:
+    """Does a DescribeQuorum answer come from the quorum's leader?"""
+    if answer.error_code != 0 or not answer.topics:
+        return False
+    partitions = answer.topics[0].partitions
+    return bool(partitions) and partitions[0].error_code == 0

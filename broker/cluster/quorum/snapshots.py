@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -69,14 +69,30 @@ def _control(kind: int, value: bytes, offset: int, epoch: int, now_ms: int) -> b
     )
 
 
-def encode(snapshot: SnapshotId, records: list[Record], last_ms: int) -> bytes:
-    """The snapshot file's bytes: header, records, footer, offsets from 0."""
+def encode(
+    snapshot: SnapshotId,
+    records: list[Record],
+    last_ms: int,
+    control: Sequence[Record] = (),
+) -> bytes:
+    """The snapshot file's bytes: header, the quorum's `control` records (its
+    kraft.version and voters, as KRaft puts them there), records, footer, offsets
+    from 0."""
     header = io.BytesIO()
     _write_header(
         header, SnapshotHeaderRecord(version=i16(0), last_contained_log_timestamp=i64(last_ms))
     )
     out = bytearray(_control(SNAPSHOT_HEADER, header.getvalue(), 0, snapshot.epoch, last_ms))
     offset = 1
+    if control:
+        out += build_batch(
+            list(control),
+            base_offset=offset,
+            timestamp=last_ms,
+            attributes=ATTR_CONTROL,
+            partition_leader_epoch=snapshot.epoch,
+        )
+        offset += len(control)
     for start in range(0, len(records), RECORDS_PER_BATCH):
         chunk = records[start : start + RECORDS_PER_BATCH]
         out += build_batch(
@@ -89,8 +105,14 @@ def encode(snapshot: SnapshotId, records: list[Record], last_ms: int) -> bytes:
     return bytes(out)
 
 
-def write(directory: Path, snapshot: SnapshotId, records: list[Record], last_ms: int) -> None:
-    store(directory, snapshot, encode(snapshot, records, last_ms))
+def write(
+    directory: Path,
+    snapshot: SnapshotId,
+    records: list[Record],
+    last_ms: int,
+    control: Sequence[Record] = (),
+) -> None:
+    store(directory, snapshot, encode(snapshot, records, last_ms, control))
 
 
 def read(directory: Path, snapshot: SnapshotId) -> Iterator[Record]:

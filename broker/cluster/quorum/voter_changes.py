@@ -1,0 +1,173 @@
+"""Adding and removing a voter of a dynamic quorum (KIP-853), as the leader does them
+for AddRaftVoter and RemoveRaftVoter, with KRaft's checks in KRaft's order and words:
+
+- one change at a time: while one is under way, REQUEST_TIMED_OUT;
+- kraft.version 0 (static voters): UNSUPPORTED_VERSION;
+- while the latest voter set is not committed: REQUEST_TIMED_OUT;
+- adding a voter id already in the set: DUPLICATE_VOTER; removing one that is not
+  (with its directory id): VOTER_NOT_FOUND;
+- a new voter must answer ApiVersions on the controller listener with a kraft.version
+  range that holds the quorum's, and must have fetched the log up to the high
+  watermark (as an observer) in the last hour: else REQUEST_TIMED_OUT or
+  INVALID_REQUEST.
+
+Then the leader appends the new voter set (it counts from there on) and answers once
+it is committed. A leader that removed itself resigns once its removal is committed
+(quorum.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
+from odradek.broker.cluster.quorum.quorum import Deposed
+from odradek.broker.cluster.quorum.voters import NO_DIRECTORY, VoterNode, VoterSet
+from odradek.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from odradek.broker.cluster.quorum.quorum import Quorum
+
+API_VERSIONS = 18
+CAUGHT_UP_WITHIN_MS = 3_600_000  # an observer that fetched to the end in the last hour
+Outcome = tuple[ErrorCode, str | None]
+
+
+def kafka_uuid(value: uuid.UUID | None) -> str:
+    return base64.urlsafe_b64encode((value or NO_DIRECTORY).bytes).decode().rstrip("=")
+
+
+def replica_key(node_id: int, directory_id: uuid.UUID | None) -> str:
+    """As KRaft prints a replica: ReplicaKey(id=1, directoryId=Optional[...])."""
+    if directory_id in (None, NO_DIRECTORY):
+        return f"ReplicaKey(id={node_id}, directoryId=Optional.empty)"
+    return f"ReplicaKey(id={node_id}, directoryId=Optional[{kafka_uuid(directory_id)}])"
+
+
+def _keys(voters: VoterSet) -> str:
+    return (
+        "[" + ", ".join(replica_key(n.node_id, n.directory_id) for n in voters.nodes.values()) + "]"
+    )
+
+
+class VoterChanges:
+    """The leader's voter changes; at most one under way."""
+
+    def __init__(self, quorum: Quorum) -> None:
+        self.quorum = quorum
+        self.pending = False
+
+    def _refused(self, verb: str) -> Outcome | None:
+        quorum = self.quorum
+        if self.pending:
+            return (
+                ErrorCode.request_timed_out,
+                "Request timed out waiting for leader to handle previous voter change request",
+            )
+        if quorum.kraft_version == 0:
+            return (
+                ErrorCode.unsupported_version,
+                f"Cluster doesn't support {verb} voter because the kraft.version feature is 0",
+            )
+        history = quorum.history
+        if history.voters_offset >= quorum.high_watermark:
+            return (
+                ErrorCode.request_timed_out,
+                "Request timed out waiting for voters to commit the latest voter change at "
+                f"Optional[{history.voters_offset}] with HWM {quorum.high_watermark}",
+            )
+        return None
+
+    async def add(self, node: VoterNode, observed: Any, ack_when_committed: bool) -> Outcome:
+        """`observed`: the leader's record of the new voter's fetches (None: none)."""
+        refused = self._refused("adding")
+        if refused is not None:
+            return refused
+        voters = self.quorum.history.voters
+        key = replica_key(node.node_id, node.directory_id)
+        if node.node_id in voters:
+            return (
+                ErrorCode.duplicate_voter,
+                f"The voter id for {key} is already part of the set of voters {_keys(voters)}.",
+            )
+        self.pending = True
+        try:
+            supported = await self._kraft_versions(node)
+            if supported is None:
+                return (
+                    ErrorCode.request_timed_out,
+                    "Aborted add voter operation for since API_VERSIONS returned an error "
+                    "NETWORK_EXCEPTION",
+                )
+            level = self.quorum.kraft_version
+            if not supported[0] <= level <= supported[1]:
+                return (
+                    ErrorCode.invalid_request,
+                    f"Aborted add voter operation for {key} since the kraft.version range "
+                    f"(min: {supported[0]}, max: {supported[1]} doesn't support the "
+                    f"finalized version {level}",
+                )
+            now_ms = int(time.time() * 1000)
+            if (
+                observed is None
+                or observed.caught_up_ms <= 0
+                or observed.last_seen_ms < now_ms - CAUGHT_UP_WITHIN_MS
+            ):
+                return (
+                    ErrorCode.request_timed_out,
+                    f"Aborted add voter operation for {key} since it is lagging behind",
+                )
+            new = VoterNode(node.node_id, node.directory_id, node.endpoints, supported)
+            return await self._append(voters.with_node(new), ack_when_committed)
+        finally:
+            self.pending = False
+
+    async def remove(self, node_id: int, directory_id: uuid.UUID | None) -> Outcome:
+        refused = self._refused("removing")
+        if refused is not None:
+            return refused
+        voters = self.quorum.history.voters
+        if not voters.holds(node_id, directory_id) or len(voters) == 1:
+            return (
+                ErrorCode.voter_not_found,
+                f"Cannot remove voter {replica_key(node_id, directory_id)} from the set of "
+                f"voters {_keys(voters)}",
+            )
+        self.pending = True
+        try:
+            return await self._append(voters.without(node_id), True)
+        finally:
+            self.pending = False
+
+    async def _append(self, new: VoterSet, ack_when_committed: bool) -> Outcome:
+        quorum = self.quorum
+        offset = quorum.append_voters(new)
+        if not ack_when_committed:
+            return ErrorCode.none, None
+        try:
+            await quorum.wait_for(offset + 1)
+        except Deposed:
+            return ErrorCode.not_leader_or_follower, "the leader changed before it committed"
+        return ErrorCode.none, None
+
+    async def _kraft_versions(self, node: VoterNode) -> tuple[int, int] | None:
+        """The kraft.version range the new voter supports, from its ApiVersions."""
+        host, port = node.address(self.quorum.listener)
+        client = NodeClient(host, port, 5.0)
+        try:
+            answer = await client.call(
+                API_VERSIONS, 4, {"client_software_name": "odradek", "client_software_version": "1"}
+            )
+        except NodeUnreachable:
+            return None
+        finally:
+            client.close()
+        if answer.error_code != ErrorCode.none:
+            return None
+        for feature in answer.supported_features or ():
+            if feature.name == "kraft.version":
+                return int(feature.min_version), int(feature.max_version)
+        return 0, 0
