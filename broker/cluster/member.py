@@ -35,6 +35,11 @@ from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
 from odradek.broker.cluster.quorum import snapshots
 from odradek.broker.cluster.quorum.requests import describe_quorum, leads
 from odradek.broker.cluster.quorum.snapshots import SnapshotId
+from odradek.broker.cluster.quorum.voters import (
+    KRAFT_VERSION_RECORD,
+    found_in,
+    parse_kraft_version,
+)
 from odradek.broker.settings.cluster_config import ClusterConfig
 from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
 from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
@@ -79,6 +84,7 @@ class ClusterMember:
         self._unfenced = asyncio.Event()
         self._advanced = asyncio.Event()  # the view replayed more of the metadata log
         self._applied = asyncio.Event()  # ...and the local topics follow it
+        self.kraft_version = 0  # the quorum's, from its control records
         self._adopted: dict[str, bytes] = {}  # the ACLs and credentials followed so far
 
     # -- start ---------------------------------------------------------------------
@@ -510,7 +516,8 @@ class ClusterMember:
         records = bytes(partition.records or b"")
         before = self.view.last_offset
         for header in iter_batches(records):
-            if header.is_control:
+            if header.is_control:  # the quorum's kraft.version, if it says
+                self._note_kraft_version(records[header.position : header.position + header.size])
                 continue
             for delta, key, value in iter_records(
                 records[header.position : header.position + header.size]
@@ -521,6 +528,11 @@ class ClusterMember:
                     self._advanced.set()
         if self.view.last_offset != before:
             self._view_changed()
+
+    def _note_kraft_version(self, batch: bytes) -> None:
+        for _, kind, value in found_in(batch):
+            if kind == KRAFT_VERSION_RECORD:
+                self.kraft_version = parse_kraft_version(value)
 
     def _view_changed(self) -> None:
         if self.broker.replicas is None:
@@ -538,6 +550,7 @@ class ClusterMember:
         cluster_id = self.broker.config.cluster_id
         data = await snapshots.fetch(client, cluster_id, self.node_id, snapshot)
         view = self._new_view()
+        self._note_kraft_version(data)
         for offset, (key, value) in enumerate(snapshots.records_of(data)):
             view.replay(offset, key, value, -1)
         view.last_offset = snapshot.end_offset - 1

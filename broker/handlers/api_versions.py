@@ -29,7 +29,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest as RequestV3
 from kio.schema.api_versions.v4.request import ApiVersionsRequest as RequestV4
 
 from odradek.broker.handlers.base import Api, Reply, RequestContext
-from odradek.broker.settings.features import FEATURES, FinalizedFeatures
+from odradek.broker.settings.features import FEATURES, KRAFT_VERSION, FinalizedFeatures
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.schemas.api_versions.v5.request import ApiVersionsRequest as RequestV5
 
@@ -106,8 +106,18 @@ def finalized(ctx: RequestContext) -> FinalizedFeatures:
     node's (a controller that does not lead the quorum keeps no state of its own)."""
     controller = ctx.services.controller
     if ctx.listener.controller and controller is not None and controller.is_active:
-        return controller.features.finalized
-    return ctx.services.features.finalized
+        levels = controller.features.finalized
+    else:
+        levels = ctx.services.features.finalized
+    # kraft.version is the quorum's (its control records), not a metadata record's
+    kraft = 0
+    if controller is not None and controller.quorum is not None:
+        kraft = controller.quorum.kraft_version
+    elif ctx.services.member is not None:
+        kraft = ctx.services.member.kraft_version
+    if kraft:
+        return FinalizedFeatures({**levels.levels, KRAFT_VERSION: kraft}, levels.epoch)
+    return levels
 
 
 def features(finalized: FinalizedFeatures, version: int) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from helpers.kafka_tools import TOOLS, ToolRun, run_tool
+from helpers.kafka_tools import TOOLS, ToolRun, features, run_tool
 
 from cluster.conftest import SESSION_MS
 from odradek.broker.dataplane.log_dirs import kafka_uuid
@@ -182,3 +182,13 @@ def test_the_voter_records_are_kafkas(tmp_path: Path) -> None:
         assert voters, segment.stdout[-3000:]
         assert f'"voterId":{second}' in voters[-1]
         assert f'"voterId":{first}' in voters[-1]
+
+        # kraft.version 1 is finalized, on the brokers and on the controllers alike
+        for where in (
+            ("--bootstrap-server", cluster.bootstrap_servers),
+            ("--bootstrap-controller", controllers_of(cluster)),
+        ):
+            described = features(*where, "describe")
+            assert described.returncode == 0, described.stderr
+            kraft = next(line for line in described.lines() if "Feature: kraft.version" in line)
+            assert "FinalizedVersionLevel: 1" in kraft, kraft
