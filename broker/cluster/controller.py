@@ -189,7 +189,7 @@ class Controller:
                     await self.run(register)
                 else:
                     request = registration_request(self.node_id, value)
-                    answer = await quorum.client_of(quorum.leader_id).call(70, 0, request)
+                    answer = await quorum.peers.client(quorum.leader_id).call(70, 0, request)
                     if answer.error_code != ErrorCode.none:
                         continue
                 registered_epoch = epoch

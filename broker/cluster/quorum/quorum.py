@@ -11,16 +11,15 @@ A voter is, at any time, one of:
   `controller.quorum.fetch.timeout.ms` without an answer it becomes a candidate;
 - leader: it writes a LeaderChange record as it takes office, tells the others
   (BeginQuorumEpoch), runs the cluster metadata shard and counts a record as written
-  once a majority of the voters hold it (the high watermark). Brokers (observers)
-  read only up to the high watermark. A leader that has not heard from a majority for
-  one and a half fetch timeouts resigns, so that a leader cut off from the others
-  stops taking changes.
+  once a majority of the voters hold it (the high watermark). A leader that has not
+  heard from a majority for one and a half fetch timeouts resigns.
+A controller that is not a voter (voters.py) follows as an observer, reading up to the
+high watermark as brokers do, and never stands for election.
 
 Every change of epoch, leader or vote is written to `quorum-state` before it is acted
 on. This object is also the metadata partition's `replication` (the Replication
 protocol of broker/dataplane/topics.py): its high watermark is the quorum's.
 """
-
 from __future__ import annotations
 
 import asyncio
@@ -34,8 +33,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import structlog
 
-from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
-from odradek.broker.cluster.quorum import requests, snapshots, state_file
+from odradek.broker.cluster.node_client import NodeUnreachable
+from odradek.broker.cluster.quorum import follower_log, requests, snapshots, state_file
+from odradek.broker.cluster.quorum.peers import Peers
 from odradek.broker.cluster.quorum.records import leader_change_batch
 from odradek.broker.cluster.quorum.rules import (
     NONE,
@@ -47,7 +47,7 @@ from odradek.broker.cluster.quorum.rules import (
     majority,
 )
 from odradek.broker.cluster.quorum.snapshots import SnapshotId
-from odradek.broker.cluster.quorum.voters import VoterSet, snapshot_control_records, voters_batch
+from odradek.broker.cluster.quorum.voters import VoterSet, voters_batch
 from odradek.broker.cluster.waiters import HighWatermarkWaiters
 from odradek.protocol.batch import iter_batches
 from odradek.protocol.errors import ErrorCode
@@ -61,7 +61,7 @@ log = structlog.get_logger("controller")
 
 UNATTACHED, PROSPECTIVE, CANDIDATE = "unattached", "prospective", "candidate"
 FOLLOWER, LEADER = "follower", "leader"
-FETCH, VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, DESCRIBE_QUORUM = 1, 52, 53, 54, 55
+FETCH = 1
 RETRY_S = 0.05
 
 
@@ -95,13 +95,12 @@ class Quorum:
         self.history = history
         self.listener = listener  # the voters' endpoint to reach them on
         self.partition = partition
-        self._bootstrap_servers = list(bootstrap_servers)
-        self._found: dict[int, tuple[str, int]] = {}  # leaders found through those
         self.cluster_id = config.cluster_id
         self._fetch_timeout_s = config.controller_quorum_fetch_timeout_ms / 1000
         self._election_timeout_s = config.controller_quorum_election_timeout_ms / 1000
         self._backoff_max_s = config.controller_quorum_election_backoff_max_ms / 1000
         self._request_timeout_s = config.controller_quorum_request_timeout_ms / 1000
+        self.peers = Peers(node_id, history, listener, bootstrap_servers, self._request_timeout_s)
         self._on_lead = on_lead
         self._on_resign = on_resign
         self.election = state_file.read(partition.log.directory)
@@ -114,7 +113,6 @@ class Quorum:
         self._waiters = HighWatermarkWaiters()
         self._changed = asyncio.Event()
         self._leader_heard = time.monotonic()
-        self._clients: dict[int, NodeClient] = {}
         self._task: asyncio.Task[None] | None = None
         self._telling: set[int] = set()  # voters a BeginQuorumEpoch is on its way to
         self._stopping = False
@@ -124,10 +122,7 @@ class Quorum:
     @property
     def voters(self) -> dict[int, tuple[str, int]]:
         """The voters in force (the latest set appended) and where to reach them."""
-        return {
-            node_id: node.address(self.listener)
-            for node_id, node in self.history.voters.nodes.items()
-        }
+        return self.peers.voters()
 
     @property
     def is_voter(self) -> bool:
@@ -189,8 +184,7 @@ class Quorum:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        for client in self._clients.values():
-            client.close()
+        self.peers.close()
         self._waiters.fail(Deposed())
 
     async def _run(self) -> None:
@@ -301,11 +295,9 @@ class Quorum:
     async def _ask_vote(
         self, voter: int, epoch: int, mine: LogEnd, pre_vote: bool
     ) -> tuple[int, bool]:
-        request = requests.vote(self.cluster_id, voter, self.node_id, epoch, mine, pre_vote)
-        answer = await self._client(voter).call(VOTE, 2, request)
-        if answer.error_code != ErrorCode.none:
+        result = await self.peers.ask_vote(self.cluster_id, voter, epoch, mine, pre_vote)
+        if result is None:
             return voter, False
-        result = answer.topics[0].partitions[0]
         self.observe(result.leader_epoch, result.leader_id)
         return voter, bool(result.vote_granted) and result.error_code == ErrorCode.none
 
@@ -340,42 +332,22 @@ class Quorum:
         snapshot = SnapshotId(wanted.end_offset, wanted.epoch)
         try:
             data = await snapshots.fetch(
-                self._client(leader), self.cluster_id, self.node_id, snapshot
+                self.peers.client(leader), self.cluster_id, self.node_id, snapshot
             )
         except (NodeUnreachable, snapshots.SnapshotUnavailable) as exc:
             log.warning("metadata snapshot not fetched", error=str(exc))
             await self._wait(RETRY_S * 4)
             return
-        plog = self.partition.log
-        snapshots.store(Path(plog.directory), snapshot, data)
-        plog.start_over_at(snapshot.end_offset)
-        self.history.restart_at(snapshot.end_offset, snapshot_control_records(data))
+        follower_log.start_after(self.partition.log, self.history, snapshot, data)
         self.high_watermark = snapshot.end_offset
-        log.info("metadata log follows the leader's snapshot", end_offset=snapshot.end_offset)
 
     async def _find_leader(self) -> bool:
-        """An observer asks the bootstrap servers and the voters it knows which of them
-        leads (DescribeQuorum answers only on the leader), and follows it."""
-        addresses = dict.fromkeys(self._bootstrap_servers)
-        addresses.update(dict.fromkeys(a for n, a in self.voters.items() if n != self.node_id))
-        for host, port in addresses:
-            client = NodeClient(host, port, self._request_timeout_s)
-            try:
-                answer = await client.call(DESCRIBE_QUORUM, 2, requests.describe_quorum())
-            except NodeUnreachable:
-                continue
-            finally:
-                client.close()
-            if not requests.leads(answer) or self.role != UNATTACHED:
-                continue
-            found = answer.topics[0].partitions[0]
-            if found.leader_epoch < self.election.epoch or found.leader_id == self.node_id:
-                continue
-            self._found[found.leader_id] = (host, port)
-            self._clients.pop(found.leader_id, None)
-            self._become_follower(found.leader_epoch, found.leader_id)
-            return True
-        return False
+        """An observer asks around which controller leads, and follows it."""
+        found = await self.peers.find_leader()
+        if found is None or self.role != UNATTACHED or found[1] < self.election.epoch:
+            return False
+        self._become_follower(found[1], found[0])
+        return True
 
     async def _lead(self) -> None:
         epoch = self.election.epoch
@@ -442,7 +414,7 @@ class Quorum:
             now_ms=int(time.time() * 1000),
         )
         if self.history.take(data):
-            self._clients_of_voters_changed()
+            self.peers.voters_changed()
         return appended.first_offset
 
     def append_voters(self, new: VoterSet, with_level: bool = False) -> int:
@@ -583,20 +555,13 @@ class Quorum:
             self._step_down(replace(self.election, leader_id=NONE))
 
     def _log_end(self) -> LogEnd:
-        plog = self.partition.log
-        epoch = plog.latest_epoch
-        if plog.log_end_offset == plog.log_start_offset > 0:
-            # nothing after the snapshot the log starts from: its epoch is the last one
-            held = snapshots.latest(Path(plog.directory))
-            if held is not None and held.end_offset == plog.log_end_offset:
-                epoch = held.epoch
-        return LogEnd(epoch, plog.log_end_offset)
+        return follower_log.log_end(self.partition.log)
 
     async def _fetch_from(self, leader: int) -> Any:
         request = requests.fetch(
             self.cluster_id, self.node_id, self.election.epoch, self._log_end()
         )
-        answer = await self._client(leader).call(FETCH, 12, request)
+        answer = await self.peers.client(leader).call(FETCH, 12, request)
         return answer.responses[0].partitions[0]
 
     def _take(self, answer: Any) -> bool:
@@ -611,67 +576,25 @@ class Quorum:
         plog = self.partition.log
         diverging = answer.diverging_epoch
         if diverging is not None and diverging.end_offset >= 0:
-            target = max(min(diverging.end_offset, plog.log_end_offset), self.high_watermark)
-            removed = plog.truncate_to(target)
-            self.history.truncate(plog.log_end_offset)
-            log.warning("cut the metadata log back to the leader's", to=target, removed=removed)
+            follower_log.cut_back(plog, self.history, diverging.end_offset, self.high_watermark)
             return True
-        records = memoryview(answer.records or b"")
-        if records:
-            headers = [h for h in iter_batches(records) if h.base_offset >= plog.log_end_offset]
-            if headers:
-                first = headers[0].position
-                data = records[first : headers[-1].position + headers[-1].size]
-                plog.append_as_is(
-                    data, [h._replace(position=h.position - first) for h in headers], gaps=True
-                )
-                if any(h.is_control for h in headers) and self.history.take(data):
-                    self._clients_of_voters_changed()
-                self.partition.data_arrived()
+        appended, voters_changed = follower_log.append(plog, self.history, answer.records)
+        if voters_changed:
+            self.peers.voters_changed()
+        if appended:
+            self.partition.data_arrived()
         self.high_watermark = max(min(answer.high_watermark, plog.log_end_offset), 0)
         return True
 
     async def _begin_epoch(self, voter: int, epoch: int) -> None:
-        request = requests.begin_epoch(self.cluster_id, voter, self.node_id, epoch)
         try:
-            answer = await self._client(voter).call(BEGIN_QUORUM_EPOCH, 1, request)
-        except NodeUnreachable:
-            return
+            result = await self.peers.begin_epoch(self.cluster_id, voter, epoch)
         finally:
             self._telling.discard(voter)
-        if answer.error_code == ErrorCode.none and answer.topics:
-            result = answer.topics[0].partitions[0]
+        if result is not None:
             self.observe(result.leader_epoch, result.leader_id)
 
     async def _end_epoch(self) -> None:
         others = [v for v in self.voters if v != self.node_id]
         successors = sorted(others, key=lambda v: -self.voter_ends.get(v, -1))
-        request = requests.end_epoch(self.cluster_id, self.node_id, self.election.epoch, successors)
-
-        async def tell(voter: int) -> None:
-            with contextlib.suppress(NodeUnreachable):
-                await self._client(voter).call(END_QUORUM_EPOCH, 1, request)
-
-        await asyncio.gather(*(tell(v) for v in others))
-
-    def _clients_of_voters_changed(self) -> None:
-        """A new voter set: connections to nodes whose endpoints moved are made again."""
-        for node_id in list(self._clients):
-            if (
-                node_id in self.voters
-                and (self._clients[node_id].host, self._clients[node_id].port)
-                != self.voters[node_id]
-            ):
-                self._clients.pop(node_id).close()
-
-    def client_of(self, voter: int) -> NodeClient:
-        """The connection to another voter (a controller asks its leader through it)."""
-        return self._client(voter)
-
-    def _client(self, voter: int) -> NodeClient:
-        client = self._clients.get(voter)
-        if client is None:
-            host, port = self.voters.get(voter) or self._found[voter]
-            timeout = self._request_timeout_s + requests.FETCH_WAIT_MS / 1000
-            client = self._clients[voter] = NodeClient(host, port, timeout)
-        return client
+        await self.peers.end_epoch(self.cluster_id, self.election.epoch, successors)
