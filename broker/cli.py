@@ -13,6 +13,7 @@ from pathlib import Path
 import structlog
 
 from odradek.broker.cluster.member import ClusterJoinError
+from odradek.broker.cluster.quorum.first_voters import FirstVotersError, parse_initial_controllers
 from odradek.broker.dataplane.log_dirs import LogDirError
 from odradek.broker.network import memory
 from odradek.broker.observability import health, logs, metrics
@@ -116,6 +117,10 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     elif args.no_initial_controllers:
         config.initial_controllers = "none"
     elif args.initial_controllers:
+        try:  # checked now: the controller would fail on it later
+            parse_initial_controllers(args.initial_controllers, "CONTROLLER")
+        except FirstVotersError as exc:
+            raise ConfigError(str(exc)) from None
         config.initial_controllers = args.initial_controllers
     config.enable_faults = args.enable_faults or os.environ.get(
         "ODRADEK_ENABLE_FAULTS", ""

@@ -32,7 +32,7 @@ from odradek.broker.cluster.controller_documents import (
 from odradek.broker.cluster.metadata_documents import MetadataDocuments
 from odradek.broker.cluster.metadata_snapshots import MetadataSnapshots, load_latest
 from odradek.broker.cluster.node_client import NodeUnreachable
-from odradek.broker.cluster.quorum.first_voters import voter_history
+from odradek.broker.cluster.quorum.first_voters import listed_directory_id, voter_history
 from odradek.broker.cluster.quorum.quorum import Quorum
 from odradek.broker.cluster.quorum.requests import METADATA_TOPIC
 from odradek.broker.cluster.quorum.voter_changes import VoterChanges
@@ -138,7 +138,12 @@ class Controller:
     def own_voter(self, partition: Partition) -> VoterNode:
         """This controller as a voter: its id, its metadata directory's id and its
         controller endpoints."""
-        log_dir = self._broker.topics.log_dirs.holding(Path(partition.log.directory))
+        log_dirs = self._broker.topics.log_dirs
+        log_dir = log_dirs.holding(Path(partition.log.directory))
+        initial = self._broker.config.initial_controllers
+        listed = listed_directory_id(initial, self.node_id, self._listener_name())
+        if log_dir is not None and listed is not None and partition.log.log_end_offset == 0:
+            log_dirs.assign_directory_id(log_dir, listed)  # as kafka-storage format does
         directory_id = log_dir.directory_id if log_dir is not None else NO_DIRECTORY
         endpoints = tuple(
             (lis.name, lis.advertised_host, lis.advertised_port)

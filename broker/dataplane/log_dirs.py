@@ -169,6 +169,12 @@ class LogDirs:
         if "cluster.id" not in props or "node.id" not in props:
             self._write_meta(log_dir)
 
+    def assign_directory_id(self, log_dir: LogDir, directory_id: uuid.UUID) -> None:
+        """Give a new directory the id it was formatted for (a new controller's
+        --initial-controllers names it, as `kafka-storage format` writes it)."""
+        log_dir.directory_id = directory_id
+        self._write_meta(log_dir)
+
     def _write_meta(self, log_dir: LogDir) -> None:
         now = datetime.now(UTC).strftime("%a %b %d %H:%M:%S UTC %Y")
         text = (

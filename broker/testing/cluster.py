@@ -39,12 +39,14 @@ import contextlib
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
+from odradek.broker.dataplane.log_dirs import kafka_uuid
 from odradek.broker.testing.broker import START_TIMEOUT, Broker, free_port, normalize_overrides
 from odradek.broker.testing.netsplit import Link, Mode, Netsplit
 
@@ -68,11 +70,12 @@ class Cluster:
         faults: bool = False,
         proxied: bool = False,
         dynamic_voters: bool = False,
+        initial_controllers: bool = False,
     ) -> None:
         """`dynamic_voters`: the controllers find each other through
         controller.quorum.bootstrap.servers (kraft.version 1); the first starts as the
         only voter and the others observe until added (kafka-metadata-quorum
-        add-controller)."""
+        add-controller), or with `initial_controllers` all start as the voters."""
         if dynamic_voters and proxied:
             raise ValueError("dynamic voters are not wired through proxies")
         self._temporary: Path | None = None
@@ -104,6 +107,16 @@ class Cluster:
             "default.replication.factor": str(min(brokers, 3)),
             **normalize_overrides(overrides),
         }
+        directory_ids = {n: kafka_uuid(uuid.uuid4()) for n in self.controller_ids}
+        listed = ",".join(f"{n}@{host}:{ports[n]}:{directory_ids[n]}" for n in self.controller_ids)
+
+        def first_voters(node_id: int) -> list[str]:
+            if not dynamic_voters:
+                return []
+            if initial_controllers:
+                return ["--initial-controllers", listed]
+            return ["--standalone"] if node_id == CONTROLLER_ID else []
+
         self.controllers: dict[int, Broker] = {
             node_id: Broker(
                 self.base_dir
@@ -118,7 +131,7 @@ class Cluster:
                     **wiring.own_voters(node_id),
                 },
                 faults=faults,  # move_leader
-                extra_args=["--standalone"] if dynamic_voters and node_id == CONTROLLER_ID else [],
+                extra_args=first_voters(node_id),
             )
             for node_id, port in ports.items()
         }

@@ -192,3 +192,17 @@ def test_the_voter_records_are_kafkas(tmp_path: Path) -> None:
             assert described.returncode == 0, described.stderr
             kraft = next(line for line in described.lines() if "Feature: kraft.version" in line)
             assert "FinalizedVersionLevel: 1" in kraft, kraft
+
+
+def test_controllers_formatted_with_initial_controllers_elect_a_leader(tmp_path: Path) -> None:
+    """--initial-controllers on each, as `kafka-storage format --initial-controllers`:
+    all three are voters from the start, with the directory ids the list gives."""
+    with Cluster(
+        1, tmp_path, controllers=3, dynamic_voters=True, initial_controllers=True
+    ) as cluster:
+        assert voters_in(cluster) == sorted(cluster.controller_ids)
+        found = status(cluster)["CurrentVoters"]
+        for node_id in cluster.controller_ids:
+            assert f'"directoryId": "{directory_id(cluster, node_id)}"' in found
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic("first", 1, 1)])["first"].result(30)

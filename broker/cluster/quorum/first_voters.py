@@ -111,6 +111,14 @@ def write_bootstrap(directory: Path, voters: VoterSet) -> None:
     snapshots.write(directory, SnapshotId(0, 0), [], int(time.time() * 1000), control)
 
 
+def listed_directory_id(initial: str, node_id: int, listener: str) -> uuid.UUID | None:
+    """The directory id `--initial-controllers` gives this node, if it names it."""
+    if initial in ("", "standalone", "none"):
+        return None
+    node = parse_initial_controllers(initial, listener).nodes.get(node_id)
+    return None if node is None else node.directory_id
+
+
 def voter_history(
     *,
     static_voters: dict[int, tuple[str, int]],

@@ -20,6 +20,7 @@ Every change of epoch, leader or vote is written to `quorum-state` before it is 
 on. This object is also the metadata partition's `replication` (the Replication
 protocol of broker/dataplane/topics.py): its high watermark is the quorum's.
 """
+
 from __future__ import annotations
 
 import asyncio
