@@ -345,3 +345,24 @@ def test_log_directories_from_log_dirs_log_dir_or_the_data_dir_option(tmp_path: 
             BrokerConfig().apply({"log.dirs": bad})
     assert documentation("log.dirs") != documentation("background.threads")
     assert "log.dirs" not in NOT_READ and "log.dir" not in NOT_READ
+
+
+def test_bad_initial_controllers_stop_the_start_with_the_reason(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "odradek",
+            "--data-dir",
+            str(tmp_path),
+            "--initial-controllers",
+            "1@host-without-port",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "--initial-controllers: '1@host-without-port' is not id@host:port:directory-id" in (
+        done.stderr + done.stdout
+    )
