@@ -12,7 +12,7 @@ from pathlib import Path
 
 import structlog
 
-from odradek.broker.cluster.member import ClusterJoinError
+from odradek.broker.cluster.joining import ClusterJoinError
 from odradek.broker.cluster.quorum.first_voters import FirstVotersError, parse_initial_controllers
 from odradek.broker.dataplane.log_dirs import LogDirError
 from odradek.broker.network import memory

@@ -30,6 +30,13 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from odradek.broker.cluster.controller import METADATA_TOPIC
+from odradek.broker.cluster.directory_sync import (
+    ASSIGN_REPLICAS_TO_DIRS,
+    assignment_request,
+    offline_directories,
+    unreported,
+)
+from odradek.broker.cluster.joining import ClusterJoinError, check_quorum, refusal
 from odradek.broker.cluster.metadata_documents import MetadataDocuments
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
 from odradek.broker.cluster.quorum import snapshots
@@ -57,10 +64,6 @@ PEER_TIMEOUT_S = 30.0
 SETTLE_WAIT_S = 30.0
 RETRY_S = 0.2
 FETCH_WAIT_MS = 500
-
-
-class ClusterJoinError(RuntimeError):
-    """The node cannot take its place in the cluster; the message says why."""
 
 
 class ClusterMember:
@@ -102,7 +105,7 @@ class ClusterMember:
         ]
         self._admin_clients = [NodeClient(host, port, timeout_s) for host, port in controllers]
         client, quorum = await self._reach_controller(deadline)
-        self._check_quorum(client, quorum)
+        check_quorum(self.cluster, client.address, quorum)
         await self._first_registration(client, deadline)
         self._tasks = [
             asyncio.create_task(self._follow_metadata(), name="metadata-fetch"),
@@ -150,23 +153,6 @@ class ClusterMember:
                 )
             await asyncio.sleep(RETRY_S)
 
-    def _check_quorum(self, client: NodeClient, answer: Any) -> None:
-        """With controller.quorum.voters set, the controller's voters must be the same
-        node ids (their addresses may be advertised otherwise than configured)."""
-        if answer.error_code != ErrorCode.none:
-            raise ClusterJoinError(
-                f"the node at {client.address} is not a controller ({answer.error_code.name})"
-            )
-        partition = answer.topics[0].partitions[0]
-        theirs = sorted(voter.replica_id for voter in partition.current_voters)
-        ours = sorted(voter.node_id for voter in self.cluster.voters)
-        if self.cluster.voters and ours != theirs:
-            voters = ", ".join(str(v) for v in self.cluster.voters)
-            raise ClusterJoinError(
-                f"controller.quorum.voters ({voters}) disagrees with the controller at "
-                f"{client.address}, whose voters are {theirs}"
-            )
-
     # -- registration and heartbeats -----------------------------------------------
 
     async def _first_registration(self, client: NodeClient, deadline: float) -> None:
@@ -202,7 +188,7 @@ class ClusterMember:
                 await asyncio.sleep(RETRY_S)
                 continue
             if code != ErrorCode.duplicate_broker_registration:
-                raise ClusterJoinError(f"node.id={self.node_id}: {_refusal(code)}")
+                raise ClusterJoinError(f"node.id={self.node_id}: {refusal(code)}")
             if refused_since is None:
                 refused_since = time.monotonic()
                 log.warning(
@@ -211,7 +197,7 @@ class ClusterMember:
                     wait_s=patience,
                 )
             if time.monotonic() - refused_since > patience:
-                raise ClusterJoinError(f"node.id={self.node_id}: {_refusal(code)}")
+                raise ClusterJoinError(f"node.id={self.node_id}: {refusal(code)}")
             await asyncio.sleep(RETRY_S)
 
     async def _register(self, client: NodeClient) -> ErrorCode:
@@ -232,6 +218,7 @@ class ClusterMember:
             "features": [],
             "rack": None,
             "previous_broker_epoch": self.broker_epoch,
+            "log_dirs": [d.directory_id for d in self.broker.topics.log_dirs.online()],
         }
         answer = await client.call(BROKER_REGISTRATION, 3, request)
         code: ErrorCode = answer.error_code
@@ -245,6 +232,7 @@ class ClusterMember:
         while True:
             try:
                 await self._heartbeat()
+                await self._report_directories()
             except NodeUnreachable as exc:
                 self.leader_lost()
                 log.warning("controller unreachable", error=str(exc))
@@ -257,6 +245,13 @@ class ClusterMember:
             else:
                 await asyncio.sleep(interval)
 
+    async def _report_directories(self) -> None:
+        """Tell the controller where replicas lie that it does not know of yet."""
+        found = unreported(self.view, self.broker.topics, self.node_id)
+        if found and not self.fenced:
+            request = assignment_request(self.node_id, self.broker_epoch, found)
+            await (await self._any_client()).call(ASSIGN_REPLICAS_TO_DIRS, 0, request)
+
     async def _heartbeat(self, want_shutdown: bool = False) -> Any:
         client = await self._any_client()
         answer = await client.call(
@@ -268,13 +263,14 @@ class ClusterMember:
                 "current_metadata_offset": self.view.last_offset,
                 "want_fence": False,
                 "want_shut_down": want_shutdown,
+                "offline_log_dirs": offline_directories(self.broker.topics),
             },
         )
         if answer.error_code in (ErrorCode.stale_broker_epoch, ErrorCode.broker_id_not_registered):
             log.warning("registering again", node_id=self.node_id, reason=answer.error_code.name)
             code = await self._register(client)
             if code != ErrorCode.none:
-                log.warning("registration refused", node_id=self.node_id, reason=_refusal(code))
+                log.warning("registration refused", node_id=self.node_id, reason=refusal(code))
             return answer
         if answer.error_code == ErrorCode.not_controller:
             self.leader_lost()
@@ -577,16 +573,3 @@ class ClusterMember:
         peers = list(self._peers.values())
         for client in [*self._clients, *self._fetch_clients, *self._admin_clients, *peers]:
             client.close()
-
-
-_REFUSALS = {
-    ErrorCode.duplicate_broker_registration: "another live node is registered with this "
-    "node id; give each node a node.id of its own",
-    ErrorCode.inconsistent_cluster_id: "the controller belongs to another cluster "
-    "(cluster.id differs)",
-    ErrorCode.not_controller: "the node asked is not a controller",
-}
-
-
-def _refusal(code: ErrorCode) -> str:
-    return _REFUSALS.get(code, code.name)

@@ -254,7 +254,8 @@ class ReplicaManager:
         self.broker.coordinator_moved(partition, leads=False)
         if self.fetchers is not None:
             self.fetchers.remove(partition)
-            if replica.leader_id != rec.NO_LEADER:
+            # a replica whose directory failed fetches nothing (it would rejoin the ISR)
+            if replica.leader_id != rec.NO_LEADER and not partition.offline:
                 self.fetchers.add(partition, replica.leader_id)
 
     # -- the high watermark checkpoint ------------------------------------------------

@@ -5,6 +5,8 @@
   heartbeat that does not ask to stay fenced unfences it.
 - `want_shut_down`: the broker is fenced at once, its partitions get new leaders,
   and the answer says it may shut down.
+- `offline_log_dirs` (v1): the broker's failed log directories; its replicas there
+  leave their ISRs and stop leading (coordinator/cluster/directories.py).
 - BROKER_ID_NOT_REGISTERED and STALE_BROKER_EPOCH send the broker back to register.
 """
 
@@ -26,6 +28,7 @@ async def handle(ctx: RequestContext, request: BrokerHeartbeatRequest) -> Reply:
         "current_metadata_offset": request.current_metadata_offset,
         "want_fence": request.want_fence,
         "want_shutdown": request.want_shut_down,
+        "offline_log_dirs": getattr(request, "offline_log_dirs", ()),
     }
     answer = await answered_by_controller(ctx, lambda shard: shard.broker_heartbeat(details))
     if answer["error_code"] == 0 and ctx.services.controller is not None:

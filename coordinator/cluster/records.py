@@ -58,10 +58,19 @@ class PartitionValue:
     # replicas (the target's first), as Kafka's PartitionRecord keeps it
     adding: tuple[int, ...] = ()
     removing: tuple[int, ...] = ()
+    # the log directory of each replica, in the order of `replicas` (empty, or the zero
+    # uuid for one: not assigned yet), as brokers report them (AssignReplicasToDirs)
+    directories: tuple[uuid.UUID, ...] = ()
 
     @property
     def reassigning(self) -> bool:
         return bool(self.adding or self.removing)
+
+    def replica_directories(self) -> tuple[uuid.UUID, ...]:
+        """The directory of each replica, unassigned where not known."""
+        if len(self.directories) == len(self.replicas):
+            return self.directories
+        return (kf.ZERO_UUID,) * len(self.replicas)
 
 
 class MetadataDocuments(Protocol):
@@ -223,7 +232,7 @@ def partition(topic_id: uuid.UUID, index: int, value: PartitionValue) -> Record:
             leader=value.leader,
             leader_epoch=value.leader_epoch,
             partition_epoch=value.partition_epoch,
-            directories=(kf.ZERO_UUID,) * len(value.replicas),
+            directories=value.replica_directories(),
         )
     )
 
@@ -237,6 +246,7 @@ def partition_of(record: kf.MetadataRecord) -> PartitionValue:
         record["partition_epoch"],
         tuple(record["adding_replicas"]),
         tuple(record["removing_replicas"]),
+        tuple(record["directories"] or ()),
     )
 
 
@@ -263,7 +273,9 @@ def partition_change(
         "removing_replicas": new.removing if new.removing != old.removing else None,
     }
     if new.replicas != old.replicas:
-        fields["directories"] = (kf.ZERO_UUID,) * len(new.replicas)
+        fields["directories"] = new.replica_directories()
+    elif new.directories and new.directories != old.replica_directories():
+        fields["directories"] = new.directories
     return written(kf.MetadataRecord(kf.PARTITION_CHANGE.api_key, fields))
 
 
@@ -281,10 +293,15 @@ def changed_partition(old: PartitionValue, record: kf.MetadataRecord) -> Partiti
         value = record[name]
         return old_value if value is None else tuple(value)
 
+    directories = record["directories"]
+    replicas = given("replicas", old.replicas)
+    if directories is None:  # unchanged, unless the replicas changed
+        directories = old.directories if replicas == old.replicas else ()
     return replace(
         changed,
         isr=given("isr", old.isr),
-        replicas=given("replicas", old.replicas),
+        replicas=replicas,
         adding=given("adding_replicas", old.adding),
         removing=given("removing_replicas", old.removing),
+        directories=tuple(directories),
     )

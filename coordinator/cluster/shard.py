@@ -27,6 +27,7 @@ from typing import Any
 
 import structlog
 
+from odradek.coordinator.cluster import directories
 from odradek.coordinator.cluster import kafka_format as kf
 from odradek.coordinator.cluster import legacy_records as legacy
 from odradek.coordinator.cluster import records as rec
@@ -83,6 +84,7 @@ class ClusterShard:
         self.brokers: dict[int, Registration] = {}
         self.controllers: dict[int, rec.ControllerValue] = {}
         self.topics: dict[str, TopicState] = {}
+        self.offline_dirs: dict[int, set[uuid.UUID]] = {}  # per broker, as it last said
         self.topic_names: dict[uuid.UUID, str] = {}
         self.last_offset = -1
         self.last_broker_epoch = 0
@@ -228,6 +230,9 @@ class ClusterShard:
         elif not fenced and request.get("want_fence"):
             records = self._fence(node_id)
             fenced = True
+        if not fenced:  # its replicas in failed directories stop serving
+            offline = self.offline_dirs[node_id] = set(request.get("offline_log_dirs") or ())
+            records += directories.take_offline(self, node_id, offline)
         answer = {
             "error_code": ErrorCode.none,
             "is_caught_up": caught_up,
@@ -464,7 +469,10 @@ class ClusterShard:
         if node_id not in isr or not set(isr) <= set(current.replicas) or len(set(isr)) != len(isr):
             return _refused(ErrorCode.invalid_request)
         live = set(self.live_brokers())
-        if any(r not in current.isr and r not in live for r in isr):
+        if any(
+            r not in current.isr and (r not in live or directories.offline_at(self, r, current))
+            for r in isr
+        ):
             return _refused(ErrorCode.ineligible_replica)
         changed = change_partition(current, live, isr=isr) or current
         records = []

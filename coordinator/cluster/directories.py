@@ -1,0 +1,127 @@
+"""Which log directory holds each replica, and what the controller does when one fails,
+as Kafka's controller does with several log directories (KIP-858).
+
+- A broker registers with the ids of its directories, tells the controller where each
+  of its replicas lies (AssignReplicasToDirs), and names the directories that failed
+  in its heartbeats (`offline_log_dirs`).
+- An assignment is a PartitionChangeRecord with the partition's `directories`.
+- A replica in a failed directory leaves the ISR (unless it is the last one) and, if
+  it led, another in-sync replica on a live broker leads: the broker's other
+  directories serve on, as before.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from odradek.coordinator.cluster import records as rec
+from odradek.coordinator.runtime import Record, Result
+from odradek.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from odradek.coordinator.cluster.shard import ClusterShard
+
+NO_LEADER = -1
+
+
+def assign(shard: ClusterShard, request: dict[str, Any]) -> Result[dict[str, Any]]:
+    """request: broker_id, broker_epoch, directories [(directory id, topic id, partition)].
+    The answer is AssignReplicasToDirs' (error per partition)."""
+    node_id = request["broker_id"]
+    known = shard.brokers.get(node_id)
+    if known is None:
+        return Result([], {"error_code": ErrorCode.broker_id_not_registered, "directories": []})
+    if known.value.epoch != request["broker_epoch"]:
+        return Result([], {"error_code": ErrorCode.stale_broker_epoch, "directories": []})
+    records: list[Record] = []
+    answers: dict[tuple[uuid.UUID, uuid.UUID], list[dict[str, Any]]] = {}
+    seen: set[tuple[uuid.UUID, int]] = set()
+    for directory, topic_id, index in request["directories"]:
+        if (topic_id, index) in seen:  # a replica lies in one directory
+            code = ErrorCode.invalid_request
+        else:
+            code = _assign_one(shard, node_id, directory, topic_id, index, records)
+        seen.add((topic_id, index))
+        answers.setdefault((directory, topic_id), []).append(
+            {"partition_index": index, "error_code": code}
+        )
+    by_directory: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for (directory, topic_id), partitions in answers.items():
+        by_directory.setdefault(directory, []).append(
+            {"topic_id": topic_id, "partitions": partitions}
+        )
+    directories = [{"id_": d, "topics": topics} for d, topics in by_directory.items()]
+    return Result(records, {"error_code": ErrorCode.none, "directories": directories})
+
+
+def _assign_one(
+    shard: ClusterShard,
+    node_id: int,
+    directory: uuid.UUID,
+    topic_id: uuid.UUID,
+    index: int,
+    records: list[Record],
+) -> ErrorCode:
+    state = shard.topic_by_id(topic_id)
+    if state is None:
+        return ErrorCode.unknown_topic_id
+    partition = state.partitions.get(index)
+    if partition is None:
+        return ErrorCode.unknown_topic_or_partition
+    if node_id not in partition.replicas:
+        return ErrorCode.not_leader_or_follower
+    directories = list(partition.replica_directories())
+    place = partition.replicas.index(node_id)
+    if directories[place] == directory:
+        return ErrorCode.none
+    directories[place] = directory
+    changed = replace(
+        partition,
+        partition_epoch=partition.partition_epoch + 1,
+        directories=tuple(directories),
+    )
+    records.append(rec.partition_change(state.topic_id, index, partition, changed))
+    return ErrorCode.none
+
+
+def offline_at(shard: ClusterShard, node_id: int, partition: rec.PartitionValue) -> bool:
+    """Does `node_id`'s replica of `partition` lie in a directory it reported failed?
+    (Such a replica cannot rejoin the ISR.)"""
+    offline = shard.offline_dirs.get(node_id)
+    if not offline or node_id not in partition.replicas:
+        return False
+    return partition.replica_directories()[partition.replicas.index(node_id)] in offline
+
+
+def take_offline(shard: ClusterShard, node_id: int, offline: set[uuid.UUID]) -> list[Record]:
+    """Partition changes for the replicas of `node_id` in failed directories: out of
+    the ISR, and a new leader where one led."""
+    if not offline:
+        return []
+    live = set(shard.live_brokers()) - {node_id}
+    records: list[Record] = []
+    for topic, state in shard.topics.items():
+        for index, p in state.partitions.items():
+            if node_id not in p.replicas:
+                continue
+            if p.replica_directories()[p.replicas.index(node_id)] not in offline:
+                continue
+            if node_id not in p.isr and p.leader != node_id:
+                continue
+            isr = tuple(r for r in p.isr if r != node_id) or p.isr
+            leader = p.leader
+            if leader == node_id:
+                leader = next((r for r in p.replicas if r in isr and r in live), NO_LEADER)
+            if isr == p.isr and leader == p.leader:
+                continue
+            changed = replace(
+                p,
+                isr=isr,
+                leader=leader,
+                leader_epoch=p.leader_epoch + (leader != p.leader),
+                partition_epoch=p.partition_epoch + 1,
+            )
+            records.append(shard.partition_changed(topic, index, changed))
+    return records
