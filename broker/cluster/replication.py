@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("replication")
 
 ALTER_PARTITION = 56
+ISR_CHANGE_RETRY_S = 0.2
 
 
 class NotLeader(Exception):
@@ -76,6 +77,11 @@ class PartitionReplica:
         self.high_watermark = high_watermark
         self.followers: dict[int, Follower] = {}
         self.isr_change_pending = False
+        # while an ISR change may have been made but its outcome is not known here yet,
+        # the high watermark waits for the old and the new members alike (Kafka's
+        # "maximal ISR", KIP-497): a replica the controller may already count as in
+        # sync has every record acknowledged
+        self.maximal_isr: tuple[int, ...] = ()
         self._waiters = HighWatermarkWaiters()
 
     @property
@@ -83,6 +89,8 @@ class PartitionReplica:
         return self.leader_id == self.node_id
 
     def take(self, value: rec.PartitionValue) -> None:
+        if value.partition_epoch != self.partition_epoch:
+            self.maximal_isr = ()  # the metadata says how the change ended
         self.leader_id = value.leader
         self.leader_epoch = value.leader_epoch
         self.partition_epoch = value.partition_epoch
@@ -103,7 +111,7 @@ class PartitionReplica:
     def update_high_watermark(self, log_end_offset: int) -> bool:
         """The leader's high watermark: the log end every ISR member has reached."""
         end = log_end_offset
-        for node in self.isr:
+        for node in {*self.isr, *self.maximal_isr}:
             if node != self.node_id:
                 follower = self.followers.get(node)
                 end = min(end, follower.log_end_offset if follower is not None else -1)
@@ -385,6 +393,7 @@ class ReplicaManager:
         if replica.isr_change_pending:
             return
         replica.isr_change_pending = True
+        replica.maximal_isr = (*replica.isr, *(n for n in isr if n not in replica.isr))
         task = asyncio.create_task(self._alter_partition(partition, replica, isr))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -412,11 +421,17 @@ class ReplicaManager:
                 }
             ],
         }
+        epoch = replica.partition_epoch
         try:
-            answer = await member.ask_controller(ALTER_PARTITION, 2, request)
-        except NodeUnreachable as exc:
-            log.warning("ISR change not sent", error=str(exc))
-            return
+            while True:
+                try:
+                    answer = await member.ask_controller(ALTER_PARTITION, 2, request)
+                    break
+                except NodeUnreachable as exc:  # it may have been made: asked again
+                    log.warning("ISR change unanswered: asking again", error=str(exc))
+                    await asyncio.sleep(ISR_CHANGE_RETRY_S)
+                    if not replica.is_leader or replica.partition_epoch != epoch:
+                        return  # the metadata moved on meanwhile
         finally:
             replica.isr_change_pending = False
         code = answer.error_code
@@ -424,6 +439,8 @@ class ReplicaManager:
             result: Any = answer.topics[0].partitions[0]
             code = result.error_code
         if code != ErrorCode.none:
+            if code not in (ErrorCode.invalid_update_version, ErrorCode.fenced_leader_epoch):
+                replica.maximal_isr = ()  # not made; else the metadata will tell
             log.info(
                 "ISR change refused",
                 topic=partition.topic.name,
@@ -431,6 +448,7 @@ class ReplicaManager:
                 reason=ErrorCode(code).name,
             )
             return
+        replica.maximal_isr = ()
         if result.partition_epoch > replica.partition_epoch:
             replica.isr = tuple(result.isr)
             replica.partition_epoch = result.partition_epoch
