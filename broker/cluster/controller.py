@@ -21,6 +21,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import structlog
+
 from odradek.broker.cluster.controller_documents import (
     ControllerAcls,
     ControllerCredentials,
@@ -58,7 +60,10 @@ if TYPE_CHECKING:
 # power cut may lose the last decisions (Kafka's Raft log fsyncs each; that costs
 # ~20 ms a write on this kind of disk, twice in a node's start). Its records are
 # Kafka's, without keys: nothing to compact them by, and every one is kept.
+log = structlog.get_logger("controller")
 REGISTER_EVERY_S = 0.5
+AUTO_JOIN_EVERY_S = 1.0
+ADD_RAFT_VOTER = 80
 METADATA_TOPIC_CONFIGS = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 
 
@@ -110,6 +115,8 @@ class Controller:
         if partition.topic.configs != METADATA_TOPIC_CONFIGS:  # compacted, before the format
             self._broker.topics.set_configs(METADATA_TOPIC, METADATA_TOPIC_CONFIGS)
         history = self._voter_history(partition)
+        if self._broker.config.controller_quorum_auto_join_enable:
+            self._spawn(self._auto_join(self.own_voter(partition)))
         self.snapshots = MetadataSnapshots(self, partition, self._broker.config)
         self._spawn(self.snapshots.run())
         self._spawn(self._register_self())
@@ -200,6 +207,33 @@ class Controller:
                 registered_epoch = epoch
             except (CoordinatorError, NodeUnreachable):
                 continue
+
+    async def _auto_join(self, me: VoterNode) -> None:
+        """controller.quorum.auto.join.enable: an observer of a dynamic quorum asks the
+        leader to add it (AddRaftVoter), as `add-controller` would, until it is a voter."""
+        request = {
+            "cluster_id": self._broker.config.cluster_id,
+            "timeout": 30000,
+            "voter_id": self.node_id,
+            "voter_directory_id": me.directory_id,
+            "listeners": [{"name": n, "host": h, "port": p} for n, h, p in me.endpoints],
+            "ack_when_committed": True,
+        }
+        while True:
+            await asyncio.sleep(AUTO_JOIN_EVERY_S)
+            quorum = self.quorum
+            if quorum is None or quorum.kraft_version == 0 or quorum.is_voter:
+                continue
+            if quorum.leader_id < 0 or quorum.is_leader:
+                continue
+            try:
+                answer = await quorum.peers.client(quorum.leader_id).call(
+                    ADD_RAFT_VOTER, 1, request
+                )
+            except NodeUnreachable:
+                continue
+            if answer.error_code == ErrorCode.none:
+                log.info("joined the quorum's voters", node_id=self.node_id)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)

@@ -103,7 +103,10 @@ class ClusterMember:
         self._fetch_clients = [
             NodeClient(host, port, fetch_timeout_s) for host, port in controllers
         ]
-        self._admin_clients = [NodeClient(host, port, timeout_s) for host, port in controllers]
+        admin_timeout_s = config.controller_socket_timeout_ms / 1000  # passed-on requests
+        self._admin_clients = [
+            NodeClient(host, port, admin_timeout_s) for host, port in controllers
+        ]
         client, quorum = await self._reach_controller(deadline)
         check_quorum(self.cluster, client.address, quorum)
         await self._first_registration(client, deadline)
@@ -184,8 +187,9 @@ class ClusterMember:
                 return
             if code == ErrorCode.not_controller:  # the quorum elected another meanwhile
                 self.leader_lost()
-                client = await self._any_client()
                 await asyncio.sleep(RETRY_S)
+                with contextlib.suppress(NodeUnreachable):  # else the same one again
+                    client = await self._any_client()
                 continue
             if code != ErrorCode.duplicate_broker_registration:
                 raise ClusterJoinError(f"node.id={self.node_id}: {refusal(code)}")

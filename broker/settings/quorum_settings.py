@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from odradek.broker.settings.setting import INT, LONG, at_least, setting
+from odradek.broker.settings.setting import BOOLEAN, INT, LONG, at_least, setting
 
 
 @dataclass
@@ -92,5 +92,27 @@ class QuorumSettings:
         doc=(
             "How long, in milliseconds, a controller keeps the part of the metadata log its "
             "latest snapshot holds before it deletes it; -1 keeps it however old."
+        ),
+    )
+    controller_socket_timeout_ms: int = setting(
+        "controller.socket.timeout.ms",
+        INT,
+        30000,
+        at_least(1),
+        doc=(
+            "How long, in milliseconds, a broker waits for the active controller to answer "
+            "a request it passed on (a topic change, an ACL, a credential, ...) before it "
+            "answers the client REQUEST_TIMED_OUT; the request is not sent again, as it "
+            "may have been carried out."
+        ),
+    )
+    controller_quorum_auto_join_enable: bool = setting(
+        "controller.quorum.auto.join.enable",
+        BOOLEAN,
+        False,
+        doc=(
+            "Whether a controller of a dynamic quorum (controller.quorum.bootstrap.servers) "
+            "that is not a voter adds itself as one once it has caught up with the leader, "
+            "as kafka-metadata-quorum add-controller would add it."
         ),
     )

@@ -206,3 +206,18 @@ def test_controllers_formatted_with_initial_controllers_elect_a_leader(tmp_path:
             assert f'"directoryId": "{directory_id(cluster, node_id)}"' in found
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
         admin.create_topics([NewTopic("first", 1, 1)])["first"].result(30)
+
+
+def test_controllers_join_by_themselves_with_auto_join(tmp_path: Path) -> None:
+    """controller.quorum.auto.join.enable: the observers add themselves."""
+    with Cluster(
+        1,
+        tmp_path,
+        controllers=3,
+        dynamic_voters=True,
+        overrides={"controller.quorum.auto.join.enable": "true"},
+    ) as cluster:
+        wait_for_voters(cluster, sorted(cluster.controller_ids))
+        found = status(cluster)["CurrentVoters"]
+        for node_id in cluster.controller_ids:
+            assert f'"directoryId": "{directory_id(cluster, node_id)}"' in found

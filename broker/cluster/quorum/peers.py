@@ -44,12 +44,18 @@ class Peers:
         }
 
     def client(self, node_id: int) -> NodeClient:
+        """The connection the quorum's requests to `node_id` take turns on."""
         client = self._clients.get(node_id)
         if client is None:
-            host, port = self.voters().get(node_id) or self._found[node_id]
             timeout = self._request_timeout_s + requests.FETCH_WAIT_MS / 1000
-            client = self._clients[node_id] = NodeClient(host, port, timeout)
+            client = self._clients[node_id] = self.connect(node_id, timeout)
         return client
+
+    def connect(self, node_id: int, timeout_s: float) -> NodeClient:
+        """A connection of its own to `node_id`, for a request that must not wait
+        behind the quorum's (the caller closes it)."""
+        host, port = self.voters().get(node_id) or self._found[node_id]
+        return NodeClient(host, port, timeout_s)
 
     def voters_changed(self) -> None:
         """A new voter set: connections to nodes whose endpoints moved are made again."""
