@@ -23,8 +23,6 @@ from odradek.protocol.errors import ErrorCode
 if TYPE_CHECKING:
     from odradek.coordinator.cluster.shard import ClusterShard
 
-NO_LEADER = -1
-
 
 def assign(shard: ClusterShard, request: dict[str, Any]) -> Result[dict[str, Any]]:
     """request: broker_id, broker_epoch, directories [(directory id, topic id, partition)].
@@ -97,31 +95,11 @@ def offline_at(shard: ClusterShard, node_id: int, partition: rec.PartitionValue)
 
 def take_offline(shard: ClusterShard, node_id: int, offline: set[uuid.UUID]) -> list[Record]:
     """Partition changes for the replicas of `node_id` in failed directories: out of
-    the ISR, and a new leader where one led."""
+    the ISR, and a new leader where one led (as for a broker that stops serving)."""
     if not offline:
         return []
-    live = set(shard.live_brokers()) - {node_id}
-    records: list[Record] = []
-    for topic, state in shard.topics.items():
-        for index, p in state.partitions.items():
-            if node_id not in p.replicas:
-                continue
-            if p.replica_directories()[p.replicas.index(node_id)] not in offline:
-                continue
-            if node_id not in p.isr and p.leader != node_id:
-                continue
-            isr = tuple(r for r in p.isr if r != node_id) or p.isr
-            leader = p.leader
-            if leader == node_id:
-                leader = next((r for r in p.replicas if r in isr and r in live), NO_LEADER)
-            if isr == p.isr and leader == p.leader:
-                continue
-            changed = replace(
-                p,
-                isr=isr,
-                leader=leader,
-                leader_epoch=p.leader_epoch + (leader != p.leader),
-                partition_epoch=p.partition_epoch + 1,
-            )
-            records.append(shard.partition_changed(topic, index, changed))
-    return records
+
+    def in_failed_directory(p: rec.PartitionValue) -> bool:
+        return p.replica_directories()[p.replicas.index(node_id)] in offline
+
+    return shard.leave(node_id, only=in_failed_directory)

@@ -74,6 +74,7 @@ def change_partition(
         current.partition_epoch,
         target_adding,
         target_removing,
+        current.directories_of(target_replicas),
     )
     if changed == current:
         return None

@@ -66,6 +66,11 @@ class PartitionValue:
     def reassigning(self) -> bool:
         return bool(self.adding or self.removing)
 
+    def directories_of(self, replicas: tuple[int, ...]) -> tuple[uuid.UUID, ...]:
+        """The directories of `replicas` (a new replica set), as far as known here."""
+        known = dict(zip(self.replicas, self.replica_directories(), strict=True))
+        return assigned(tuple(known.get(r, kf.ZERO_UUID) for r in replicas))
+
     def replica_directories(self) -> tuple[uuid.UUID, ...]:
         """The directory of each replica, unassigned where not known."""
         if len(self.directories) == len(self.replicas):
@@ -213,6 +218,17 @@ def config_records(
     ]
 
 
+def new_topic(
+    name: str, topic_id: uuid.UUID, configs: dict[str, str], partitions: list[Record]
+) -> list[Record]:
+    """A new topic's record, its configs' and its partitions'."""
+    return [
+        topic(name, topic_id),
+        *config_changes(TOPIC_RESOURCE, name, {}, dict(configs)),
+        *partitions,
+    ]
+
+
 def config_changes(
     resource_type: int, resource: str, before: dict[str, str], after: dict[str, str]
 ) -> list[Record]:
@@ -246,8 +262,13 @@ def partition_of(record: kf.MetadataRecord) -> PartitionValue:
         record["partition_epoch"],
         tuple(record["adding_replicas"]),
         tuple(record["removing_replicas"]),
-        tuple(record["directories"] or ()),
+        assigned(tuple(record["directories"] or ())),
     )
+
+
+def assigned(directories: tuple[uuid.UUID, ...]) -> tuple[uuid.UUID, ...]:
+    """Directories as a PartitionValue keeps them: none when none is assigned."""
+    return directories if any(d != kf.ZERO_UUID for d in directories) else ()
 
 
 def partition_change(
@@ -303,5 +324,5 @@ def changed_partition(old: PartitionValue, record: kf.MetadataRecord) -> Partiti
         replicas=replicas,
         adding=given("adding_replicas", old.adding),
         removing=given("removing_replicas", old.removing),
-        directories=tuple(directories),
+        directories=assigned(tuple(directories)),
     )

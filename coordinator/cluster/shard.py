@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -186,7 +187,7 @@ class ClusterShard:
         )
         records = [rec.register_broker(node_id, value)]
         if known is not None and not known.value.fenced:
-            records += self._leave(node_id)  # its old incarnation is gone: fence it first
+            records += self.leave(node_id)  # its old incarnation is gone: fence it first
         self.heartbeats[node_id] = now
         self._arm_session(node_id)
         log.info("broker registered", node_id=node_id, broker_epoch=epoch)
@@ -268,7 +269,7 @@ class ClusterShard:
 
     def _fence(self, node_id: int) -> list[Record]:
         epoch = self.brokers[node_id].value.epoch
-        moved = self._leave(node_id)
+        moved = self.leave(node_id)
         log.info("broker fenced", node_id=node_id, partitions_changed=len(moved))
         return [rec.broker_fenced(node_id, epoch, True), *moved]
 
@@ -283,14 +284,19 @@ class ClusterShard:
                     records.append(self.partition_changed(topic, index, changed))
         return records
 
-    def _leave(self, node_id: int) -> list[Record]:
-        """Partition changes for a broker that stops serving: out of every ISR it is not
-        the last member of, and a new leader where it led."""
+    def leave(
+        self, node_id: int, only: Callable[[rec.PartitionValue], bool] | None = None
+    ) -> list[Record]:
+        """Partition changes for a broker that stops serving (`only`: those of its
+        replicas): out of every ISR it is not the last member of, and a new leader
+        where it led."""
         live = set(self.live_brokers()) - {node_id}
         records: list[Record] = []
         for topic, state in self.topics.items():
             for index, p in state.partitions.items():
                 if node_id not in p.isr and p.leader != node_id:
+                    continue
+                if only is not None and not only(p):
                     continue
                 isr = tuple(r for r in p.isr if r != node_id) or p.isr
                 leader = p.leader
@@ -303,12 +309,12 @@ class ClusterShard:
                         isr = (leader,)
                 if isr == p.isr and leader == p.leader:
                     continue
-                changed = rec.PartitionValue(
-                    p.replicas,
-                    isr,
-                    leader,
-                    p.leader_epoch + (leader != p.leader),
-                    p.partition_epoch + 1,
+                changed = replace(
+                    p,
+                    isr=isr,
+                    leader=leader,
+                    leader_epoch=p.leader_epoch + (leader != p.leader),
+                    partition_epoch=p.partition_epoch + 1,
                 )
                 records.append(self.partition_changed(topic, index, changed))
         return records
@@ -374,9 +380,8 @@ class ClusterShard:
             )
         configs = request.get("configs") or {}
         topic_id = uuid.uuid4()
-        return _new_topic(
-            name, topic_id, configs, self._place(topic_id, range(count), factor, live)
-        )
+        placed = self._place(topic_id, range(count), factor, live)
+        return Result(rec.new_topic(name, topic_id, configs, placed), _created(topic_id))
 
     def _create_assigned(
         self, name: str, assignments: dict[int, list[int]], configs: dict[str, str]
@@ -388,7 +393,8 @@ class ClusterShard:
             return _refused(*problem)
         ordered = [assignments[index] for index in range(len(assignments))]
         topic_id = uuid.uuid4()
-        return _new_topic(name, topic_id, configs, self._assigned(topic_id, 0, ordered))
+        placed = self._assigned(topic_id, 0, ordered)
+        return Result(rec.new_topic(name, topic_id, configs, placed), _created(topic_id))
 
     def _assigned(
         self, topic_id: uuid.UUID, first: int, assignments: list[list[int]]
@@ -567,16 +573,8 @@ class ClusterShard:
         return Result(records, {"error_code": ErrorCode.none, "topic_id": state.topic_id})
 
 
-def _new_topic(
-    name: str, topic_id: uuid.UUID, configs: dict[str, str], partitions: list[Record]
-) -> Result[dict[str, Any]]:
-    """A topic's record, its configs' and its partitions'."""
-    records = [
-        rec.topic(name, topic_id),
-        *rec.config_changes(rec.TOPIC_RESOURCE, name, {}, dict(configs)),
-        *partitions,
-    ]
-    return Result(records, {"error_code": ErrorCode.none, "topic_id": topic_id})
+def _created(topic_id: uuid.UUID) -> dict[str, Any]:
+    return {"error_code": ErrorCode.none, "topic_id": topic_id}
 
 
 def _refused(code: int, message: str | None = None) -> Result[dict[str, Any]]:
