@@ -17,8 +17,7 @@ A controller that is not a voter (voters.py) follows as an observer, reading up 
 high watermark as brokers do, and never stands for election.
 
 Every change of epoch, leader or vote is written to `quorum-state` before it is acted
-on. This object is also the metadata partition's `replication` (the Replication
-protocol of broker/dataplane/topics.py): its high watermark is the quorum's.
+on. This is also the metadata partition's `replication` (broker/dataplane/topics.py).
 """
 
 from __future__ import annotations
@@ -94,7 +93,6 @@ class Quorum:
     ) -> None:
         self.node_id = node_id
         self.history = history
-        self.listener = listener  # the voters' endpoint to reach them on
         self.partition = partition
         self.cluster_id = config.cluster_id
         self._fetch_timeout_s = config.controller_quorum_fetch_timeout_ms / 1000
@@ -547,12 +545,12 @@ class Quorum:
         if not self.is_voter and end > self.history.voters_offset:
             # this leader's own removal is committed: it leads no more (KIP-853)
             log.info("removed from the voters: resigning", node_id=self.node_id)
-            asyncio.get_running_loop().call_soon(self._resign_removed)
+            asyncio.get_running_loop().call_soon(self._resign)
         return True
 
-    def _resign_removed(self) -> None:
+    def _resign(self) -> None:  # and tell the voters, so that they elect one at once
         if self.role == LEADER:
-            asyncio.ensure_future(self._end_epoch())  # the voters elect one at once
+            asyncio.ensure_future(self._end_epoch())
             self._step_down(replace(self.election, leader_id=NONE))
 
     def _log_end(self) -> LogEnd:

@@ -155,7 +155,7 @@ class VoterChanges:
 
     async def _kraft_versions(self, node: VoterNode) -> tuple[int, int] | None:
         """The kraft.version range the new voter supports, from its ApiVersions."""
-        host, port = node.address(self.quorum.listener)
+        host, port = node.address(self.quorum.peers.listener)
         client = NodeClient(host, port, 5.0)
         try:
             answer = await client.call(
