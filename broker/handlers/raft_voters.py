@@ -121,11 +121,22 @@ async def handle_remove(ctx: RequestContext, request: RemoveRaftVoterRequest) ->
 
 async def handle_update(ctx: RequestContext, request: UpdateRaftVoterRequest) -> Reply:
     refused = _quorum_refusal(ctx, request.cluster_id)
-    code: ErrorCode = ErrorCode.unsupported_version
-    if isinstance(refused, dict):
-        code = refused["error_code"]
     controller = ctx.services.controller
     quorum = controller.quorum if controller is not None else None
+    if isinstance(refused, dict):
+        code: ErrorCode = refused["error_code"]
+    else:
+        assert controller is not None and controller.voter_changes is not None
+        node = VoterNode(
+            int(request.voter_id),
+            request.voter_directory_id or NO_DIRECTORY,
+            tuple((lis.name, lis.host, int(lis.port)) for lis in request.listeners),
+            (
+                int(request.k_raft_version_feature.min_supported_version),
+                int(request.k_raft_version_feature.max_supported_version),
+            ),
+        )
+        code = controller.voter_changes.update(node, controller.voter_changes.quorum.peers.listener)
     leader = -1 if quorum is None else quorum.leader_id
     host, port = ("", -1)
     if quorum is not None and leader in quorum.voters:

@@ -7,6 +7,7 @@ Kafka's DumpLogSegments reads its records."""
 
 from __future__ import annotations
 
+import base64
 import time
 import uuid
 from pathlib import Path
@@ -14,13 +15,16 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from helpers.kafka_tools import TOOLS, ToolRun, features, run_tool
+from helpers.wire import WireClient
 
 from cluster.conftest import SESSION_MS
 from odradek.broker.dataplane.log_dirs import kafka_uuid
-from odradek.testing import Cluster
+from odradek.broker.testing.broker import free_port
+from odradek.testing import Broker, Cluster
 
 pytestmark = pytest.mark.timeout(300)
 TOOL = TOOLS["kafka-metadata-quorum"]
+UPDATE_RAFT_VOTER, VOTER_NOT_FOUND = 82, 127
 
 
 def controllers_of(cluster: Cluster) -> str:
@@ -221,3 +225,77 @@ def test_controllers_join_by_themselves_with_auto_join(tmp_path: Path) -> None:
         found = status(cluster)["CurrentVoters"]
         for node_id in cluster.controller_ids:
             assert f'"directoryId": "{directory_id(cluster, node_id)}"' in found
+
+
+def test_a_voter_updates_its_endpoints(tmp_path: Path) -> None:
+    """UpdateRaftVoter: the leader appends the voter's new endpoints at once; a voter
+    named with another directory id is VOTER_NOT_FOUND."""
+    with Cluster(1, tmp_path, controllers=2, dynamic_voters=True) as cluster:
+        first, second = cluster.controller_ids
+        assert add_controller(cluster, second, tmp_path).returncode == 0
+        wait_for_voters(cluster, [first, second])
+        leader = cluster.controllers[cluster.wait_for_active_controller()]
+        port = cluster.controllers[second].port
+        own = uuid.UUID(bytes=base64.urlsafe_b64decode(directory_id(cluster, second) + "=="))
+
+        def update(directory: uuid.UUID) -> int:
+            request = {
+                "cluster_id": "odradek-cluster",
+                "current_leader_epoch": -1,
+                "voter_id": second,
+                "voter_directory_id": directory,
+                "listeners": [{"name": "CONTROLLER", "host": "localhost", "port": port}],
+                "k_raft_version_feature": {"min_supported_version": 0, "max_supported_version": 1},
+            }
+            with WireClient(leader.bootstrap) as client:
+                return int(client.call(UPDATE_RAFT_VOTER, 0, request).error_code)
+
+        assert update(uuid.UUID(int=9)) == VOTER_NOT_FOUND
+        assert update(own) == 0
+        deadline = time.monotonic() + 20
+        while f"CONTROLLER://localhost:{port}" not in status(cluster)["CurrentVoters"]:
+            assert time.monotonic() < deadline, "the new endpoint is not in the voter set"
+            time.sleep(0.5)
+
+
+def test_a_controller_starts_from_a_directory_kafka_storage_formatted(tmp_path: Path) -> None:
+    """`kafka-storage format --standalone` (Kafka's own StorageTool) writes the bootstrap
+    snapshot and meta.properties; an Odradek controller started on that directory is
+    the quorum's only voter, with the directory id Kafka gave it."""
+    port = free_port("127.0.0.1")
+    data = tmp_path / "controller"
+    cluster_id = "MkU3OEVBNTcwNTJENDM2Qg"
+    settings = {
+        "process.roles": "controller",
+        "node.id": "0",
+        "controller.quorum.bootstrap.servers": f"127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "listeners": f"CONTROLLER://127.0.0.1:{port}",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+    }
+    properties = tmp_path / "controller.properties"
+    properties.write_text(
+        "".join(f"{k}={v}\n" for k, v in {**settings, "log.dirs": str(data)}.items())
+    )
+    formatted = run_tool(
+        "kafka.tools.StorageTool",
+        "format",
+        "--cluster-id",
+        cluster_id,
+        "--config",
+        str(properties),
+        "--standalone",
+    )
+    assert formatted.returncode == 0, formatted.stderr
+    kafkas_id = next(
+        line.split("=", 1)[1]
+        for line in (data / "meta.properties").read_text().splitlines()
+        if line.startswith("directory.id=")
+    )
+    with Broker(
+        data, host="127.0.0.1", port=port, overrides={**settings, "cluster.id": cluster_id}
+    ) as controller:
+        ran = run_tool(TOOL, "--bootstrap-controller", controller.bootstrap, "describe", "--status")
+        assert ran.returncode == 0, ran.stderr
+        assert f"ClusterId:              {cluster_id}" in ran.stdout
+        assert f'[{{"id": 0, "directoryId": "{kafkas_id}", ' in ran.stdout

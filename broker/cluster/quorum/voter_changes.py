@@ -142,6 +142,27 @@ class VoterChanges:
         finally:
             self.pending = False
 
+    def update(self, node: VoterNode, default_listener: str) -> ErrorCode:
+        """UpdateRaftVoter: a voter's new endpoints and kraft.version range, answered as
+        soon as they are appended (as KRaft does)."""
+        quorum = self.quorum
+        if self.pending:
+            return ErrorCode.request_timed_out
+        if quorum.kraft_version == 0:
+            return ErrorCode.unsupported_version
+        if quorum.history.voters_offset >= quorum.high_watermark:
+            return ErrorCode.request_timed_out
+        low, high = node.kraft_versions
+        if not low <= quorum.kraft_version <= high:
+            return ErrorCode.invalid_request
+        if not any(name == default_listener for name, _, _ in node.endpoints):
+            return ErrorCode.invalid_request
+        voters = quorum.history.voters
+        if not voters.holds(node.node_id, node.directory_id):
+            return ErrorCode.voter_not_found
+        quorum.append_voters(voters.with_node(node))
+        return ErrorCode.none
+
     async def _append(self, new: VoterSet, ack_when_committed: bool) -> Outcome:
         quorum = self.quorum
         offset = quorum.append_voters(new)
