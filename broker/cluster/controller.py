@@ -31,6 +31,7 @@ from odradek.broker.cluster.controller_documents import (
     ControllerTokens,
     bootstrap_features,
 )
+from odradek.broker.cluster.follower_view import FollowerView
 from odradek.broker.cluster.metadata_documents import MetadataDocuments
 from odradek.broker.cluster.metadata_snapshots import MetadataSnapshots, load_latest
 from odradek.broker.cluster.node_client import NodeUnreachable
@@ -133,6 +134,9 @@ class Controller:
         partition.replication = self.quorum
         self.voter_changes = VoterChanges(self.quorum)
         self.quorum.start()
+        if not self.cluster.is_broker:  # (a broker's member keeps a view already)
+            view = FollowerView(self._broker, partition, self._broker.config.cluster_id)
+            self._spawn(view.run(self.quorum))
         if history.voters.ids() == [self.node_id]:
             while not self.quorum.is_leader:
                 await asyncio.sleep(0.001)

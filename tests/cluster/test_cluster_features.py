@@ -4,6 +4,7 @@ controller, and reported by every broker."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from helpers.wire import WireClient
@@ -36,3 +37,24 @@ def test_a_downgrade_reaches_every_broker(cluster: Cluster) -> None:
     while any("group.version" in finalized(b.bootstrap) for b in cluster.nodes.values()):
         assert time.monotonic() < deadline, "the change did not reach every broker"
         time.sleep(0.1)
+
+
+def test_every_controller_reports_the_clusters_levels(tmp_path: Path) -> None:
+    """The controllers that do not lead follow the metadata too: ApiVersions on each
+    controller's listener gives the levels the cluster finalized."""
+    with Cluster(1, tmp_path, controllers=3) as cluster:
+        body = {
+            "timeout": 5000,
+            "feature_updates": [
+                {"feature": "group.version", "max_version_level": 0, "upgrade_type": 2}
+            ],
+            "validate_only": False,
+        }
+        with WireClient(cluster.node(1).bootstrap) as client:
+            assert client.call(57, 2, body).error_code == 0
+        deadline = time.monotonic() + 10
+        controllers = [cluster.node(n).bootstrap for n in cluster.controller_ids]
+        while any("group.version" in finalized(c) for c in controllers):
+            assert time.monotonic() < deadline, "a controller still reports group.version"
+            time.sleep(0.1)
+        assert all(finalized(c)["transaction.version"] == 2 for c in controllers)
