@@ -100,6 +100,7 @@ class Controller:
         self._bootstrapped.set()
         self.quorum: Quorum | None = None
         self.voter_changes: VoterChanges | None = None
+        self.follower_view: FollowerView | None = None  # while it does not lead
         self.snapshots: MetadataSnapshots | None = None
         self._partition: Partition | None = None
         self.acls = ControllerAcls(self)
@@ -136,6 +137,7 @@ class Controller:
         self.quorum.start()
         if not self.cluster.is_broker:  # (a broker's member keeps a view already)
             view = FollowerView(self._broker, partition, self._broker.config.cluster_id)
+            self.follower_view = view
             self._spawn(view.run(self.quorum))
         if history.voters.ids() == [self.node_id]:
             while not self.quorum.is_leader:

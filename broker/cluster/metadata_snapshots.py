@@ -63,9 +63,9 @@ class MetadataSnapshots:
         self._size_then = partition.log.size_bytes()
         self._taken_ms = int(time.time() * 1000)
 
-    def due(self, now_ms: int) -> bool:
-        log_end = self._partition.log.log_end_offset
-        if log_end <= (self.last.end_offset if self.last is not None else 0):
+    def due(self, now_ms: int, end: int) -> bool:
+        """Is a snapshot up to `end` (the log's end, or what a follower replayed) due?"""
+        if end <= (self.last.end_offset if self.last is not None else 0):
             return False
         grown = self._partition.log.size_bytes() - self._size_then
         late = 0 < self._interval_ms <= now_ms - self._taken_ms
@@ -74,11 +74,17 @@ class MetadataSnapshots:
     async def run(self) -> None:
         while True:
             await asyncio.sleep(CHECK_EVERY_S)
-            if not self._controller.is_active:
-                continue
+            view = self._controller.follower_view
             try:
-                if self.due(int(time.time() * 1000)):
-                    await self.take()
+                now_ms = int(time.time() * 1000)
+                if self._controller.is_active:
+                    if self.due(now_ms, self._partition.log.log_end_offset):
+                        await self.take()
+                elif view is not None and view.view is not None:
+                    if self.due(now_ms, view.replayed_to):
+                        await self._write(*self._follower_capture(view.view, view.replayed_to))
+                else:
+                    continue
                 self.clean()
             except (CoordinatorError, OSError) as exc:
                 log.warning("metadata snapshot not taken", error=str(exc))
@@ -90,8 +96,10 @@ class MetadataSnapshots:
         taken = await self._controller.run(self._capture)
         if taken is None:
             return None
-        snapshot, captured, last_ms, control = taken
+        await self._write(*taken)
+        return taken[0]
 
+    async def _write(self, snapshot: SnapshotId, captured: Any, last_ms: int, control: Any) -> None:
         def written() -> None:  # many partitions take a while: off the event loop
             snapshots.write(self.directory, snapshot, records_of(captured), last_ms, control)
 
@@ -101,7 +109,12 @@ class MetadataSnapshots:
         self._taken_ms = int(time.time() * 1000)
         log.info("metadata snapshot written", end_offset=snapshot.end_offset, epoch=snapshot.epoch)
         self.clean()
-        return snapshot
+
+    def _follower_capture(self, view: ClusterShard, end: int) -> tuple[Any, ...]:
+        """A follower's snapshot: its view of the committed log, up to `end`."""
+        epochs = [epoch for epoch, start in self._partition.log.leader_epochs if start < end]
+        snapshot = SnapshotId(end, epochs[-1] if epochs else 0)
+        return snapshot, capture(view), int(time.time() * 1000), self._control(snapshot)
 
     def _capture(self, shard: ClusterShard) -> Result[Any]:
         plog = self._partition.log
@@ -109,11 +122,17 @@ class MetadataSnapshots:
         if quorum is None or plog.log_end_offset != quorum.high_watermark:
             return Result([], None)
         snapshot = SnapshotId(plog.log_end_offset, plog.latest_epoch)
+        return Result(
+            [], (snapshot, capture(shard), int(time.time() * 1000), self._control(snapshot))
+        )
+
+    def _control(self, snapshot: SnapshotId) -> list[Any]:
+        """A dynamic quorum's kraft.version and voters go with the snapshot."""
+        quorum = self._controller.quorum
+        if quorum is None or quorum.history.kraft_version < 1:
+            return []
         history = quorum.history
-        control = []
-        if history.kraft_version >= 1:  # a dynamic quorum's voters go with the snapshot
-            control = control_records(history.kraft_version, history.voters_at(snapshot.end_offset))
-        return Result([], (snapshot, capture(shard), int(time.time() * 1000), control))
+        return control_records(history.kraft_version, history.voters_at(snapshot.end_offset))
 
     def clean(self) -> None:
         """Past retention, the log starts where the latest snapshot ends."""

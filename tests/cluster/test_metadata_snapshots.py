@@ -1,6 +1,7 @@
 """Snapshots of the metadata log, with the thresholds turned down so that a few topics
 reach them: the leading controller writes a snapshot Kafka 4.4's DumpLogSegments
-reads, lets go of the log before it, and whoever needs what went takes the snapshot
+reads, lets go of the log before it (and so does a controller that follows, from its
+own view), and whoever needs what went takes the snapshot
 (FetchSnapshot): a controller that was down, a broker that restarts, and a controller
 that then leads."""
 
@@ -90,6 +91,17 @@ def test_snapshots_replace_the_log_and_reach_whoever_needs_them(tmp_path: Path) 
         wait_for(
             lambda: read_offset(leading / LOG_START_CHECKPOINT) >= snapshot.end_offset,
             "the log does not start where the snapshot ends",
+        )
+        # the controller that follows snapshots its own view, and lets go of its log too
+        follower = next(n for n in cluster.controllers if n not in (leader, absent))
+        following = metadata_dir(cluster, follower)
+        wait_for(
+            lambda: {f"early-{i}" for i in range(10)} <= topics_in_snapshot(following),
+            "the follower wrote no snapshot of its own",
+        )
+        wait_for(
+            lambda: (read_offset(following / LOG_START_CHECKPOINT) or 0) > 0,
+            "the follower's log does not start after its snapshot",
         )
         # a copy, as the leader goes on snapshotting and removes the older ones
         snapshot, copy = copy_latest_snapshot(leading, tmp_path / "copy")
