@@ -400,9 +400,16 @@ def test_the_active_controller_cut_off_from_the_others_resigns_and_follows_again
         for topic in (f"after-split-{mode}", f"after-heal-{mode}"):
             assert len(cluster.metadata([topic], via=node_id).topics[0].partitions) == 3
     wait_for_equal_logs(cluster.controllers, "__cluster_metadata-0")
-    voters = describe_quorum(cluster, active).topics[0].partitions[0].current_voters
-    ends = {v.replica_id: v.log_end_offset for v in voters}
-    assert len(set(ends.values())) == 1, ends
+    # the leader's view of its voters agrees (brokers may still be writing: each tells
+    # the controller where its new replicas lie, so it is asked until they settle)
+    deadline = time.monotonic() + 15
+    while True:
+        voters = describe_quorum(cluster, active).topics[0].partitions[0].current_voters
+        ends = {v.replica_id: v.log_end_offset for v in voters}
+        if len(set(ends.values())) == 1:
+            break
+        assert time.monotonic() < deadline, ends
+        time.sleep(0.2)
 
 
 # -- a transaction coordinator cut off -------------------------------------------------
