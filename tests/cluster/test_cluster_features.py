@@ -20,8 +20,8 @@ def finalized(bootstrap: str) -> dict[str, int]:
     return {f.name: f.max_version_level for f in answer.finalized_features}
 
 
-def test_a_downgrade_reaches_every_broker(cluster: Cluster) -> None:
-    assert finalized(cluster.node(3).bootstrap)["group.version"] == 1
+def downgrade_group_version(bootstrap: str) -> None:
+    """UpdateFeatures: group.version to 0 (a safe downgrade)."""
     body = {
         "timeout": 5000,
         "feature_updates": [
@@ -29,9 +29,14 @@ def test_a_downgrade_reaches_every_broker(cluster: Cluster) -> None:
         ],
         "validate_only": False,
     }
-    with WireClient(cluster.node(1).bootstrap) as client:
+    with WireClient(bootstrap) as client:
         answer = client.call(57, 2, body)
     assert answer.error_code == 0, answer
+
+
+def test_a_downgrade_reaches_every_broker(cluster: Cluster) -> None:
+    assert finalized(cluster.node(3).bootstrap)["group.version"] == 1
+    downgrade_group_version(cluster.node(1).bootstrap)
     assert "group.version" not in finalized(cluster.node(1).bootstrap)
     deadline = time.monotonic() + 10
     while any("group.version" in finalized(b.bootstrap) for b in cluster.nodes.values()):
@@ -43,15 +48,7 @@ def test_every_controller_reports_the_clusters_levels(tmp_path: Path) -> None:
     """The controllers that do not lead follow the metadata too: ApiVersions on each
     controller's listener gives the levels the cluster finalized."""
     with Cluster(1, tmp_path, controllers=3) as cluster:
-        body = {
-            "timeout": 5000,
-            "feature_updates": [
-                {"feature": "group.version", "max_version_level": 0, "upgrade_type": 2}
-            ],
-            "validate_only": False,
-        }
-        with WireClient(cluster.node(1).bootstrap) as client:
-            assert client.call(57, 2, body).error_code == 0
+        downgrade_group_version(cluster.node(1).bootstrap)
         deadline = time.monotonic() + 10
         controllers = [cluster.node(n).bootstrap for n in cluster.controller_ids]
         while any("group.version" in finalized(c) for c in controllers):
