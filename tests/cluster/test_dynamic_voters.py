@@ -7,7 +7,6 @@ Kafka's DumpLogSegments reads its records."""
 
 from __future__ import annotations
 
-import base64
 import time
 import uuid
 from pathlib import Path
@@ -18,7 +17,7 @@ from helpers.kafka_tools import TOOLS, ToolRun, features, run_tool
 from helpers.wire import WireClient
 
 from cluster.conftest import SESSION_MS
-from odradek.broker.dataplane.log_dirs import kafka_uuid
+from odradek.broker.dataplane.log_dirs import kafka_uuid, parse_kafka_uuid
 from odradek.broker.testing.broker import free_port
 from odradek.testing import Broker, Cluster
 
@@ -236,7 +235,7 @@ def test_a_voter_updates_its_endpoints(tmp_path: Path) -> None:
         wait_for_voters(cluster, [first, second])
         leader = cluster.controllers[cluster.wait_for_active_controller()]
         port = cluster.controllers[second].port
-        own = uuid.UUID(bytes=base64.urlsafe_b64decode(directory_id(cluster, second) + "=="))
+        own = parse_kafka_uuid(directory_id(cluster, second))
 
         def update(directory: uuid.UUID) -> int:
             request = {

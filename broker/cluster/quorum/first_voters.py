@@ -16,7 +16,6 @@ already wrote is read as it is.
 
 from __future__ import annotations
 
-import base64
 import socket
 import time
 import uuid
@@ -36,6 +35,7 @@ from odradek.broker.cluster.quorum.voters import (
     snapshot_control_records,
     static_set,
 )
+from odradek.broker.dataplane.log_dirs import parse_kafka_uuid
 
 if TYPE_CHECKING:
     from odradek.storage.log import PartitionLog
@@ -56,7 +56,7 @@ def parse_initial_controllers(text: str, listener: str) -> VoterSet:
         host, _, port = address.rpartition(":")
         try:
             node_id, port_number = int(node), int(port)
-            directory_id = uuid.UUID(bytes=base64.urlsafe_b64decode(directory + "=="))
+            directory_id = parse_kafka_uuid(directory)
         except ValueError as exc:
             raise FirstVotersError(
                 f"--initial-controllers: {entry!r} is not id@host:port:directory-id"

@@ -18,7 +18,6 @@ it is committed. A leader that removed itself resigns once its removal is commit
 
 from __future__ import annotations
 
-import base64
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
 from odradek.broker.cluster.quorum.quorum import Deposed
 from odradek.broker.cluster.quorum.voters import NO_DIRECTORY, VoterNode, VoterSet
+from odradek.broker.dataplane.log_dirs import kafka_uuid
 from odradek.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -34,10 +34,6 @@ if TYPE_CHECKING:
 API_VERSIONS = 18
 CAUGHT_UP_WITHIN_MS = 3_600_000  # an observer that fetched to the end in the last hour
 Outcome = tuple[ErrorCode, str | None]
-
-
-def kafka_uuid(value: uuid.UUID | None) -> str:
-    return base64.urlsafe_b64encode((value or NO_DIRECTORY).bytes).decode().rstrip("=")
 
 
 def replica_key(node_id: int, directory_id: uuid.UUID | None) -> str:

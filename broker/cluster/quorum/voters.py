@@ -27,9 +27,9 @@ from kio.schema.voters_record.v0 import data as schema
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, u16
 
+from odradek.coordinator.runtime import Record
 from odradek.protocol.batch import ATTR_CONTROL, build_batch, iter_batches, iter_records
 
-Record = tuple[bytes | None, bytes | None]
 KRAFT_VERSION_RECORD, VOTERS_RECORD = 5, 6  # control record types
 BOOTSTRAP_SNAPSHOT = "00000000000000000000-0000000000.checkpoint"
 SUPPORTED_KRAFT = (0, 1)  # the kraft.version levels this node can run
