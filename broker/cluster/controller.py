@@ -116,9 +116,10 @@ class Controller:
         partition = self._partition = partitions[0]
         if partition.topic.configs != METADATA_TOPIC_CONFIGS:  # compacted, before the format
             self._broker.topics.set_configs(METADATA_TOPIC, METADATA_TOPIC_CONFIGS)
-        history = self._voter_history(partition)
+        me = self.own_voter(partition)
+        history = self._voter_history(partition, me)
         if self._broker.config.controller_quorum_auto_join_enable:
-            self._spawn(self._auto_join(self.own_voter(partition)))
+            self._spawn(self._auto_join(me))
         self.snapshots = MetadataSnapshots(self, partition, self._broker.config)
         self._spawn(self.snapshots.run())
         self._spawn(self._register_self())
@@ -165,11 +166,11 @@ class Controller:
         )
         return VoterNode(self.node_id, directory_id, endpoints)
 
-    def _voter_history(self, partition: Partition) -> VoterHistory:
+    def _voter_history(self, partition: Partition, me: VoterNode) -> VoterHistory:
         return voter_history(
             static_voters={v.node_id: (v.host, v.port) for v in self.cluster.voters},
             listener=self._listener_name(),
-            me=self.own_voter(partition),
+            me=me,
             bootstrap_servers=self.cluster.bootstrap_servers,
             initial=self._broker.config.initial_controllers,
             log=partition.log,

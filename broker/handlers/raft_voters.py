@@ -39,6 +39,11 @@ def _answer(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": code, "error_message": message}
 
 
+def _endpoints(request: AddV0 | AddV1 | UpdateRaftVoterRequest) -> tuple[tuple[str, str, int], ...]:
+    """The voter's listeners, as a voter set keeps its endpoints."""
+    return tuple((lis.name, lis.host, int(lis.port)) for lis in request.listeners)
+
+
 def _quorum_refusal(ctx: RequestContext, cluster_id: str | None) -> dict[str, Any] | None:
     """What every voter change is refused with before its own checks, if anything."""
     if acls_enabled(ctx) and not cluster_allowed(ctx, Operation.ALTER):
@@ -91,11 +96,7 @@ async def handle_add(ctx: RequestContext, request: AddV0 | AddV1) -> Reply:
         )
     controller = ctx.services.controller
     assert controller is not None and controller.voter_changes is not None
-    node = VoterNode(
-        int(request.voter_id),
-        request.voter_directory_id,
-        tuple((lis.name, lis.host, int(lis.port)) for lis in request.listeners),
-    )
+    node = VoterNode(int(request.voter_id), request.voter_directory_id, _endpoints(request))
     code, message = await controller.voter_changes.add(
         node,
         controller.observers.get(node.node_id),
@@ -130,13 +131,13 @@ async def handle_update(ctx: RequestContext, request: UpdateRaftVoterRequest) ->
         node = VoterNode(
             int(request.voter_id),
             request.voter_directory_id or NO_DIRECTORY,
-            tuple((lis.name, lis.host, int(lis.port)) for lis in request.listeners),
+            _endpoints(request),
             (
                 int(request.k_raft_version_feature.min_supported_version),
                 int(request.k_raft_version_feature.max_supported_version),
             ),
         )
-        code = controller.voter_changes.update(node, controller.voter_changes.quorum.peers.listener)
+        code = controller.voter_changes.update(node)
     leader = -1 if quorum is None else quorum.leader_id
     host, port = ("", -1)
     if quorum is not None and leader in quorum.voters:

@@ -138,7 +138,7 @@ class VoterChanges:
         finally:
             self.pending = False
 
-    def update(self, node: VoterNode, default_listener: str) -> ErrorCode:
+    def update(self, node: VoterNode) -> ErrorCode:
         """UpdateRaftVoter: a voter's new endpoints and kraft.version range, answered as
         soon as they are appended (as KRaft does)."""
         quorum = self.quorum
@@ -151,7 +151,7 @@ class VoterChanges:
         low, high = node.kraft_versions
         if not low <= quorum.kraft_version <= high:
             return ErrorCode.invalid_request
-        if not any(name == default_listener for name, _, _ in node.endpoints):
+        if not any(name == quorum.peers.listener for name, _, _ in node.endpoints):
             return ErrorCode.invalid_request
         voters = quorum.history.voters
         if not voters.holds(node.node_id, node.directory_id):
