@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("controller")
 REGISTER_EVERY_S = 0.5
 AUTO_JOIN_EVERY_S = 1.0
+AUTO_JOIN_TIMEOUT_S = 30.0
 ADD_RAFT_VOTER = 80
 METADATA_TOPIC_CONFIGS = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 
@@ -233,12 +234,16 @@ class Controller:
                 continue
             if quorum.leader_id < 0 or quorum.is_leader:
                 continue
+            # a connection of its own: the leader answers once this node's fetches, on
+            # the quorum's shared connection, have the change, and they would otherwise
+            # wait behind this request
+            client = quorum.peers.connect(quorum.leader_id, AUTO_JOIN_TIMEOUT_S)
             try:
-                answer = await quorum.peers.client(quorum.leader_id).call(
-                    ADD_RAFT_VOTER, 1, request
-                )
+                answer = await client.call(ADD_RAFT_VOTER, 1, request)
             except NodeUnreachable:
                 continue
+            finally:
+                client.close()
             if answer.error_code == ErrorCode.none:
                 log.info("joined the quorum's voters", node_id=self.node_id)
 
