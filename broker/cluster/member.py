@@ -178,11 +178,7 @@ class ClusterMember:
                         f"registration within initial.broker.registration.timeout.ms: {exc}"
                     ) from exc
                 log.warning("registration unanswered: asking again", error=str(exc))
-                self.leader_lost()
-                await asyncio.sleep(RETRY_S)
-                with contextlib.suppress(NodeUnreachable):  # else the same one again
-                    client = await self._any_client()
-                continue
+                code = ErrorCode.not_controller  # ask whoever leads now
             if code == ErrorCode.none:
                 return
             if code == ErrorCode.not_controller:  # the quorum elected another meanwhile
