@@ -36,8 +36,7 @@ def unreported(
                 continue
             if node_id not in value.replicas:
                 continue
-            held = value.replica_directories()[value.replicas.index(node_id)]
-            if held != log_dir.directory_id:
+            if value.directory_of(node_id) != log_dir.directory_id:
                 found.append((log_dir.directory_id, state.topic_id, partition.index))
             if len(found) >= MAX_ASSIGNMENTS:
                 return found

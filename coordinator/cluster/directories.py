@@ -70,11 +70,10 @@ def _assign_one(
         return ErrorCode.unknown_topic_or_partition
     if node_id not in partition.replicas:
         return ErrorCode.not_leader_or_follower
-    directories = list(partition.replica_directories())
-    place = partition.replicas.index(node_id)
-    if directories[place] == directory:
+    if partition.directory_of(node_id) == directory:
         return ErrorCode.none
-    directories[place] = directory
+    directories = list(partition.replica_directories())
+    directories[partition.replicas.index(node_id)] = directory
     changed = replace(
         partition,
         partition_epoch=partition.partition_epoch + 1,
@@ -90,7 +89,7 @@ def offline_at(shard: ClusterShard, node_id: int, partition: rec.PartitionValue)
     offline = shard.offline_dirs.get(node_id)
     if not offline or node_id not in partition.replicas:
         return False
-    return partition.replica_directories()[partition.replicas.index(node_id)] in offline
+    return partition.directory_of(node_id) in offline
 
 
 def take_offline(shard: ClusterShard, node_id: int, offline: set[uuid.UUID]) -> list[Record]:
@@ -100,6 +99,6 @@ def take_offline(shard: ClusterShard, node_id: int, offline: set[uuid.UUID]) -> 
         return []
 
     def in_failed_directory(p: rec.PartitionValue) -> bool:
-        return p.replica_directories()[p.replicas.index(node_id)] in offline
+        return p.directory_of(node_id) in offline
 
     return shard.leave(node_id, only=in_failed_directory)

@@ -71,6 +71,10 @@ class PartitionValue:
         known = dict(zip(self.replicas, self.replica_directories(), strict=True))
         return assigned(tuple(known.get(r, kf.ZERO_UUID) for r in replicas))
 
+    def directory_of(self, node_id: int) -> uuid.UUID:
+        """The directory of `node_id`'s replica (a replica of the partition)."""
+        return self.replica_directories()[self.replicas.index(node_id)]
+
     def replica_directories(self) -> tuple[uuid.UUID, ...]:
         """The directory of each replica, unassigned where not known."""
         if len(self.directories) == len(self.replicas):
