@@ -11,36 +11,31 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import structlog
 
-from odradek.broker.cluster.metadata_documents import MetadataDocuments
 from odradek.broker.cluster.metadata_snapshots import load_latest
-from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
+from odradek.broker.cluster.metadata_view import AdoptedDocuments, AdoptsDocuments, new_view
 from odradek.protocol.batch import iter_records
 
 if TYPE_CHECKING:
     from odradek.broker.cluster.quorum.quorum import Quorum
     from odradek.broker.dataplane.topics import Partition
+    from odradek.coordinator.cluster.shard import ClusterShard
 
 log = structlog.get_logger("controller")
 EVERY_S = 0.1
 BATCHES_PER_TURN = 500
 
 
-class AdoptsDocuments(Protocol):
-    def adopt_document(self, name: str, document: bytes) -> None: ...
-
-
 class FollowerView:
     def __init__(self, node: AdoptsDocuments, partition: Partition, cluster_id: str) -> None:
-        self._node = node
         self._partition = partition
         self._cluster_id = cluster_id
         self.view: ClusterShard | None = None
         self.replayed_to = 0  # the next offset to replay
-        self._adopted: dict[str, bytes] = {}
+        self._adopted = AdoptedDocuments(node)
 
     async def run(self, quorum: Quorum) -> None:
         while True:
@@ -57,7 +52,7 @@ class FollowerView:
     def follow(self, high_watermark: int) -> None:
         plog = self._partition.log
         if self.view is None or self.replayed_to < plog.log_start_offset:
-            self.view = ClusterShard(None, ClusterSettings(self._cluster_id), MetadataDocuments())
+            self.view = new_view(self._cluster_id)
             load_latest(self.view, Path(plog.directory), plog.log_start_offset)
             self.replayed_to = plog.log_start_offset
         if self.replayed_to >= high_watermark:
@@ -71,11 +66,4 @@ class FollowerView:
                     if offset >= self.replayed_to:
                         self.view.replay(offset, key, value, -1)
             self.replayed_to = header.base_offset + header.last_offset_delta + 1
-        self._adopt()
-
-    def _adopt(self) -> None:
-        assert self.view is not None
-        for name, document in self.view.documents.items():
-            if self._adopted.get(name) != document:
-                self._adopted[name] = document
-                self._node.adopt_document(name, document)
+        self._adopted.follow(self.view.documents)

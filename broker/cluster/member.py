@@ -37,7 +37,7 @@ from odradek.broker.cluster.directory_sync import (
     unreported,
 )
 from odradek.broker.cluster.joining import ClusterJoinError, check_quorum, refusal
-from odradek.broker.cluster.metadata_documents import MetadataDocuments
+from odradek.broker.cluster.metadata_view import AdoptedDocuments, new_view
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
 from odradek.broker.cluster.quorum import snapshots
 from odradek.broker.cluster.quorum.requests import describe_quorum, leads
@@ -49,7 +49,7 @@ from odradek.broker.cluster.quorum.voters import (
 )
 from odradek.broker.settings.cluster_config import ClusterConfig
 from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
-from odradek.coordinator.cluster.shard import ClusterSettings, ClusterShard
+from odradek.coordinator.cluster.shard import ClusterShard
 from odradek.protocol.batch import iter_batches, iter_records
 from odradek.protocol.errors import ErrorCode
 
@@ -88,7 +88,7 @@ class ClusterMember:
         self._advanced = asyncio.Event()  # the view replayed more of the metadata log
         self._applied = asyncio.Event()  # ...and the local topics follow it
         self.kraft_version = 0  # the quorum's, from its control records
-        self._adopted: dict[str, bytes] = {}  # the ACLs and credentials followed so far
+        self._adopted = AdoptedDocuments(broker)  # the ACLs, credentials, ... followed so far
 
     # -- start ---------------------------------------------------------------------
 
@@ -534,10 +534,7 @@ class ClusterMember:
         if self.broker.replicas is None:
             return
         self.broker.replicas.apply(self.view)
-        for name, document in self.view.documents.items():
-            if self._adopted.get(name) != document:
-                self._adopted[name] = document
-                self.broker.adopt_document(name, document)
+        self._adopted.follow(self.view.documents)
         self._applied.set()
 
     async def _take_snapshot(self, client: NodeClient, wanted: Any) -> None:
@@ -556,8 +553,7 @@ class ClusterMember:
         self._view_changed()
 
     def _new_view(self) -> ClusterShard:
-        settings = ClusterSettings(cluster_id=self.broker.config.cluster_id)
-        return ClusterShard(None, settings, MetadataDocuments())
+        return new_view(self.broker.config.cluster_id)
 
     # -- stop ----------------------------------------------------------------------
 
