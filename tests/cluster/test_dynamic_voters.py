@@ -62,6 +62,17 @@ def add_controller(cluster: Cluster, node_id: int, tmp_path: Path) -> ToolRun:
     return quorum_tool(cluster, "--command-config", str(settings), "add-controller")
 
 
+def remove_controller(cluster: Cluster, node_id: int, directory: str) -> ToolRun:
+    return quorum_tool(
+        cluster,
+        "remove-controller",
+        "--controller-id",
+        str(node_id),
+        "--controller-directory-id",
+        directory,
+    )
+
+
 def voters_in(cluster: Cluster) -> list[int]:
     line = status(cluster)["CurrentVoters"]
     return sorted(int(part.split(",")[0]) for part in line.split('"id": ')[1:])
@@ -115,24 +126,10 @@ def test_controllers_are_added_fail_over_restart_and_are_removed(tmp_path: Path)
         # remove-controller names the voter by id and directory id
         leader = cluster.wait_for_active_controller()
         removed = next(n for n in cluster.controller_ids if n != leader)
-        wrong = quorum_tool(
-            cluster,
-            "remove-controller",
-            "--controller-id",
-            str(removed),
-            "--controller-directory-id",
-            kafka_uuid(uuid.UUID(int=7)),
-        )
+        wrong = remove_controller(cluster, removed, kafka_uuid(uuid.UUID(int=7)))
         assert wrong.returncode != 0
         assert "VoterNotFoundException" in wrong.stderr
-        gone = quorum_tool(
-            cluster,
-            "remove-controller",
-            "--controller-id",
-            str(removed),
-            "--controller-directory-id",
-            directory_id(cluster, removed),
-        )
+        gone = remove_controller(cluster, removed, directory_id(cluster, removed))
         assert gone.returncode == 0, gone.stderr
         remaining = sorted(set(cluster.controller_ids) - {removed})
         assert voters_in(cluster) == remaining
@@ -140,14 +137,7 @@ def test_controllers_are_added_fail_over_restart_and_are_removed(tmp_path: Path)
 
         # the leader removes itself: it resigns once that is committed, and the other
         # voter leads
-        gone = quorum_tool(
-            cluster,
-            "remove-controller",
-            "--controller-id",
-            str(leader),
-            "--controller-directory-id",
-            directory_id(cluster, leader),
-        )
+        gone = remove_controller(cluster, leader, directory_id(cluster, leader))
         assert gone.returncode == 0, gone.stderr
         last = next(n for n in remaining if n != leader)
         deadline = time.monotonic() + 20
