@@ -90,9 +90,11 @@ def wait_for_log(broker: Broker, text: str, timeout: float = 15, count: int = 1)
 
 
 def exits_with(broker: Broker, timeout: float = 20) -> str:
-    """Start a node that must stop on its own; its log."""
+    """Start a node that must stop on its own; its log. The start may take the whole
+    timeout: a node that refuses to join never opens its port, and a loaded machine
+    can take seconds to start Python before the refusal is even asked for."""
     try:
-        broker.start()
+        broker.start(timeout)
     except Exception:  # exited before its port opened: the log says why
         return broker.log_text()
     assert broker.proc is not None
