@@ -199,6 +199,13 @@ bench-share: $(STAMP_TEST)
 bench-coordinator-load: $(STAMP_TEST) $(REFERENCE_STAMP)
 	$(PY) -m bench.coordinator_load $(BENCH_ARGS)
 
+# A full Metadata answer at 10,000 partitions (100 topics x 100), Odradek beside Kafka 4.4:
+# its time, the broker's CPU per answer and how long other clients wait meanwhile
+# (bench/metadata_scale.py); BENCH_ARGS=--quick for 2,000 partitions.
+.PHONY: bench-metadata
+bench-metadata: $(STAMP_TEST) $(REFERENCE_STAMP)
+	$(PY) -m bench.metadata_scale $(BENCH_ARGS)
+
 # Controller and broker failover of a cluster of 3 controllers and 3 brokers, Odradek
 # beside Kafka 4.4 (6 JVMs), as ratios (bench/failover.py); BENCH_ARGS=--quick for one
 # failover of each (~4 min; the full run, five of each, ~8 min on 2 cores).

@@ -73,6 +73,11 @@ class Connection:
         value: Any = entity_reader(cls)(frame, position)[0]
         return value
 
+    def receive_frame(self) -> bytes:
+        """The next answer's frame (header and body), not decoded."""
+        size = struct.unpack(">i", self._exactly(4))[0]
+        return self._exactly(size)
+
     def call(self, request: Any, cls: type) -> Any:
         self.send([request])
         return self.receive(cls)

@@ -72,6 +72,26 @@ class Out:
 Write = Callable[[Out, Any], None]
 
 
+class EncodedArray:
+    """The elements of an array field, already written (by `element_writer`): the
+    array's writer adds the length prefix and the bytes. A handler with a large
+    answer writes it a slice at a time this way, serving others in between."""
+
+    __slots__ = ("count", "out")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.out = Out()
+
+    def __len__(self) -> int:
+        return self.count
+
+    def write_into(self, out: Out) -> None:
+        for chunk in self.out.chunks:
+            out.large(chunk)
+        out.buf += self.out.buf
+
+
 def _millis(value: Any) -> int:
     if isinstance(value, datetime.timedelta):
         return round(value.total_seconds() * 1000)
@@ -216,9 +236,13 @@ def _array_length(out: Out, values: Any, flexible: bool) -> bool:
 
 def _array(element: Write, flexible: bool) -> Write:
     def write(out: Out, values: Any) -> None:
-        if _array_length(out, values, flexible):
-            for value in values:
-                element(out, value)
+        if not _array_length(out, values, flexible):
+            return
+        if isinstance(values, EncodedArray):
+            values.write_into(out)
+            return
+        for value in values:
+            element(out, value)
 
     return write
 
@@ -385,6 +409,22 @@ def _write_tagged(
     out.buf += uvarint(len(written))
     for piece in written:
         out.buf += piece
+
+
+@cache
+def element_writer(cls: type, field_name: str) -> Callable[[EncodedArray, Any], None]:
+    """What appends one element (a dict) to an `EncodedArray` of `cls`'s array field
+    `field_name`."""
+    hint = typing.get_type_hints(cls)[field_name]
+    entity = entity_in(hint)
+    assert entity is not None and is_array(hint), field_name
+    write = dict_writer(entity)
+
+    def append(array: EncodedArray, value: Any) -> None:
+        write(array.out, value)
+        array.count += 1
+
+    return append
 
 
 def encode_dict(cls: type, data: Mapping[str, Any]) -> tuple[list[Any], int]:

@@ -49,8 +49,11 @@ from odradek.broker.handlers.authorization import (
 )
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
+from odradek.protocol import messages
+from odradek.protocol.encoder import EncodedArray, element_writer
 from odradek.protocol.errors import ErrorCode
 
+METADATA = 3
 DESCRIBE_SLICE_S = 0.01
 
 MIN_VERSION, MAX_VERSION = 0, 13
@@ -137,15 +140,17 @@ def describe_topic(
     }
 
 
-async def describe_all(ctx: RequestContext, with_operations: bool) -> list[dict[str, Any]]:
-    """Every topic the principal may describe; with thousands of partitions this takes
-    a while, so the event loop serves others every DESCRIBE_SLICE_S."""
+async def describe_all(ctx: RequestContext, with_operations: bool) -> EncodedArray:
+    """Every topic the principal may describe, each written to the wire form as it is
+    described: with thousands of partitions this takes a while, so the event loop
+    serves others every DESCRIBE_SLICE_S, and nothing is left to encode in one step."""
     live = live_brokers(ctx)
-    described = []
+    described = EncodedArray()
+    append = element_writer(messages.response_class(METADATA, ctx.version), "topics")
     slice_ends = time.monotonic() + DESCRIBE_SLICE_S
     for topic in list(ctx.services.topics):
         if _describable(ctx, topic.name):
-            described.append(describe_topic(ctx, topic, with_operations, live))
+            append(described, describe_topic(ctx, topic, with_operations, live))
         if time.monotonic() >= slice_ends:
             await asyncio.sleep(0)
             slice_ends = time.monotonic() + DESCRIBE_SLICE_S
@@ -165,8 +170,9 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> Reply:
         requested = None  # v0: an empty list means every topic
     with_operations = getattr(request, "include_topic_authorized_operations", False)
     topics: list[dict[str, Any]] = []
+    every_topic: EncodedArray | None = None
     if requested is None:
-        topics = await describe_all(ctx, with_operations)
+        every_topic = await describe_all(ctx, with_operations)
     else:
         for entry in requested:
             name = entry.name
@@ -209,7 +215,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> Reply:
         ],
         "cluster_id": config.cluster_id,
         "controller_id": config.node_id,
-        "topics": topics,
+        "topics": topics if every_topic is None else every_topic,
         "cluster_authorized_operations": cluster_operations,
         "error_code": ErrorCode.none,
     }

@@ -15,7 +15,7 @@ import pytest
 from helpers.messages import plain
 
 from odradek.protocol import messages
-from odradek.protocol.encoder import encode_dict
+from odradek.protocol.encoder import EncodedArray, element_writer, encode_dict
 from odradek.protocol.kio_types import entity_in
 
 
@@ -129,6 +129,24 @@ def test_large_records_stay_a_chunk_of_their_own() -> None:
     chunks, size = encode_dict(cls, data)
     assert any(chunk is records for chunk in chunks)
     assert size == len(_kio_bytes(cls, data))
+
+
+@pytest.mark.parametrize("version", [0, 1, 8, 9, 12, 13])
+def test_an_array_written_ahead_gives_the_same_bytes(version: int) -> None:
+    cls = messages.response_class(3, version)  # Metadata: a full answer is written ahead
+    rng = random.Random(version)
+    for count in (0, 1, 5, 200):  # 200: a length prefix of two bytes when flexible
+        data = _sample(rng, cls)
+        topics = [
+            _sample(rng, entity_in(typing.get_type_hints(cls)["topics"])) for _ in range(count)
+        ]
+        ahead = EncodedArray()
+        append = element_writer(cls, "topics")
+        for topic in topics:
+            append(ahead, topic)
+        written, _ = encode_dict(cls, {**data, "topics": ahead})
+        expected = _kio_bytes(cls, {**data, "topics": topics})
+        assert b"".join(bytes(chunk) for chunk in written) == expected
 
 
 def test_times_may_be_given_as_milliseconds_or_as_python_values() -> None:
