@@ -86,6 +86,7 @@ class ClusterMember:
         self._tasks: list[asyncio.Task[None]] = []
         self._unfenced = asyncio.Event()
         self._advanced = asyncio.Event()  # the view replayed more of the metadata log
+        self._directories_agree_at = -2  # the view's offset when nothing was left to report
         self._applied = asyncio.Event()  # ...and the local topics follow it
         self.kraft_version = 0  # the quorum's, from its control records
         self._adopted = AdoptedDocuments(broker)  # the ACLs, credentials, ... followed so far
@@ -246,9 +247,17 @@ class ClusterMember:
                 await asyncio.sleep(interval)
 
     async def _report_directories(self) -> None:
-        """Tell the controller where replicas lie that it does not know of yet."""
+        """Tell the controller where replicas lie that it does not know of yet. With one
+        directory nothing moves between directories, and the controller assigns it to
+        new replicas itself: the replicas are walked again only once the view changed."""
+        log_dirs = self.broker.topics.log_dirs
+        if not log_dirs.several and self.view.last_offset == self._directories_agree_at:
+            return
+        seen_at = self.view.last_offset
         found = unreported(self.view, self.broker.topics, self.node_id)
-        if found and not self.fenced:
+        if not found:
+            self._directories_agree_at = seen_at
+        elif not self.fenced:
             request = assignment_request(self.node_id, self.broker_epoch, found)
             await (await self._any_client()).call(ASSIGN_REPLICAS_TO_DIRS, 0, request)
 

@@ -6,6 +6,8 @@
   DUPLICATE_BROKER_REGISTRATION when another live node holds the id: a node that
   restarts after a crash takes its id back once the old session has ended (at once
   after a clean stop, and at once for the broker in the controller's own process).
+- v2+ carries the ids of its log directories: a broker with one gets it assigned to
+  each new replica of its own, as on Kafka (the others report where theirs lie).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ async def handle(ctx: RequestContext, request: BrokerRegistrationRequest) -> Rep
             )
             for listener in request.listeners
         ),
+        "log_dirs": tuple(getattr(request, "log_dirs", ())),  # v2+
     }
     answer = await answered_by_controller(ctx, lambda shard: shard.register_broker(details))
     return {

@@ -4,7 +4,8 @@ as Kafka's controller does with several log directories (KIP-858).
 - A broker registers with the ids of its directories, tells the controller where each
   of its replicas lies (AssignReplicasToDirs), and names the directories that failed
   in its heartbeats (`offline_log_dirs`).
-- An assignment is a PartitionChangeRecord with the partition's `directories`.
+- An assignment is a PartitionChangeRecord with the partition's `directories`. A new
+  replica on a broker with one directory is assigned it at once, in its PartitionRecord.
 - A replica in a failed directory leaves the ISR (unless it is the last one) and, if
   it led, another in-sync replica on a live broker leads: the broker's other
   directories serve on, as before.
@@ -13,15 +14,36 @@ as Kafka's controller does with several log directories (KIP-858).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from odradek.coordinator.cluster import kafka_format as kf
 from odradek.coordinator.cluster import records as rec
 from odradek.coordinator.runtime import Record, Result
 from odradek.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from odradek.coordinator.cluster.shard import ClusterShard
+
+
+def default(shard: ClusterShard, replicas: Iterable[int]) -> tuple[uuid.UUID, ...]:
+    """The directory of each new replica as far as the controller can tell, as Kafka's
+    assigns them: the only one of a broker that registered one; unassigned otherwise."""
+    return rec.assigned(
+        tuple(
+            known.value.default_directory() if (known := shard.brokers.get(r)) else kf.ZERO_UUID
+            for r in replicas
+        )
+    )
+
+
+def with_defaults(shard: ClusterShard, partition: rec.PartitionValue) -> rec.PartitionValue:
+    """`partition` with its new replicas' directories assigned where `default` can."""
+    known = partition.replica_directories()
+    defaults = default(shard, partition.replicas) or known
+    filled = tuple(d if d != kf.ZERO_UUID else new for d, new in zip(known, defaults, strict=True))
+    return replace(partition, directories=rec.assigned(filled))
 
 
 def assign(shard: ClusterShard, request: dict[str, Any]) -> Result[dict[str, Any]]:

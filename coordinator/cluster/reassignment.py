@@ -19,6 +19,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
+from odradek.coordinator.cluster import directories
 from odradek.coordinator.cluster import records as rec
 from odradek.coordinator.cluster.assignments import replicas_problem
 from odradek.coordinator.runtime import Record, Result
@@ -185,7 +186,8 @@ def alter(shard: Any, topic: str, index: int, request: dict[str, Any]) -> Result
     except ReassignmentError as exc:
         return Result([], {"error_code": exc.code, "error_message": exc.message})
     records: list[Record] = []
-    if changed is not None:
+    if changed is not None:  # a new replica on a broker of one directory lies in it
+        changed = directories.with_defaults(shard, changed)
         records.append(shard.partition_changed(topic, index, changed))
     return Result(records, {"error_code": ErrorCode.none, "error_message": None})
 

@@ -45,6 +45,12 @@ class BrokerValue:
     fenced: bool
     rack: str | None
     endpoints: tuple[Endpoint, ...]
+    log_dirs: tuple[uuid.UUID, ...] = ()  # its online log directories
+
+    def default_directory(self) -> uuid.UUID:
+        """Where a new replica on this broker lies, as Kafka's controller assigns it: its
+        only directory; with several, unassigned (the broker picks one and reports it)."""
+        return self.log_dirs[0] if len(self.log_dirs) == 1 else kf.ZERO_UUID
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,7 @@ def register_broker(node_id: int, value: BrokerValue) -> Record:
             features=[],
             rack=value.rack,
             fenced=value.fenced,
+            log_dirs=list(value.log_dirs),
         )
     )
 
@@ -125,6 +132,7 @@ def broker_of(record: kf.MetadataRecord) -> BrokerValue:
         record["fenced"],
         record["rack"],
         _endpoints_of(record),
+        tuple(record["log_dirs"] or ()),
     )
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import structlog
 
-from odradek.coordinator.cluster import directories
+from odradek.coordinator.cluster import directories, placement
 from odradek.coordinator.cluster import kafka_format as kf
 from odradek.coordinator.cluster import legacy_records as legacy
 from odradek.coordinator.cluster import records as rec
@@ -90,7 +90,7 @@ class ClusterShard:
         self.last_offset = -1
         self.last_broker_epoch = 0
         self.heartbeats: dict[int, int] = {}  # node id -> last heartbeat (ms); not in records
-        self._placement = 0  # where the next topic's first replica starts
+        self.placement_start = 0  # where the next topic's first replica goes (placement.py)
         self.next_producer_id = 0
         self._documents = documents
         self.documents: dict[str, bytes] = {} if documents is None else documents.documents
@@ -183,7 +183,12 @@ class ClusterShard:
             return _refused(ErrorCode.duplicate_broker_registration)
         epoch = self.last_broker_epoch + 1
         value = rec.BrokerValue(
-            epoch, request["incarnation_id"], True, request.get("rack"), request["endpoints"]
+            epoch,
+            request["incarnation_id"],
+            True,
+            request.get("rack"),
+            request["endpoints"],
+            tuple(request.get("log_dirs", ())),
         )
         records = [rec.register_broker(node_id, value)]
         if known is not None and not known.value.fenced:
@@ -380,7 +385,7 @@ class ClusterShard:
             )
         configs = request.get("configs") or {}
         topic_id = uuid.uuid4()
-        placed = self._place(topic_id, range(count), factor, live)
+        placed = placement.round_robin(self, topic_id, range(count), factor, live)
         return Result(rec.new_topic(name, topic_id, configs, placed), _created(topic_id))
 
     def _create_assigned(
@@ -393,21 +398,8 @@ class ClusterShard:
             return _refused(*problem)
         ordered = [assignments[index] for index in range(len(assignments))]
         topic_id = uuid.uuid4()
-        placed = self._assigned(topic_id, 0, ordered)
+        placed = placement.as_assigned(self, topic_id, 0, ordered)
         return Result(rec.new_topic(name, topic_id, configs, placed), _created(topic_id))
-
-    def _assigned(
-        self, topic_id: uuid.UUID, first: int, assignments: list[list[int]]
-    ) -> list[Record]:
-        """Partitions placed as the client said: the live replicas in sync, the first
-        of them leading."""
-        live = set(self.live_brokers())
-        records = []
-        for index, replicas in enumerate(assignments, start=first):
-            isr = tuple(node for node in replicas if node in live)
-            value = rec.PartitionValue(tuple(replicas), isr, isr[0], 0, 0)
-            records.append(rec.partition(topic_id, index, value))
-        return records
 
     def create_partitions(
         self, name: str, count: int, assignments: list[list[int]] | None = None
@@ -425,27 +417,13 @@ class ClusterShard:
         if problem is not None:
             return _refused(*problem)
         if assignments is not None:
-            records = self._assigned(state.topic_id, have, assignments)
+            records = placement.as_assigned(self, state.topic_id, have, assignments)
             return Result(records, {"error_code": ErrorCode.none})
         live = self.live_brokers()
         if factor > len(live):
             return _refused(ErrorCode.invalid_replication_factor)
-        records = self._place(state.topic_id, range(have, count), factor, live)
+        records = placement.round_robin(self, state.topic_id, range(have, count), factor, live)
         return Result(records, {"error_code": ErrorCode.none})
-
-    def _place(
-        self, topic_id: uuid.UUID, indexes: range, factor: int, live: list[int]
-    ) -> list[Record]:
-        """New partitions, their replicas round-robin over the live brokers from where
-        the last placement left off; the first replica leads, all start in sync."""
-        start = self._placement % len(live)
-        self._placement += 1
-        records = []
-        for index in indexes:
-            replicas = tuple(live[(start + index + i) % len(live)] for i in range(factor))
-            value = rec.PartitionValue(replicas, replicas, replicas[0], 0, 0)
-            records.append(rec.partition(topic_id, index, value))
-        return records
 
     def alter_topic_configs(self, name: str, configs: dict[str, str]) -> Result[dict[str, Any]]:
         """Replace a topic's configs (the whole set, as IncrementalAlterConfigs leaves it)."""

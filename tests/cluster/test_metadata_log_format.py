@@ -35,6 +35,7 @@ from cluster.conftest import SESSION_MS
 from odradek.testing import Cluster
 
 DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
+DIRECTORIES_ONLY = {"partitionId", "topicId", "directories"}
 
 
 def kafka_uuid(value: uuid.UUID) -> str:
@@ -140,6 +141,14 @@ def test_kafkas_tool_reads_the_metadata_log_as_the_cluster_wrote_it(tmp_path: Pa
     partitions = sorted(r["partitionId"] for r in by_type["PARTITION_RECORD"])
     assert partitions == [0, 1]
     assert all(sorted(r["replicas"]) == [1, 2, 3] for r in by_type["PARTITION_RECORD"])
+    # each broker has one log directory: the controller places each replica in it at
+    # creation, and no broker has to report it (no change of directories alone)
+    log_dirs = {r["brokerId"]: r["logDirs"] for r in by_type["REGISTER_BROKER_RECORD"]}
+    assert all(len(dirs) == 1 for dirs in log_dirs.values()), log_dirs
+    for r in by_type["PARTITION_RECORD"]:
+        assert r["directories"] == [log_dirs[b][0] for b in r["replicas"]], r
+    reported = [r for r in by_type["PARTITION_CHANGE_RECORD"] if set(r) == DIRECTORIES_ONLY]
+    assert reported == []
     # broker 3 fenced: a registration change, then each partition's ISR without it
     epoch = next(r["brokerEpoch"] for r in by_type["REGISTER_BROKER_RECORD"] if r["brokerId"] == 3)
     fenced = [r for r in by_type["BROKER_REGISTRATION_CHANGE_RECORD"] if r.get("fenced") == 1]

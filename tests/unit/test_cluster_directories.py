@@ -8,10 +8,11 @@ import uuid
 
 from unit.test_cluster_shard import Harness
 
-from odradek.coordinator.cluster import directories
+from odradek.coordinator.cluster import directories, reassignment
 from odradek.protocol.errors import ErrorCode
 
 DIR_A, DIR_B = uuid.UUID(int=10), uuid.UUID(int=11)
+UNASSIGNED = uuid.UUID(int=0)
 
 
 def assign(h: Harness, node: int, *where: tuple[uuid.UUID, int]) -> dict:
@@ -59,6 +60,43 @@ def test_assignments_are_recorded_per_replica_and_replayed() -> None:
     assert len(h.log) == before
     stale = {"broker_id": 1, "broker_epoch": -5, "directories": []}
     assert directories.assign(h.shard, stale).response["error_code"] == ErrorCode.stale_broker_epoch
+
+
+def test_a_broker_with_one_directory_gets_it_assigned_to_its_new_replicas() -> None:
+    h = Harness()
+    h.register(1, log_dirs=(DIR_A,))  # one directory: assigned by the controller
+    h.register(2, log_dirs=(DIR_A, DIR_B))  # several: the broker reports where
+    h.register(3)  # none registered (BrokerRegistration before v2)
+    for node in (1, 2, 3):
+        h.beat(node)
+    h.create("t", 3, 3)
+    for value in h.shard.topics["t"].partitions.values():
+        assert value.directory_of(1) == DIR_A
+        assert value.directory_of(2) == value.directory_of(3) == UNASSIGNED
+    assert h.replayed().topics["t"].partitions == h.shard.topics["t"].partitions
+    assert h.replayed().brokers[1].value.log_dirs == (DIR_A,)
+    # CreatePartitions, placed by the controller and by the client
+    h.apply(h.shard.create_partitions("t", 4))
+    h.apply(h.shard.create_partitions("t", 5, [[3, 1, 2]]))
+    assert h.shard.topics["t"].partitions[3].directory_of(1) == DIR_A
+    assert h.shard.topics["t"].partitions[4].directories == (UNASSIGNED, DIR_A, UNASSIGNED)
+    # none of the replicas on a broker of one directory: nothing assigned
+    h.apply(h.shard.create_topic({"name": "u", "assignments": {0: [2, 3]}}))
+    assert h.shard.topics["u"].partitions[0].directories == ()
+
+
+def test_a_reassignment_assigns_the_only_directory_of_a_new_replicas_broker() -> None:
+    h = Harness()
+    h.register(1, log_dirs=(DIR_A, DIR_B))
+    h.register(2, log_dirs=(DIR_B,))
+    for node in (1, 2):
+        h.beat(node)
+    h.apply(h.shard.create_topic({"name": "t", "assignments": {0: [1]}}))
+    assign(h, 1, (DIR_A, 0))
+    h.apply(reassignment.alter(h.shard, "t", 0, {"replicas": [1, 2]}))
+    moving = h.shard.topics["t"].partitions[0]
+    assert moving.adding == (2,)
+    assert (moving.directory_of(1), moving.directory_of(2)) == (DIR_A, DIR_B)
 
 
 def test_a_failed_directory_moves_its_replicas_out_and_keeps_them_out() -> None:

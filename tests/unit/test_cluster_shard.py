@@ -34,7 +34,13 @@ class Harness:
             self.log.append((key, value))
         return result.response
 
-    def register(self, node: int, now: int = 0, incarnation: uuid.UUID | None = None) -> Any:
+    def register(
+        self,
+        node: int,
+        now: int = 0,
+        incarnation: uuid.UUID | None = None,
+        log_dirs: tuple[uuid.UUID, ...] = (),
+    ) -> Any:
         incarnation = incarnation or self.incarnations.get(node) or uuid.uuid4()
         endpoint = rec.Endpoint("PLAINTEXT", f"node{node}", 9092, "PLAINTEXT")
         answer = self.apply(
@@ -46,6 +52,7 @@ class Harness:
                     "endpoints": (endpoint,),
                     "rack": None,
                     "now_ms": now,
+                    "log_dirs": log_dirs,
                 }
             )
         )
