@@ -5,8 +5,8 @@ Run from the repository root (`make bench-metadata`):
     .venv/bin/python -m bench.metadata_scale [--quick] [--topics T] [--partitions P]
 
 - set-up: on each broker, `topics` topics of `partitions` partitions each (100 x 100;
-  --quick: 20 x 100), created with the admin client, then Metadata until every
-  partition has a leader.
+  --quick: 20 x 100), created with the admin client one CreateTopics each, then
+  Metadata until every partition has a leader; the probe below runs meanwhile too.
 - the case: full Metadata requests (v12, every topic) one after the other on a raw
   connection, `rounds` of them, each answer read whole as bytes. Meanwhile a child
   process sends ApiVersions v0 one at a time, a few ms apart, on a connection of its
@@ -68,6 +68,8 @@ class Settings:
 
 @dataclass
 class Figures:
+    create_s: float = 0.0
+    slowest_probe_creating_ms: float = 0.0
     answers_ms: list[float] = field(default_factory=list)
     answer_bytes: int = 0
     broker_cpu_s: float = 0.0
@@ -115,8 +117,26 @@ def create_topics(settings: Settings, peer: Peer) -> None:
         connection.close()
 
 
-def measure(run: Run, settings: Settings, peer: Peer) -> Figures:
-    figures = Figures()
+def probe_answers_ms(result: dict[str, Any], began: float, ended: float) -> list[float]:
+    """The probe's answers (ms) to requests sent between `began` and `ended`."""
+    return [seconds * 1000 for sent, seconds in result["samples"] if began <= sent < ended]
+
+
+def create_watched(run: Run, settings: Settings, peer: Peer, figures: Figures) -> None:
+    """The topics created while the probe asks ApiVersions."""
+    probe = Probe(run.python, int(peer.bootstrap.rsplit(":", 1)[1]))
+    try:
+        time.sleep(0.5)
+        began = time.monotonic()
+        create_topics(settings, peer)
+        ended = time.monotonic()
+    finally:
+        result = probe.finish()
+    figures.create_s = ended - began
+    figures.slowest_probe_creating_ms = max(probe_answers_ms(result, began, ended), default=0.0)
+
+
+def measure(run: Run, settings: Settings, peer: Peer, figures: Figures) -> None:
     probe = Probe(run.python, int(peer.bootstrap.rsplit(":", 1)[1]))
     connection = Connection(peer.bootstrap)
     try:
@@ -134,12 +154,11 @@ def measure(run: Run, settings: Settings, peer: Peer) -> Figures:
         result = probe.finish()
     figures.broker_cpu_s = meter.broker_seconds
     figures.other_cpu_pct = meter.other_pct
-    during = [seconds * 1000 for sent, seconds in result["samples"] if began <= sent < ended]
+    during = probe_answers_ms(result, began, ended)
     figures.probes = len(during)
     figures.slowest_probe_ms = max(during, default=0.0)
     figures.p99_probe_ms = percentile(during, 0.99) if during else 0.0
     figures.probe_failures = result["failures"]
-    return figures
 
 
 class MetadataBench:
@@ -155,15 +174,19 @@ class MetadataBench:
 
     def create_step(self, run: Run, peers: list[Peer]) -> None:
         for name, peer in self.brokers.items():
-            began = time.perf_counter()
-            create_topics(self.settings, peer)
-            print(f"    {name}: topics created in {time.perf_counter() - began:.1f} s", flush=True)
+            figures = self.figures[name] = Figures()
+            create_watched(run, self.settings, peer, figures)
+            print(
+                f"    {name}: topics created in {figures.create_s:.1f} s, ApiVersions slowest "
+                f"{figures.slowest_probe_creating_ms:.1f} ms meanwhile",
+                flush=True,
+            )
 
     def measure_step(self, run: Run, peers: list[Peer]) -> None:
         for name, peer in self.brokers.items():
-            done = measure(run, self.settings, peer)
+            done = self.figures[name]
+            measure(run, self.settings, peer, done)
             check_peer(run, peer, "after the Metadata requests")
-            self.figures[name] = done
             print(
                 f"    {name}: full Metadata median {statistics.median(done.answers_ms):.1f} ms, "
                 f"slowest {max(done.answers_ms):.1f} ms, {done.answer_bytes:,} bytes; "
@@ -183,6 +206,8 @@ def lines(bench: MetadataBench) -> list[Line]:
         ("slowest ApiVersions meanwhile", lambda x: x.slowest_probe_ms, "{:.1f} ms"),
         ("ApiVersions p99 meanwhile", lambda x: x.p99_probe_ms, "{:.1f} ms"),
         ("answer size", lambda x: x.answer_bytes / 1024, "{:.0f} KiB"),
+        ("creating the topics (one CreateTopics each)", lambda x: x.create_s, "{:.1f} s"),
+        ("slowest ApiVersions while creating", lambda x: x.slowest_probe_creating_ms, "{:.1f} ms"),
     ]
     out = []
     for what, value, fmt in figures:

@@ -301,7 +301,7 @@ class Broker:
             return await cluster_admin.create_topic(
                 self, name, partitions, configs, replication_factor, assignments
             )
-        topic = self.topics.create(name, partitions, configs)
+        topic = await self.topics.create_in_slices(name, partitions, configs)
         log.info("topic created", topic=name, partitions=partitions, configs=dict(configs))
         return topic
 

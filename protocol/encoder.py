@@ -276,12 +276,21 @@ def _field_writer(hint: Any, kafka_type: str | None, flexible: bool) -> Write:
 _PACKED_ARRAYS = {"int8": "b", "int16": "h", "int32": "i", "int64": "q"}
 
 
+_SHORT_ARRAY = 32  # arrays of integers up to this long have their packer made ahead
+
+
 def _packed_array(code: str, flexible: bool) -> Write:
-    """An array of plain integers (partition ids, replica ids), packed in one call."""
+    """An array of plain integers (partition ids, replica ids), packed in one call (a
+    full Metadata answer writes three per partition: their packers are made once)."""
+    packers = [struct.Struct(f">{count}{code}").pack for count in range(_SHORT_ARRAY + 1)]
 
     def write(out: Out, values: Any) -> None:
-        if _array_length(out, values, flexible):
-            out.buf += struct.pack(f">{len(values)}{code}", *values)
+        if _array_length(out, values, flexible) and values:
+            count = len(values)
+            if count <= _SHORT_ARRAY:
+                out.buf += packers[count](*values)
+            else:
+                out.buf += struct.pack(f">{count}{code}", *values)
 
     return write
 
@@ -337,7 +346,7 @@ def dict_writer(cls: type) -> Write:
         "tagged": tagged,
     }
     body = [
-        "if not isinstance(data, Mapping):  # a kio object already",
+        "if type(data) is not dict and not isinstance(data, Mapping):  # a kio object",
         "    return kio_object(out, data)",
         "get = data.get",
     ]

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import struct
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 HIDDEN_TOPICS = ("__cluster_metadata",)
 LEADER_EPOCH = 0  # one node of its own leads every partition, forever
+
+OPEN_SLICE_S = 0.01  # the longest a new topic's logs hold the event loop at a time
 
 logger = structlog.get_logger("broker")
 
@@ -258,6 +261,8 @@ class TopicRegistry:
         # told of each directory that fails, after its partitions went offline
         self.dir_failed: list[Callable[[LogDir, list[Partition]], None]] = []
         self._loading = False
+        self.partitions_made = 0  # partitions made since start (new ones live long)
+        self._opening: set[str] = set()  # topics whose logs are being opened
 
     @property
     def _index_path(self) -> Path:
@@ -335,6 +340,7 @@ class TopicRegistry:
     def _open_partitions(self, topic: Topic, count: int, hosted: set[int] | None = None) -> None:
         """Partitions up to `count`, with a log for those in `hosted` (None: all)."""
         config = self.log_config(topic)
+        self.partitions_made += max(0, count - len(topic.partitions))
         for index in range(len(topic.partitions), count):
             if hosted is None or index in hosted:
                 topic.partitions.append(self._open(topic, index, config))
@@ -380,6 +386,7 @@ class TopicRegistry:
         topic.partitions[partition.index] = self._open(
             topic, partition.index, self.log_config(topic)
         )
+        self.partitions_made += 1
         self._save()
 
     def unhost(self, partition: Partition) -> None:
@@ -436,6 +443,17 @@ class TopicRegistry:
                 if partition.hosted and not partition.offline:
                     yield partition
 
+    def still_hosted(self, partition: Partition) -> bool:
+        """Is `partition` (taken from hosted_partitions a while ago) hosted still: its
+        topic not deleted, its replica not moved away, its directory online?"""
+        topic = partition.topic
+        return (
+            self._by_name.get(topic.name) is topic
+            and topic.partitions[partition.index] is partition
+            and partition.hosted
+            and not partition.offline
+        )
+
     def log_config(self, topic: Topic) -> LogConfig:
         return LogConfig.from_topic_configs(topic.configs, self.defaults)
 
@@ -466,7 +484,7 @@ class TopicRegistry:
 
     def validate_new(self, name: str, partitions: int, configs: Mapping[str, str]) -> None:
         check_topic_name(name)
-        if name in self._by_name:
+        if name in self._by_name or name in self._opening:
             raise TopicError(36, f"Topic '{name}' already exists.")
         if partitions <= 0:
             raise TopicError(37, "Number of partitions was set to an invalid non-positive value.")
@@ -487,6 +505,36 @@ class TopicRegistry:
     def create(self, name: str, partitions: int, configs: Mapping[str, str]) -> Topic:
         self.validate_new(name, partitions, configs)
         return self.add(name, uuid.uuid4(), partitions, configs)
+
+    async def create_in_slices(
+        self, name: str, partitions: int, configs: Mapping[str, str]
+    ) -> Topic:
+        """`create`, its logs opened a slice of the event loop at a time (thousands of
+        partitions take seconds of file work); the topic is listed once all are open."""
+        self.validate_new(name, partitions, configs)
+        topic = Topic(name, uuid.uuid4(), dict(configs))
+        config = self.log_config(topic)
+        self._opening.add(name)
+        try:
+            slice_ends = time.monotonic() + OPEN_SLICE_S
+            for index in range(partitions):
+                topic.partitions.append(self._open(topic, index, config))
+                if time.monotonic() >= slice_ends:
+                    await asyncio.sleep(0)
+                    slice_ends = time.monotonic() + OPEN_SLICE_S
+        except BaseException:
+            for partition in topic.partitions:  # none of it stays
+                if partition.hosted and not partition.offline:
+                    partition.log.delete()
+                    if partition.log_dir is not None:
+                        partition.log_dir.partitions -= 1
+            raise
+        finally:
+            self._opening.discard(name)
+        self.partitions_made += partitions
+        self._register(topic)
+        self._save()
+        return topic
 
     def add(
         self,

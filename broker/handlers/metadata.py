@@ -3,7 +3,8 @@
 - topics = null (v1+) lists every topic; an empty list lists none.
 - Unknown topics are created when `auto.create.topics.enable` is on and the
   request allows it (always before v4, `allow_auto_topic_creation` from v4),
-  with `num.partitions` partitions; otherwise UNKNOWN_TOPIC_OR_PARTITION.
+  with `num.partitions` partitions; otherwise UNKNOWN_TOPIC_OR_PARTITION. One another
+  request is creating meanwhile answers LEADER_NOT_AVAILABLE, as Kafka's does.
 - v10+ may name topics by id; an unknown id answers UNKNOWN_TOPIC_ID.
 - One node of its own leads every partition at leader epoch 0 and is the controller.
   In a cluster: the unfenced brokers (their endpoints on the listener asked), and each
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from kio.schema.metadata.v0.request import MetadataRequest as V0
@@ -54,6 +55,7 @@ from odradek.protocol.encoder import EncodedArray, element_writer
 from odradek.protocol.errors import ErrorCode
 
 METADATA = 3
+LEADER_NOT_AVAILABLE, NO_ERROR = ErrorCode.leader_not_available, ErrorCode.none
 DESCRIBE_SLICE_S = 0.01
 
 MIN_VERSION, MAX_VERSION = 0, 13
@@ -64,10 +66,10 @@ MetadataRequest = V0 | V1 | V2 | V3 | V4 | V5 | V6 | V7 | V8 | V9 | V10 | V11 | 
 def describe_partition(
     ctx: RequestContext,
     partition: Partition,
-    live: Mapping[int, object] | None = None,
+    live: frozenset[int] | None = None,
 ) -> dict[str, Any]:
     """Leader, replicas and ISR as the cluster's metadata has them (this node alone,
-    on one node of its own); `live`: the live brokers, if the caller has them."""
+    on one node of its own); `live`: the live brokers' ids, if the caller has them."""
     replication = partition.replication
     node = ctx.services.config.node_id
     if replication is None:
@@ -79,17 +81,18 @@ def describe_partition(
         leader, epoch = replication.leader_id, replication.leader_epoch
         replicas, isr = replication.replicas, replication.isr
     if live is None:
-        live = live_brokers(ctx)
+        live = frozenset(live_brokers(ctx))
+    offline: Sequence[int] = ()
+    if partition.offline or not live.issuperset(replicas):
+        offline = [r for r in replicas if r not in live or (r == node and partition.offline)]
     return {
-        "error_code": ErrorCode.leader_not_available if leader < 0 else ErrorCode.none,
+        "error_code": LEADER_NOT_AVAILABLE if leader < 0 else NO_ERROR,
         "partition_index": partition.index,
         "leader_id": leader,
         "leader_epoch": epoch,
-        "replica_nodes": list(replicas),
-        "isr_nodes": list(isr),
-        "offline_replicas": [
-            r for r in replicas if r not in live or (r == node and partition.offline)
-        ],
+        "replica_nodes": replicas,
+        "isr_nodes": isr,
+        "offline_replicas": offline,
     }
 
 
@@ -123,13 +126,13 @@ def describe_topic(
     ctx: RequestContext,
     topic: Topic,
     with_operations: bool,
-    live: Mapping[int, object] | None = None,
+    live: frozenset[int] | None = None,
 ) -> dict[str, Any]:
     operations = NOT_REQUESTED
     if with_operations:
         operations = authorized_operations(ctx, ResourceType.TOPIC, topic.name)
     if live is None:
-        live = live_brokers(ctx)
+        live = frozenset(live_brokers(ctx))
     return {
         "error_code": 0,
         "name": topic.name,
@@ -144,7 +147,7 @@ async def describe_all(ctx: RequestContext, with_operations: bool) -> EncodedArr
     """Every topic the principal may describe, each written to the wire form as it is
     described: with thousands of partitions this takes a while, so the event loop
     serves others every DESCRIBE_SLICE_S, and nothing is left to encode in one step."""
-    live = live_brokers(ctx)
+    live = frozenset(live_brokers(ctx))
     described = EncodedArray()
     append = element_writer(messages.response_class(METADATA, ctx.version), "topics")
     slice_ends = time.monotonic() + DESCRIBE_SLICE_S
@@ -197,8 +200,11 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> Reply:
                 try:
                     check_topic_name(name)
                     topic = await services.create_topic(name, config.num_partitions, {})
-                except TopicError as exc:
-                    topics.append(_missing(name, ErrorCode(exc.code)))
+                except TopicError as exc:  # another request is creating it: not led yet
+                    already = exc.code == ErrorCode.topic_already_exists
+                    topics.append(
+                        _missing(name, LEADER_NOT_AVAILABLE if already else ErrorCode(exc.code))
+                    )
                     continue
             if topic is None:
                 topics.append(_missing(name, unknown_name_code(name)))

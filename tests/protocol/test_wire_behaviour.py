@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 import time
 import urllib.request
+from typing import Any
 
 from helpers.broker import free_port, rss_kb
 from helpers.wire import WireClient
@@ -329,3 +331,43 @@ def test_follower_fetch_behind_the_high_watermark_is_answered_at_once(
         assert waited(high_watermark=-1) < 0.5
         assert waited(high_watermark=3) >= 0.9
         assert waited() >= 0.9
+
+
+def test_a_topic_of_thousands_of_partitions_is_listed_whole_once_created(
+    shared_broker, unique_topic
+) -> None:
+    """Its logs are opened a slice at a time while other requests are answered: one
+    Metadata meanwhile sees the topic not at all, or whole; one that would create it
+    gets LEADER_NOT_AVAILABLE, as on Kafka; CreateTopics then succeeds."""
+    partitions = 3000
+    created: list[Any] = []
+    with WireClient(shared_broker.bootstrap, timeout=60) as creator:
+        body = {
+            "topics": [
+                {"name": unique_topic, "num_partitions": partitions, "replication_factor": 1}
+            ],
+            "timeout": 60000,
+        }
+        worker = threading.Thread(target=lambda: created.append(creator.call(19, 7, body)))
+        worker.start()
+        seen: set[int] = set()
+        answers_meanwhile = 0
+        with WireClient(shared_broker.bootstrap, timeout=60) as asker:
+            while worker.is_alive():
+                listing = asker.call(METADATA, 12, {"topics": None})
+                mine = [t for t in listing.topics if t.name == unique_topic]
+                seen.update(len(t.partitions) for t in mine)
+                asking = asker.call(
+                    METADATA,
+                    12,
+                    {"topics": [{"name": unique_topic}], "allow_auto_topic_creation": True},
+                )
+                code = asking.topics[0].error_code
+                assert code in (0, 5), code  # LEADER_NOT_AVAILABLE while it is made
+                if code == 0:
+                    seen.add(len(asking.topics[0].partitions))
+                answers_meanwhile += 1
+        worker.join()
+    assert created[0].topics[0].error_code == 0, created[0]
+    assert seen <= {partitions}, seen  # never a part of it
+    assert answers_meanwhile >= 1
