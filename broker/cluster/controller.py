@@ -284,6 +284,13 @@ class Controller:
             self.quorum is not None and self.quorum.is_leader and shard is not None and shard.loaded
         )
 
+    def metadata_view(self) -> ClusterShard | None:
+        """The cluster's metadata as this controller has it: its shard while it leads,
+        else what it follows (None on a node that is a broker too: its member's view)."""
+        if self.is_active:
+            return self.shard
+        return None if self.follower_view is None else self.follower_view.view
+
     @property
     def shard(self) -> ClusterShard:
         shard: ClusterShard = self.runtime.shard_at(0).shard

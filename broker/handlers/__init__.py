@@ -203,6 +203,7 @@ _CONTROLLER_MODULES: dict[int, ModuleType] = {
     29: describe_acls,
     30: create_acls,
     31: delete_acls,
+    32: describe_configs,
     36: sasl_authenticate,
     37: controller_create_partitions,
     38: create_delegation_token,

@@ -1,4 +1,4 @@
-"""IncrementalAlterConfigs (44), v1, on the controller listener: a broker of the cluster
+"""IncrementalAlterConfigs (44), v0-v1, on the controller listener: a broker of the cluster
 passes on a topic's, a group's or a client-metrics subscription's config change (it
 checked names and values as it would alone); the controller applies it in the metadata
 log (a topic's configs; the document of every group's, or every subscription's,
@@ -27,7 +27,8 @@ from odradek.broker.handlers.incremental_alter_configs import apply_operations
 from odradek.broker.handlers.throttle_configs import changed_rates
 from odradek.protocol.errors import ErrorCode
 
-MIN_VERSION, MAX_VERSION = 1, 1
+MIN_VERSION, MAX_VERSION = 0, 1
+# v0 and v1 have the same fields: typed as the newest
 TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 SET = 0
 DOCUMENTS = {GROUP: GROUP_CONFIGS, CLIENT_METRICS: CLIENT_METRICS_CONFIGS}

@@ -1,6 +1,6 @@
-"""ElectLeaders (43), v2, on the controller listener: a broker of the cluster passes on
-its client's request; each partition's election is one operation on the cluster's
-metadata (see coordinator/cluster/shard.py: elect_leader)."""
+"""ElectLeaders (43), v0-v2, on the controller listener (v0: preferred leaders only): a
+broker of the cluster passes on its client's request; each partition's election is one
+operation on the cluster's metadata (see coordinator/cluster/shard.py: elect_leader)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from odradek.broker.handlers.controller_common import answered_by_controller
 from odradek.broker.handlers.elect_leaders import Results, answer
 from odradek.protocol.errors import ErrorCode
 
-MIN_VERSION, MAX_VERSION = 2, 2
+MIN_VERSION, MAX_VERSION = 0, 2
+# the fields read are in every version but election_type (v1+): typed as the newest
 
 
 def _elect(shard: Any, topic: str, index: int, unclean: bool) -> Any:
@@ -22,7 +23,7 @@ def _elect(shard: Any, topic: str, index: int, unclean: bool) -> Any:
 
 
 async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> Reply:
-    unclean = request.election_type == 1
+    unclean = getattr(request, "election_type", 0) == 1
     results: Results = {}
     for entry in request.topic_partitions or ():
         for index in entry.partitions:

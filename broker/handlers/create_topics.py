@@ -104,6 +104,11 @@ def _check_name_and_configs(ctx: RequestContext, topic: CreatableTopic) -> None:
     check_topic_name(topic.name)
     if ctx.services.topics.get(topic.name) is not None:
         raise TopicError(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
+    check_new_configs(topic)
+
+
+def check_new_configs(topic: CreatableTopic) -> None:
+    """A new topic's configs: no null value, known names, good values (TopicError)."""
     nulls = [c.name for c in topic.configs if c.value is None]
     if nulls:
         raise TopicError(

@@ -1,4 +1,5 @@
-"""DescribeConfigs (32), v1-v4, as Kafka 4.4's ConfigHelper answers it.
+"""DescribeConfigs (32), v1-v4, as Kafka 4.4's ConfigHelper answers it, on a broker's
+listeners and on a controller's (a topic's configs there from the cluster's metadata).
 
 - TOPIC resources list every topic config: set ones with source
   DYNAMIC_TOPIC_CONFIG, the rest with the broker's value (DEFAULT_CONFIG, or
@@ -85,18 +86,32 @@ def _topic_configs(
     ctx: RequestContext, name: str, with_synonyms: bool, with_docs: bool
 ) -> list[dict[str, Any]]:
     check_topic_name(name)
-    topic = ctx.services.topics.get(name)
-    if topic is None:
+    configs = _configs_of_topic(ctx, name)
+    if configs is None:
         raise TopicError(ErrorCode.unknown_topic_or_partition, "")
     broker = ctx.services.config
     entries = []
-    described = topic_configs.describe(topic.configs, broker)
+    described = topic_configs.describe(configs, broker)
     for config in sorted(described, key=lambda c: TOPIC_ORDER.get(c.name, len(TOPIC_ORDER))):
         definition = topic_configs.DEFINITIONS[config.name]
         synonyms = topic_configs.synonyms(config, broker) if with_synonyms else []
         doc = definition.doc if with_docs else None
         entries.append(_entry(config, CONFIG_TYPES.get(definition.type_name, 0), synonyms, doc))
     return entries
+
+
+def _configs_of_topic(ctx: RequestContext, name: str) -> dict[str, str] | None:
+    """The topic's own configs: on a controller listener, as the cluster's metadata has
+    them (a controller hosts no topic); else as this broker's topic has them."""
+    services = ctx.services
+    if not ctx.listener.controller:
+        topic = services.topics.get(name)
+        return None if topic is None else topic.configs
+    view = services.controller.metadata_view() if services.controller is not None else None
+    if view is None and services.member is not None:
+        view = services.member.view
+    state = None if view is None else view.topics.get(name)
+    return None if state is None else dict(state.configs)
 
 
 def _text(value: object) -> str | None:
