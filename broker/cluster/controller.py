@@ -35,6 +35,7 @@ from odradek.broker.cluster.follower_view import FollowerView
 from odradek.broker.cluster.metadata_documents import MetadataDocuments
 from odradek.broker.cluster.metadata_snapshots import MetadataSnapshots, load_latest
 from odradek.broker.cluster.node_client import NodeUnreachable
+from odradek.broker.cluster.quorum import own_entry
 from odradek.broker.cluster.quorum.first_voters import listed_directory_id, voter_history
 from odradek.broker.cluster.quorum.quorum import Quorum
 from odradek.broker.cluster.quorum.requests import METADATA_TOPIC
@@ -63,9 +64,6 @@ if TYPE_CHECKING:
 # Kafka's, without keys: nothing to compact them by, and every one is kept.
 log = structlog.get_logger("controller")
 REGISTER_EVERY_S = 0.5
-AUTO_JOIN_EVERY_S = 1.0
-AUTO_JOIN_TIMEOUT_S = 30.0
-ADD_RAFT_VOTER = 80
 METADATA_TOPIC_CONFIGS = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 
 
@@ -119,8 +117,10 @@ class Controller:
             self._broker.topics.set_configs(METADATA_TOPIC, METADATA_TOPIC_CONFIGS)
         me = self.own_voter(partition)
         history = self._voter_history(partition, me)
+        cluster_id = self._broker.config.cluster_id
         if self._broker.config.controller_quorum_auto_join_enable:
-            self._spawn(self._auto_join(me))
+            self._spawn(own_entry.auto_join(lambda: self.quorum, cluster_id, me))
+        self._spawn(own_entry.tell_each_leader(lambda: self.quorum, cluster_id, me))
         self.snapshots = MetadataSnapshots(self, partition, self._broker.config)
         self._spawn(self.snapshots.run())
         self._spawn(self._register_self())
@@ -135,7 +135,7 @@ class Controller:
             bootstrap_servers=self.cluster.bootstrap_servers,
         )
         partition.replication = self.quorum
-        self.voter_changes = VoterChanges(self.quorum)
+        self.voter_changes = VoterChanges(self.quorum, me)
         self.quorum.start()
         if not self.cluster.is_broker:  # (a broker's member keeps a view already)
             view = FollowerView(self._broker, partition, self._broker.config.cluster_id)
@@ -215,37 +215,6 @@ class Controller:
                 registered_epoch = epoch
             except (CoordinatorError, NodeUnreachable):
                 continue
-
-    async def _auto_join(self, me: VoterNode) -> None:
-        """controller.quorum.auto.join.enable: an observer of a dynamic quorum asks the
-        leader to add it (AddRaftVoter), as `add-controller` would, until it is a voter."""
-        request = {
-            "cluster_id": self._broker.config.cluster_id,
-            "timeout": 30000,
-            "voter_id": self.node_id,
-            "voter_directory_id": me.directory_id,
-            "listeners": [{"name": n, "host": h, "port": p} for n, h, p in me.endpoints],
-            "ack_when_committed": True,
-        }
-        while True:
-            await asyncio.sleep(AUTO_JOIN_EVERY_S)
-            quorum = self.quorum
-            if quorum is None or quorum.kraft_version == 0 or quorum.is_voter:
-                continue
-            if quorum.leader_id < 0 or quorum.is_leader:
-                continue
-            # a connection of its own: the leader answers once this node's fetches, on
-            # the quorum's shared connection, have the change, and they would otherwise
-            # wait behind this request
-            client = quorum.peers.connect(quorum.leader_id, AUTO_JOIN_TIMEOUT_S)
-            try:
-                answer = await client.call(ADD_RAFT_VOTER, 1, request)
-            except NodeUnreachable:
-                continue
-            finally:
-                client.close()
-            if answer.error_code == ErrorCode.none:
-                log.info("joined the quorum's voters", node_id=self.node_id)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)

@@ -7,6 +7,8 @@
   INVALID_UPDATE_VERSION and Kafka's message ("The update failed for all features
   since ..."); nothing changes. validate_only (v1+) checks and changes nothing.
 - metadata.version cannot go down, nor kraft.version, as on Kafka 4.4.
+- In a cluster kraft.version is the quorum's: its upgrade from 0 to 1 turns the static
+  voters into dynamic ones (broker/cluster/quorum/voter_changes.py: upgrade).
 - Answers: v0-v1 list each feature asked with NONE once applied (none when refused);
   v2 answers with the top-level error only.
 - Needs ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED, Kafka's message).
@@ -31,6 +33,7 @@ from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import CLUSTER_NAME, Operation, ResourceType
 from odradek.broker.settings.feature_store import FeatureStore
 from odradek.broker.settings.features import (
+    KRAFT_VERSION,
     SAFE_DOWNGRADE,
     UPGRADE,
     FeatureUpdateError,
@@ -84,15 +87,29 @@ async def handle(ctx: RequestContext, request: Request) -> Reply:
         except NodeUnreachable as exc:
             return _answer(request, ErrorCode.request_timed_out, str(exc))
     store: FeatureStore | ControllerFeatures = ctx.services.features
+    quorum = None
     if on_controller and controller is not None:
-        store = controller.features
+        store, quorum = controller.features, controller.quorum
     current = store.finalized
+    now = dict(current.levels)
+    if quorum is not None:  # kraft.version is the quorum's (its control records)
+        now[KRAFT_VERSION] = quorum.kraft_version
     try:
         updates = updates_of(request, ctx.version)
-        levels = plan_updates(updates, current.levels, ctx.services.config.node_id)
+        levels = plan_updates(updates, now, ctx.services.config.node_id)
     except FeatureUpdateError as exc:
         return _answer(request, ErrorCode.invalid_update_version, str(exc))
     validate_only = ctx.version >= 1 and cast(RequestV1 | RequestV2, request).validate_only
+    if quorum is not None:
+        kraft = levels.pop(KRAFT_VERSION, 0)
+        if KRAFT_VERSION in current.levels:
+            levels[KRAFT_VERSION] = current.levels[KRAFT_VERSION]
+        if kraft != quorum.kraft_version and controller is not None:
+            assert controller.voter_changes is not None
+            code, refusal = await controller.voter_changes.upgrade(kraft, validate_only)
+            if code != ErrorCode.none:
+                return _answer(request, code, refusal)
+            log.info("kraft.version finalized", level=kraft)
     if not validate_only and levels != dict(current.levels):
         try:
             await store.change(levels)

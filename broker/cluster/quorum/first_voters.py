@@ -128,23 +128,24 @@ def voter_history(
     initial: str,
     log: PartitionLog,
 ) -> VoterHistory:
-    if static_voters:
-        return VoterHistory(0, static_set(static_voters, listener))
     directory = Path(log.directory)
-    found = read_bootstrap(directory)
-    if found is None:
-        fresh = log.log_end_offset == 0 and not snapshots.listed(directory)
-        # a log begun before voters were kept in it: this controller was its only voter
-        voters = (
-            _first_voters(initial, me, bootstrap_servers, listener)
-            if fresh
-            else VoterSet({me.node_id: me})
-        )
-        if fresh:
-            write_bootstrap(directory, voters)
-        found = (1, voters)
-    level, first = found
-    history = VoterHistory(level, first or VoterSet())
+    if static_voters:  # (until an upgrade to kraft.version 1 wrote voters in the log)
+        history = VoterHistory(0, static_set(static_voters, listener))
+    else:
+        found = read_bootstrap(directory)
+        if found is None:
+            fresh = log.log_end_offset == 0 and not snapshots.listed(directory)
+            # a log begun before voters were kept in it: this controller was its only voter
+            voters = (
+                _first_voters(initial, me, bootstrap_servers, listener)
+                if fresh
+                else VoterSet({me.node_id: me})
+            )
+            if fresh:
+                write_bootstrap(directory, voters)
+            found = (1, voters)
+        level, first = found
+        history = VoterHistory(level, first or VoterSet())
     latest = snapshots.latest(directory)
     if latest is not None and latest.file_name != BOOTSTRAP_SNAPSHOT:
         data = (directory / latest.file_name).read_bytes()

@@ -393,7 +393,7 @@ class Quorum:
         self._append_control(batch)
         if self.kraft_version >= 1 and self.history.voters_offset < 0:
             # the first leader copies the bootstrap snapshot's voters into the log
-            self.append_voters(self.history.voters, with_level=True)
+            self.append_voters(self.history.voters, level=self.kraft_version)
         now = time.monotonic()
         self.voter_ends = {}
         self.voter_seen = {voter: now for voter in self.voters}
@@ -416,13 +416,12 @@ class Quorum:
             self.peers.voters_changed()
         return appended.first_offset
 
-    def append_voters(self, new: VoterSet, with_level: bool = False) -> int:
+    def append_voters(self, new: VoterSet, level: int | None = None) -> int:
         """As leader: `new` is the voter set from now on (committed once its offset is
-        below the high watermark); `with_level`: the kraft.version record before it.
+        below the high watermark), after a kraft.version record of `level` if given.
         The offset it takes effect at."""
-        level = self.kraft_version if with_level else None
         batch = voters_batch(level, new, int(time.time() * 1000))
-        offset = self._append_control(batch) + (1 if with_level else 0)
+        offset = self._append_control(batch) + (0 if level is None else 1)
         now = time.monotonic()
         self.voter_seen.update({n: now for n in new.nodes if n not in self.voter_seen})
         self.partition.appended()

@@ -2,7 +2,7 @@
 for AddRaftVoter and RemoveRaftVoter, with KRaft's checks in KRaft's order and words:
 
 - one change at a time: while one is under way, REQUEST_TIMED_OUT;
-- kraft.version 0 (static voters): UNSUPPORTED_VERSION;
+- kraft.version 0 (static voters): UNSUPPORTED_VERSION (UpdateRaftVoter: see below);
 - while the latest voter set is not committed: REQUEST_TIMED_OUT;
 - adding a voter id already in the set: DUPLICATE_VOTER; removing one that is not
   (with its directory id): VOTER_NOT_FOUND;
@@ -14,12 +14,19 @@ for AddRaftVoter and RemoveRaftVoter, with KRaft's checks in KRaft's order and w
 Then the leader appends the new voter set (it counts from there on) and answers once
 it is committed. A leader that removed itself resigns once its removal is committed
 (quorum.py).
+
+UpdateRaftVoter changes a voter's endpoints and kraft.version range. With static
+voters (kraft.version 0) the leader keeps what each voter tells it in memory (every
+voter tells each new leader, see controller.py); an upgrade to kraft.version 1
+(UpdateFeatures) turns the static voters into dynamic ones with what they told, and
+is refused unless every voter said it supports version 1, as KRaft's leader does.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
@@ -52,9 +59,14 @@ def _keys(voters: VoterSet) -> str:
 class VoterChanges:
     """The leader's voter changes; at most one under way."""
 
-    def __init__(self, quorum: Quorum) -> None:
+    def __init__(self, quorum: Quorum, me: VoterNode) -> None:
         self.quorum = quorum
+        self.me = me
         self.pending = False
+        # kraft.version 0: what this leader heard of each voter (UpdateRaftVoter), for an
+        # upgrade to kraft.version 1; kept for one leader epoch, as KRaft keeps it
+        self._heard: dict[int, VoterNode] = {}
+        self._heard_in = -1
 
     def _refused(self, verb: str) -> Outcome | None:
         quorum = self.quorum
@@ -140,13 +152,13 @@ class VoterChanges:
 
     def update(self, node: VoterNode) -> ErrorCode:
         """UpdateRaftVoter: a voter's new endpoints and kraft.version range, answered as
-        soon as they are appended (as KRaft does)."""
+        soon as they are appended (as KRaft does); at kraft.version 0, kept in memory
+        for an upgrade (the voter is found by id: static voters have no directory)."""
         quorum = self.quorum
         if self.pending:
             return ErrorCode.request_timed_out
-        if quorum.kraft_version == 0:
-            return ErrorCode.unsupported_version
-        if quorum.history.voters_offset >= quorum.high_watermark:
+        static = quorum.kraft_version == 0
+        if not static and quorum.history.voters_offset >= quorum.high_watermark:
             return ErrorCode.request_timed_out
         low, high = node.kraft_versions
         if not low <= quorum.kraft_version <= high:
@@ -154,10 +166,66 @@ class VoterChanges:
         if not any(name == quorum.peers.listener for name, _, _ in node.endpoints):
             return ErrorCode.invalid_request
         voters = quorum.history.voters
-        if not voters.holds(node.node_id, node.directory_id):
+        found = node.node_id in voters if static else voters.holds(node.node_id, node.directory_id)
+        if not found:
             return ErrorCode.voter_not_found
-        quorum.append_voters(voters.with_node(node))
+        if static:
+            self.heard()[node.node_id] = node
+        else:
+            quorum.append_voters(voters.with_node(node))
         return ErrorCode.none
+
+    def heard(self) -> dict[int, VoterNode]:
+        """The voters as heard of in this leader epoch (this leader as it is)."""
+        if self._heard_in != self.quorum.leader_epoch:
+            self._heard = {self.me.node_id: self.me}
+            self._heard_in = self.quorum.leader_epoch
+        return self._heard
+
+    async def upgrade(self, level: int, validate_only: bool) -> Outcome:
+        """kraft.version `level` (UpdateFeatures): from 0 to 1, the static voters become
+        dynamic ones, with the directory ids, endpoints and kraft.version ranges they
+        told this leader, in a KRaftVersionRecord and a VotersRecord, as KRaft's
+        leader writes them; refused unless every voter told it that it supports 1."""
+        quorum = self.quorum
+        if level <= quorum.kraft_version:
+            return ErrorCode.none, None
+        if self.pending or quorum.history.voters_offset >= quorum.high_watermark:
+            return ErrorCode.request_timed_out, "a voter change is under way"
+        if level != 1:
+            return (
+                ErrorCode.invalid_update_version,
+                f"Invalid upgrade of kraft.version from version {quorum.kraft_version} to {level}",
+            )
+        heard = self.heard()
+        upgraded = VoterSet(
+            {
+                voter.node_id: heard.get(voter.node_id, replace(voter, kraft_versions=(0, 0)))
+                for voter in quorum.history.voters.nodes.values()
+            }
+        )
+        if not all(low <= level <= high for low, high in _ranges(upgraded)):
+            return (
+                ErrorCode.invalid_update_version,
+                f"Invalid upgrade of kraft.version to {level} because not all of the voters "
+                "support it",
+            )
+        if any(n.directory_id == NO_DIRECTORY for n in upgraded.nodes.values()):
+            return (
+                ErrorCode.unknown_server_error,
+                f"Directory id must be known for all of the voters: {_keys(upgraded)}",
+            )
+        if validate_only:
+            return ErrorCode.none, None
+        self.pending = True
+        try:
+            offset = quorum.append_voters(upgraded, level=level)
+            await quorum.wait_for(offset + 1)
+        except Deposed:
+            return ErrorCode.not_controller, "the leader changed before it committed"
+        finally:
+            self.pending = False
+        return ErrorCode.none, None
 
     async def _append(self, new: VoterSet, ack_when_committed: bool) -> Outcome:
         quorum = self.quorum
@@ -188,3 +256,7 @@ class VoterChanges:
             if feature.name == "kraft.version":
                 return int(feature.min_version), int(feature.max_version)
         return 0, 0
+
+
+def _ranges(voters: VoterSet) -> list[tuple[int, int]]:
+    return [node.kraft_versions for node in voters.nodes.values()]
