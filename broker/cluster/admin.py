@@ -68,7 +68,7 @@ async def create_topic(
                 "configs": [{"name": k, "value": v} for k, v in configs.items()],
             }
         ],
-        "timeout_ms": int(VIEW_WAIT_S * 1000),
+        "timeout": int(VIEW_WAIT_S * 1000),
         "validate_only": False,
     }
     answer = await _ask(broker, CREATE_TOPICS, 7, request)
@@ -83,7 +83,7 @@ async def create_topic(
 async def delete_topic(broker: Node, name: str) -> None:
     request = {
         "topics": [{"name": name, "topic_id": uuid.UUID(int=0)}],
-        "timeout_ms": int(VIEW_WAIT_S * 1000),
+        "timeout": int(VIEW_WAIT_S * 1000),
     }
     answer = await _ask(broker, DELETE_TOPICS, 6, request)
     await _settled(broker, answer.responses[0])
@@ -95,7 +95,7 @@ async def create_partitions(
     placed = None if assignments is None else [{"broker_ids": list(a)} for a in assignments]
     request = {
         "topics": [{"name": name, "count": count, "assignments": placed}],
-        "timeout_ms": int(VIEW_WAIT_S * 1000),
+        "timeout": int(VIEW_WAIT_S * 1000),
         "validate_only": False,
     }
     answer = await _ask(broker, CREATE_PARTITIONS, 3, request)

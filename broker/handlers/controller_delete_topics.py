@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from kio.schema.delete_topics.v1.request import DeleteTopicsRequest as V1
 from kio.schema.delete_topics.v2.request import DeleteTopicsRequest as V2
@@ -38,10 +38,11 @@ def _delete(shard: Any, name: str | None, topic_id: uuid.UUID | None) -> Any:
 
 
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> Reply:
-    if isinstance(request, V6):
-        wanted = [(t.name, t.topic_id) for t in request.topics]
+    # (decoded requests are tuples of the version's fields: the version tells which)
+    if ctx.version >= 6:
+        wanted = [(t.name, t.topic_id) for t in cast(V6, request).topics]
     else:
-        wanted = [(name, None) for name in request.topic_names]
+        wanted = [(name, None) for name in cast(V1 | V5, request).topic_names]
     results = []
     for name, topic_id in wanted:
         answer = await answered_by_controller(ctx, partial(_delete, name=name, topic_id=topic_id))

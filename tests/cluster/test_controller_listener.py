@@ -117,6 +117,11 @@ def test_topic_changes_on_the_controllers_are_checked_as_kafkas(
         answers.append(("deleted", gone.error_code))
         twice = call(at, DELETE_TOPICS, 1, by_name).responses[0]
         answers.append(("deleted twice", twice.error_code))
+        remade = create(at, 7, topic, partitions=1, factor=1)
+        by_id = {"topics": [{"name": None, "topic_id": remade.topic_id}], "timeout": 15000}
+        for attempt in ("deleted by id", "deleted by id twice"):
+            gone = call(at, DELETE_TOPICS, 6, by_id).responses[0]
+            answers.append((attempt, gone.error_code, gone.name))
         v0 = call(at, DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False})
         answers.append(("describe cluster v0", v0.error_code))
     assert seen["odradek"] == seen["kafka"]
