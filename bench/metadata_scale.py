@@ -2,7 +2,10 @@
 
 Run from the repository root (`make bench-metadata`):
 
-    .venv/bin/python -m bench.metadata_scale [--quick] [--topics T] [--partitions P]
+    .venv/bin/python -m bench.metadata_scale [--quick] [--cluster] [--topics T] [--partitions P]
+
+With --cluster, Odradek runs as a controller and a broker (two processes), and the
+broker, which follows the controller's metadata, is measured.
 
 - set-up: on each broker, `topics` topics of `partitions` partitions each (100 x 100;
   --quick: 20 x 100), created with the admin client one CreateTopics each, then
@@ -25,6 +28,7 @@ import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kio.schema.metadata.v12.request import MetadataRequest
@@ -33,7 +37,7 @@ from kio.serial import entity_reader
 
 from bench.coordinator_load import Line, render_table
 from bench.coordinator_wire import PROBE_GAP_S, Connection, Probe
-from bench.peers import OTHER_CPU, CpuMeter, OdradekPeer, Peer, percentile
+from bench.peers import OTHER_CPU, AdminPeer, CpuMeter, OdradekPeer, Peer, percentile
 from bench.report import (
     Run,
     Step,
@@ -50,6 +54,7 @@ from bench.report import (
     start_run,
     write_results,
 )
+from odradek.testing import Cluster
 
 READY_TIMEOUT_S = 300.0
 
@@ -60,10 +65,14 @@ class Settings:
     topics: int
     partitions: int
     rounds: int
+    cluster: bool = False
 
     @classmethod
-    def make(cls, quick: bool, topics: int | None, partitions: int | None) -> Settings:
-        return cls(quick, topics or (20 if quick else 100), partitions or 100, 10 if quick else 30)
+    def make(
+        cls, quick: bool, topics: int | None, partitions: int | None, cluster: bool = False
+    ) -> Settings:
+        topics, partitions = topics or (20 if quick else 100), partitions or 100
+        return cls(quick, topics, partitions, 10 if quick else 30, cluster)
 
 
 @dataclass
@@ -161,14 +170,35 @@ def measure(run: Run, settings: Settings, peer: Peer, figures: Figures) -> None:
     figures.probe_failures = result["failures"]
 
 
+class ClusterPeer(AdminPeer):
+    """Odradek as a cluster (--cluster): a controller and a broker, each a process of its
+    own; the broker is the one measured, as it follows the controller's metadata."""
+
+    name = "odradek"
+
+    def __init__(self, workdir: Path) -> None:
+        self.cluster = Cluster(1, workdir / "cluster").start()
+        broker = self.cluster.nodes[1]
+        assert broker.proc is not None
+        self.proc, self.bootstrap, self.log_path = broker.proc, broker.bootstrap, broker.log_path
+
+    def stop(self) -> None:
+        self._admin = None
+        self.cluster.close()
+
+
 class MetadataBench:
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, cluster: bool) -> None:
         self.settings: Settings = run.settings
+        self.cluster = cluster
         self.brokers: dict[str, Peer] = {}
         self.figures: dict[str, Figures] = {}
 
     def start(self, run: Run, peers: list[Peer]) -> None:
-        peers.append(OdradekPeer(run.python, run.workdir))
+        if self.cluster:
+            peers.append(ClusterPeer(run.workdir))
+        else:
+            peers.append(OdradekPeer(run.python, run.workdir))
         start_kafka(run, peers)
         self.brokers = {peer.name: peer for peer in peers}
 
@@ -222,7 +252,13 @@ def report(run: Run, bench: MetadataBench, findings: list[str]) -> None:
     command = command_line()
     rows = lines(bench)
     table = render_table(rows)
+    shape = (
+        "Odradek as a cluster: a controller and a broker, each a process; the broker measured"
+        if s.cluster
+        else "Odradek as one node of its own"
+    )
     notes = [
+        shape + ". "
         f"{s.topics} topics x {s.partitions} partitions ({s.topics * s.partitions:,}); "
         f"{s.rounds} full Metadata v12 requests one after the other, each answer read as "
         f"bytes; ApiVersions v0 from a child process on a connection of its own, "
@@ -237,7 +273,7 @@ def report(run: Run, bench: MetadataBench, findings: list[str]) -> None:
     print_problems(run, findings)
     print(f"\ntook {elapsed:.0f}s")
     write_results(
-        "metadata_scale",
+        "metadata_scale_cluster" if s.cluster else "metadata_scale",
         {
             "command": command,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -261,10 +297,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = arg_parser(__doc__)
     parser.add_argument("--topics", type=int, help="topics to create")
     parser.add_argument("--partitions", type=int, help="partitions per topic")
+    parser.add_argument(
+        "--cluster", action="store_true", help="Odradek as a controller and a broker"
+    )
     args = parser.parse_args(argv)
-    settings = Settings.make(args.quick, args.topics, args.partitions)
+    settings = Settings.make(args.quick, args.topics, args.partitions, args.cluster)
     run = start_run(settings, "metadata at scale", "odradek-bench-metadata-")
-    bench = MetadataBench(run)
+    bench = MetadataBench(run, args.cluster)
     steps: list[tuple[str, Step]] = [
         ("create the topics", bench.create_step),
         ("full Metadata", bench.measure_step),

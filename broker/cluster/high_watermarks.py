@@ -6,6 +6,7 @@ than from its log start (its consumers would wait for the followers otherwise)."
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from odradek.storage.checkpoint import read_lines, write_atomic
@@ -14,6 +15,7 @@ FILE_NAME = "replication-offset-checkpoint"
 INTERVAL_S = 5.0  # Kafka's replica.high.watermark.checkpoint.interval.ms
 
 Checkpoint = dict[tuple[str, int], int]
+_writing = threading.Lock()  # a write in a thread and the one at a clean stop
 
 
 def read(data_dir: Path) -> Checkpoint:
@@ -35,4 +37,5 @@ def read(data_dir: Path) -> Checkpoint:
 
 def write(data_dir: Path, high_watermarks: Checkpoint) -> None:
     entries = [f"{t} {p} {offset}" for (t, p), offset in sorted(high_watermarks.items())]
-    write_atomic(data_dir / FILE_NAME, "\n".join(["0", str(len(entries)), *entries, ""]))
+    with _writing:
+        write_atomic(data_dir / FILE_NAME, "\n".join(["0", str(len(entries)), *entries, ""]))

@@ -88,6 +88,7 @@ class ClusterMember:
         self._advanced = asyncio.Event()  # the view replayed more of the metadata log
         self._directories_agree_at = -2  # the view's offset when nothing was left to report
         self._applied = asyncio.Event()  # ...and the local topics follow it
+        self._applying = False
         self.kraft_version = 0  # the quorum's, from its control records
         self._adopted = AdoptedDocuments(broker)  # the ACLs, credentials, ... followed so far
 
@@ -461,7 +462,7 @@ class ClusterMember:
     async def wait_for_view(self, done: Callable[[], bool], timeout_s: float) -> bool:
         """Wait until the view (and the local topics following it) satisfy `done`."""
         deadline = time.monotonic() + timeout_s
-        while not done():
+        while self._applying or not done():
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
@@ -532,17 +533,21 @@ class ClusterMember:
                     self.view.replay(position, key, value, -1)
                     self._advanced.set()
         if self.view.last_offset != before:
-            self._view_changed()
+            await self._view_changed()
 
     def _note_kraft_version(self, batch: bytes) -> None:
         for _, kind, value in found_in(batch):
             if kind == KRAFT_VERSION_RECORD:
                 self.kraft_version = parse_kraft_version(value)
 
-    def _view_changed(self) -> None:
+    async def _view_changed(self) -> None:
         if self.broker.replicas is None:
             return
-        self.broker.replicas.apply(self.view)
+        self._applying = True  # (the view is ahead of the local topics until done)
+        try:
+            await self.broker.replicas.apply(self.view)
+        finally:
+            self._applying = False
         self._adopted.follow(self.view.documents)
         self._applied.set()
 
@@ -559,7 +564,7 @@ class ClusterMember:
         self.view = view
         log.info("metadata view from the controller's snapshot", end_offset=snapshot.end_offset)
         self._advanced.set()
-        self._view_changed()
+        await self._view_changed()
 
     def _new_view(self) -> ClusterShard:
         return new_view(self.broker.config.cluster_id)

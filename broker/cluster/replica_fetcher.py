@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from odradek.broker.cluster.node_client import NodeClient, NodeUnreachable
-from odradek.broker.dataplane.topics import control_type
+from odradek.broker.dataplane.partition import control_type
 from odradek.coordinator.cluster.shard import now_ms
 from odradek.protocol.batch import iter_batches
 from odradek.protocol.errors import ErrorCode

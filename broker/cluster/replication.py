@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("replication")
 
 ALTER_PARTITION = 56
+APPLY_SLICE_S = 0.01  # the longest following the metadata holds the event loop at a time
 ISR_CHANGE_RETRY_S = 0.2
 
 
@@ -163,36 +165,57 @@ class ReplicaManager:
 
     # -- following the view -----------------------------------------------------------
 
-    def apply(self, view: ClusterShard) -> None:
-        """Make the local topics and replicas what the cluster's metadata says."""
+    async def apply(self, view: ClusterShard) -> None:
+        """Make the local topics and replicas what the cluster's metadata says: those
+        of the topics that changed since the last time (all, the first time), a slice
+        of the event loop at a time (a new topic's logs too: registry.add_in_slices)."""
+        changed = view.take_changes()
+        names = list(view.topics) if changed is None else sorted(changed)
+        slice_ends = time.monotonic() + APPLY_SLICE_S
+        for done, name in enumerate(names):
+            if time.monotonic() >= slice_ends:
+                await asyncio.sleep(0)
+                slice_ends = time.monotonic() + APPLY_SLICE_S
+            try:
+                await self._apply_topic(view, name)
+            except BaseException:  # the next apply does what is left
+                view.give_back_changes(None if changed is None else set(names[done:]))
+                raise
+        if changed is None:
+            for topic in list(self.broker.topics):
+                if topic.name not in view.topics and topic.name != METADATA_TOPIC:
+                    self.broker.remove_topic(topic.name)
+
+    async def _apply_topic(self, view: ClusterShard, name: str) -> None:
         registry = self.broker.topics
-        for name, state in list(view.topics.items()):
-            if not state.partitions:
-                continue
-            count = max(state.partitions) + 1
-            mine = {i for i, p in state.partitions.items() if self.node_id in p.replicas}
-            topic = registry.get(name)
-            if topic is not None and topic.topic_id != state.topic_id:
-                self.broker.remove_topic(name)  # deleted and created again meanwhile
-                topic = None
-            if topic is None:
-                topic = registry.add(name, state.topic_id, count, state.configs, mine)
-                log.info("topic added", topic=name, partitions=count, replicas_here=sorted(mine))
-            else:
-                if topic.configs != state.configs:
-                    registry.set_configs(name, state.configs)
-                if len(topic.partitions) < count:
-                    registry.add_partitions(name, count, mine)
-                for partition in list(topic.partitions):
-                    if partition.index in mine:
-                        registry.host(partition)
-                    elif partition.hosted and partition.index in state.partitions:
-                        self._drop(partition)
-            for index, value in state.partitions.items():
-                self._follow(topic.partitions[index], value)
-        for topic in registry:
-            if topic.name not in view.topics and topic.name != METADATA_TOPIC:
-                self.broker.remove_topic(topic.name)
+        state = view.topics.get(name)
+        if state is None:  # gone
+            if registry.get(name) is not None and name != METADATA_TOPIC:
+                self.broker.remove_topic(name)
+            return
+        if not state.partitions:
+            return
+        count = max(state.partitions) + 1
+        mine = {i for i, p in state.partitions.items() if self.node_id in p.replicas}
+        topic = registry.get(name)
+        if topic is not None and topic.topic_id != state.topic_id:
+            self.broker.remove_topic(name)  # deleted and created again meanwhile
+            topic = None
+        if topic is None:
+            topic = await registry.add_in_slices(name, state.topic_id, count, state.configs, mine)
+            log.info("topic added", topic=name, partitions=count, replicas_here=sorted(mine))
+        else:
+            if topic.configs != state.configs:
+                registry.set_configs(name, state.configs)
+            if len(topic.partitions) < count:
+                registry.add_partitions(name, count, mine)
+            for partition in list(topic.partitions):
+                if partition.index in mine:
+                    registry.host(partition)
+                elif partition.hosted and partition.index in state.partitions:
+                    self._drop(partition)
+        for index, value in state.partitions.items():
+            self._follow(topic.partitions[index], value)
 
     def _drop(self, partition: Partition) -> None:
         """This node's replica was reassigned away: it stops and deletes its copy."""
@@ -271,21 +294,28 @@ class ReplicaManager:
     async def _checkpoints(self) -> None:
         while True:
             await asyncio.sleep(high_watermarks.INTERVAL_S)
-            try:
-                self.write_checkpoint()
+            current = self._high_watermarks()
+            if current == self._written:
+                continue
+            try:  # (thousands of lines, written and synced: off the event loop)
+                await asyncio.to_thread(high_watermarks.write, self.broker.config.data_dir, current)
+                self._written = current
             except OSError as exc:
                 log.warning("high watermark checkpoint not written", error=str(exc))
 
     def write_checkpoint(self) -> None:
         """Every hosted replica's high watermark, if any moved since the last write."""
-        current = {
+        current = self._high_watermarks()
+        if current != self._written:
+            high_watermarks.write(self.broker.config.data_dir, current)
+            self._written = current
+
+    def _high_watermarks(self) -> dict[tuple[str, int], int]:
+        return {
             (p.topic.name, p.index): p.replication.high_watermark
             for p in self.broker.topics.hosted_partitions()
             if isinstance(p.replication, PartitionReplica) and p.replication.high_watermark >= 0
         }
-        if current != self._written:
-            high_watermarks.write(self.broker.config.data_dir, current)
-            self._written = current
 
     # -- leading ----------------------------------------------------------------------
 

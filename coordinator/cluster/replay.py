@@ -59,6 +59,7 @@ def replay_config(shard: ClusterShard, record: MetadataRecord, offset: int) -> N
     state = shard.topics.get(record["resource_name"])
     if state is None:
         return
+    shard.touched(record["resource_name"])
     if record["value"] is None:
         state.configs.pop(record["name"], None)
     else:
@@ -69,6 +70,7 @@ def replay_partition(shard: ClusterShard, record: MetadataRecord, offset: int) -
     state = shard.topic_by_id(record["topic_id"])
     if state is not None:
         state.partitions[record["partition_id"]] = rec.partition_of(record)
+        shard.touched(shard.topic_names[record["topic_id"]])
 
 
 def replay_partition_change(shard: ClusterShard, record: MetadataRecord, offset: int) -> None:
@@ -76,6 +78,7 @@ def replay_partition_change(shard: ClusterShard, record: MetadataRecord, offset:
     old = None if state is None else state.partitions.get(record["partition_id"])
     if state is not None and old is not None:
         state.partitions[record["partition_id"]] = rec.changed_partition(old, record)
+        shard.touched(shard.topic_names[record["topic_id"]])
 
 
 def replay_producer_ids(shard: ClusterShard, record: MetadataRecord, offset: int) -> None:

@@ -94,6 +94,7 @@ class ClusterShard:
         self.next_producer_id = 0
         self._documents = documents
         self.documents: dict[str, bytes] = {} if documents is None else documents.documents
+        self._changed_topics: set[str] | None = None  # since take_changes (None: any)
 
     @property
     def metadata_documents(self) -> MetadataDocuments | None:
@@ -105,6 +106,7 @@ class ClusterShard:
         self.last_offset = max(self.last_offset, offset)
         if key is not None:
             legacy.replay(self, offset, key, value)  # a log written before Kafka's format
+            self._changed_topics = None
             return
         if value is None:
             return
@@ -123,7 +125,25 @@ class ClusterShard:
         self.brokers[node_id] = Registration(broker, offset)
         self.last_broker_epoch = max(self.last_broker_epoch, broker.epoch)
 
+    def touched(self, name: str) -> None:
+        """Topic `name` (its configs or partitions) changed, or came or went."""
+        if self._changed_topics is not None:
+            self._changed_topics.add(name)
+
+    def take_changes(self) -> set[str] | None:
+        """The topics touched since the last call (None: any may have been)."""
+        changes, self._changed_topics = self._changed_topics, set()
+        return changes
+
+    def give_back_changes(self, changes: set[str] | None) -> None:
+        """Changes taken and not acted on: the next take_changes has them again."""
+        if changes is None or self._changed_topics is None:
+            self._changed_topics = None
+        else:
+            self._changed_topics |= changes
+
     def add_topic(self, name: str, topic_id: uuid.UUID, configs: dict[str, str]) -> None:
+        self.touched(name)
         old = self.topics.get(name)
         kept = old.partitions if old is not None and old.topic_id == topic_id else {}
         if old is not None and old.topic_id != topic_id:
@@ -132,6 +152,7 @@ class ClusterShard:
         self.topic_names[topic_id] = name
 
     def remove_topic(self, name: str) -> None:
+        self.touched(name)
         state = self.topics.pop(name, None)
         if state is not None:
             self.topic_names.pop(state.topic_id, None)
