@@ -64,6 +64,7 @@ PEER_TIMEOUT_S = 30.0
 SETTLE_WAIT_S = 30.0
 RETRY_S = 0.2
 FETCH_WAIT_MS = 500
+REPLAY_SLICE_S = 0.01  # the longest replaying the metadata holds the event loop at a time
 
 
 class ClusterMember:
@@ -521,19 +522,26 @@ class ClusterMember:
             return
         records = bytes(partition.records or b"")
         before = self.view.last_offset
-        for header in iter_batches(records):
-            if header.is_control:  # the quorum's kraft.version, if it says
-                self._note_kraft_version(records[header.position : header.position + header.size])
-                continue
-            for delta, key, value in iter_records(
-                records[header.position : header.position + header.size]
-            ):
-                position = header.base_offset + delta
-                if position >= offset:
-                    self.view.replay(position, key, value, -1)
-                    self._advanced.set()
-        if self.view.last_offset != before:
-            await self._view_changed()
+        self._applying = True  # (the view is ahead of the local topics until applied)
+        try:
+            slice_ends = time.monotonic() + REPLAY_SLICE_S
+            for header in iter_batches(records):
+                batch = records[header.position : header.position + header.size]
+                if header.is_control:  # the quorum's kraft.version, if it says
+                    self._note_kraft_version(batch)
+                    continue
+                for delta, key, value in iter_records(batch):
+                    position = header.base_offset + delta
+                    if position >= offset:
+                        self.view.replay(position, key, value, -1)
+                        self._advanced.set()
+                if time.monotonic() >= slice_ends:  # between batches: whole operations
+                    await asyncio.sleep(0)
+                    slice_ends = time.monotonic() + REPLAY_SLICE_S
+            if self.view.last_offset != before:
+                await self._view_changed()
+        finally:
+            self._applying = False
 
     def _note_kraft_version(self, batch: bytes) -> None:
         for _, kind, value in found_in(batch):
@@ -558,8 +566,12 @@ class ClusterMember:
         data = await snapshots.fetch(client, cluster_id, self.node_id, snapshot)
         view = self._new_view()
         self._note_kraft_version(data)
+        slice_ends = time.monotonic() + REPLAY_SLICE_S
         for offset, (key, value) in enumerate(snapshots.records_of(data)):
             view.replay(offset, key, value, -1)
+            if time.monotonic() >= slice_ends:  # (the new view is not seen until whole)
+                await asyncio.sleep(0)
+                slice_ends = time.monotonic() + REPLAY_SLICE_S
         view.last_offset = snapshot.end_offset - 1
         self.view = view
         log.info("metadata view from the controller's snapshot", end_offset=snapshot.end_offset)
