@@ -324,7 +324,11 @@ class TopicRegistry:
 
     def create(self, name: str, partitions: int, configs: Mapping[str, str]) -> Topic:
         self.validate_new(name, partitions, configs)
-        return self.add(name, uuid.uuid4(), partitions, configs)
+        topic = Topic(name, uuid.uuid4(), dict(configs))
+        self._register(topic)
+        self._open_partitions(topic, partitions)
+        self._save()
+        return topic
 
     async def create_in_slices(
         self, name: str, partitions: int, configs: Mapping[str, str]
@@ -340,8 +344,9 @@ class TopicRegistry:
         configs: Mapping[str, str],
         hosted: set[int] | None = None,
     ) -> Topic:
-        """`add`, its logs opened a slice of the event loop at a time (thousands of
-        partitions take seconds of file work); the topic is listed once all are open."""
+        """A topic as it is (the controller of a cluster has checked and named it, or
+        create_in_slices), its logs opened a slice of the event loop at a time (thousands
+        of partitions take seconds of file work); it is listed once all are open."""
         topic = Topic(name, topic_id, dict(configs))
         config = self.log_config(topic)
         self._opening.add(name)
@@ -366,21 +371,6 @@ class TopicRegistry:
             self._opening.discard(name)
         self.partitions_made += partitions
         self._register(topic)
-        self._save()
-        return topic
-
-    def add(
-        self,
-        name: str,
-        topic_id: uuid.UUID,
-        partitions: int,
-        configs: Mapping[str, str],
-        hosted: set[int] | None = None,
-    ) -> Topic:
-        """Register a topic as it is (a cluster's controller has checked and named it)."""
-        topic = Topic(name, topic_id, dict(configs))
-        self._register(topic)
-        self._open_partitions(topic, partitions, hosted)
         self._save()
         return topic
 
