@@ -23,12 +23,11 @@ from odradek.broker.network import memory
 from odradek.broker.network.connections import ConnectionTable
 from odradek.broker.security.delegation_tokens import TokenStoreLike
 from odradek.broker.settings.config import BrokerConfig
+from odradek.broker.slices import Slices
 from odradek.coordinator.runtime import CoordinatorError
 from odradek.storage import faults
 
 log = structlog.get_logger("broker")
-
-SLICE_S = 0.01  # the longest a walk over every partition holds the event loop at a time
 
 
 class Broker(Protocol):
@@ -118,11 +117,9 @@ async def keep_house(broker: Broker) -> None:
         )
         check_log_dirs(broker.topics)
         due = []
-        slice_ends = time.monotonic() + SLICE_S
+        slices = Slices()
         for partition in list(broker.topics.hosted_partitions()):
-            if time.monotonic() >= slice_ends:  # thousands of partitions: others go too
-                await asyncio.sleep(0)
-                slice_ends = time.monotonic() + SLICE_S
+            await slices.pause_if_due()  # thousands of partitions: others go too
             if not broker.topics.still_hosted(partition):
                 continue  # deleted, moved or its directory failed while others went
             plog = partition.log

@@ -49,6 +49,7 @@ from odradek.broker.cluster.quorum.voters import (
 )
 from odradek.broker.settings.cluster_config import ClusterConfig
 from odradek.broker.settings.listeners import SECURITY_PROTOCOLS
+from odradek.broker.slices import Slices
 from odradek.coordinator.cluster.shard import ClusterShard
 from odradek.protocol.batch import iter_batches, iter_records
 from odradek.protocol.errors import ErrorCode
@@ -64,7 +65,6 @@ PEER_TIMEOUT_S = 30.0
 SETTLE_WAIT_S = 30.0
 RETRY_S = 0.2
 FETCH_WAIT_MS = 500
-REPLAY_SLICE_S = 0.01  # the longest replaying the metadata holds the event loop at a time
 
 
 class ClusterMember:
@@ -524,7 +524,7 @@ class ClusterMember:
         before = self.view.last_offset
         self._applying = True  # (the view is ahead of the local topics until applied)
         try:
-            slice_ends = time.monotonic() + REPLAY_SLICE_S
+            slices = Slices()
             for header in iter_batches(records):
                 batch = records[header.position : header.position + header.size]
                 if header.is_control:  # the quorum's kraft.version, if it says
@@ -535,9 +535,7 @@ class ClusterMember:
                     if position >= offset:
                         self.view.replay(position, key, value, -1)
                         self._advanced.set()
-                if time.monotonic() >= slice_ends:  # between batches: whole operations
-                    await asyncio.sleep(0)
-                    slice_ends = time.monotonic() + REPLAY_SLICE_S
+                await slices.pause_if_due()  # between batches: whole operations
             if self.view.last_offset != before:
                 await self._view_changed()
         finally:
@@ -566,12 +564,10 @@ class ClusterMember:
         data = await snapshots.fetch(client, cluster_id, self.node_id, snapshot)
         view = self._new_view()
         self._note_kraft_version(data)
-        slice_ends = time.monotonic() + REPLAY_SLICE_S
+        slices = Slices()
         for offset, (key, value) in enumerate(snapshots.records_of(data)):
             view.replay(offset, key, value, -1)
-            if time.monotonic() >= slice_ends:  # (the new view is not seen until whole)
-                await asyncio.sleep(0)
-                slice_ends = time.monotonic() + REPLAY_SLICE_S
+            await slices.pause_if_due()  # (the new view is not seen until whole)
         view.last_offset = snapshot.end_offset - 1
         self.view = view
         log.info("metadata view from the controller's snapshot", end_offset=snapshot.end_offset)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,7 @@ from odradek.broker.cluster.controller import METADATA_TOPIC
 from odradek.broker.cluster.node_client import NodeUnreachable
 from odradek.broker.cluster.throttles import Throttles
 from odradek.broker.cluster.waiters import HighWatermarkWaiters
+from odradek.broker.slices import Slices
 from odradek.coordinator.cluster import records as rec
 from odradek.coordinator.cluster.shard import ClusterShard, now_ms
 from odradek.protocol.errors import ErrorCode
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("replication")
 
 ALTER_PARTITION = 56
-APPLY_SLICE_S = 0.01  # the longest following the metadata holds the event loop at a time
 ISR_CHANGE_RETRY_S = 0.2
 
 
@@ -171,11 +170,9 @@ class ReplicaManager:
         of the event loop at a time (a new topic's logs too: registry.add_in_slices)."""
         changed = view.take_changes()
         names = list(view.topics) if changed is None else sorted(changed)
-        slice_ends = time.monotonic() + APPLY_SLICE_S
+        slices = Slices()
         for done, name in enumerate(names):
-            if time.monotonic() >= slice_ends:
-                await asyncio.sleep(0)
-                slice_ends = time.monotonic() + APPLY_SLICE_S
+            await slices.pause_if_due()
             try:
                 await self._apply_topic(view, name)
             except BaseException:  # the next apply does what is left

@@ -4,12 +4,10 @@ in the first log directory; each partition's log lies in one of the log director
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import shutil
-import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,14 +19,13 @@ import structlog
 from odradek.broker.dataplane.log_dirs import LogDir, LogDirs, is_full_disk, moved_name
 from odradek.broker.dataplane.partition import Partition
 from odradek.broker.settings.topic_configs import TopicError
+from odradek.broker.slices import Slices
 from odradek.storage import LogConfig, PartitionLog
 
 MAX_TOPIC_NAME = 249
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 HIDDEN_TOPICS = ("__cluster_metadata",)
-
-OPEN_SLICE_S = 0.01  # the longest a new topic's logs hold the event loop at a time
 
 logger = structlog.get_logger("broker")
 
@@ -351,15 +348,13 @@ class TopicRegistry:
         config = self.log_config(topic)
         self._opening.add(name)
         try:
-            slice_ends = time.monotonic() + OPEN_SLICE_S
+            slices = Slices()
             for index in range(partitions):
                 if hosted is None or index in hosted:
                     topic.partitions.append(self._open(topic, index, config))
                 else:
                     topic.partitions.append(Partition(topic, index, None))
-                if time.monotonic() >= slice_ends:
-                    await asyncio.sleep(0)
-                    slice_ends = time.monotonic() + OPEN_SLICE_S
+                await slices.pause_if_due()
         except BaseException:
             for partition in topic.partitions:  # none of it stays
                 if partition.hosted and not partition.offline:

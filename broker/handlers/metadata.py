@@ -21,8 +21,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,13 +48,13 @@ from odradek.broker.handlers.authorization import (
 )
 from odradek.broker.handlers.base import Reply, RequestContext
 from odradek.broker.security.resources import Operation, ResourceType
+from odradek.broker.slices import Slices
 from odradek.protocol import messages
 from odradek.protocol.encoder import EncodedArray, element_writer
 from odradek.protocol.errors import ErrorCode
 
 METADATA = 3
 LEADER_NOT_AVAILABLE, NO_ERROR = ErrorCode.leader_not_available, ErrorCode.none
-DESCRIBE_SLICE_S = 0.01
 
 MIN_VERSION, MAX_VERSION = 0, 13
 
@@ -146,17 +144,15 @@ def describe_topic(
 async def describe_all(ctx: RequestContext, with_operations: bool) -> EncodedArray:
     """Every topic the principal may describe, each written to the wire form as it is
     described: with thousands of partitions this takes a while, so the event loop
-    serves others every DESCRIBE_SLICE_S, and nothing is left to encode in one step."""
+    serves others between slices (broker/slices.py), and nothing is left to encode in one step."""
     live = frozenset(live_brokers(ctx))
     described = EncodedArray()
     append = element_writer(messages.response_class(METADATA, ctx.version), "topics")
-    slice_ends = time.monotonic() + DESCRIBE_SLICE_S
+    slices = Slices()
     for topic in list(ctx.services.topics):
         if _describable(ctx, topic.name):
             append(described, describe_topic(ctx, topic, with_operations, live))
-        if time.monotonic() >= slice_ends:
-            await asyncio.sleep(0)
-            slice_ends = time.monotonic() + DESCRIBE_SLICE_S
+        await slices.pause_if_due()
     return described
 
 
