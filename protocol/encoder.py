@@ -279,10 +279,17 @@ _PACKED_ARRAYS = {"int8": "b", "int16": "h", "int32": "i", "int64": "q"}
 _SHORT_ARRAY = 32  # arrays of integers up to this long have their packer made ahead
 
 
+@cache
+def _short_packers(code: str) -> tuple[Callable[..., bytes], ...]:
+    """The packers of arrays of 0 to _SHORT_ARRAY integers of `code`, made once for
+    every field of every class."""
+    return tuple(struct.Struct(f">{count}{code}").pack for count in range(_SHORT_ARRAY + 1))
+
+
 def _packed_array(code: str, flexible: bool) -> Write:
     """An array of plain integers (partition ids, replica ids), packed in one call (a
     full Metadata answer writes three per partition: their packers are made once)."""
-    packers = [struct.Struct(f">{count}{code}").pack for count in range(_SHORT_ARRAY + 1)]
+    packers = _short_packers(code)
 
     def write(out: Out, values: Any) -> None:
         if _array_length(out, values, flexible) and values:

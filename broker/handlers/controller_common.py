@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from odradek.broker.handlers.base import RequestContext
-from odradek.coordinator.runtime import CoordinatorError
+from odradek.coordinator.runtime import CoordinatorError, Result
 from odradek.protocol.errors import ErrorCode
 
 # what the runtime answers where this controller does not lead the quorum (yet)
@@ -34,3 +34,8 @@ async def answered_by_controller(
             return {"error_code": ErrorCode.not_controller}
         return {"error_code": exc.code}
     return answer
+
+
+def dry_run(result: Result[Any], dry: bool) -> Result[Any]:
+    """`result` as it is, or (validate_only) its answer without its records."""
+    return Result([], result.response) if dry else result

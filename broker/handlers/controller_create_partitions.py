@@ -11,16 +11,14 @@ from typing import Any
 from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
 
 from odradek.broker.handlers.base import Reply, RequestContext
-from odradek.broker.handlers.controller_common import answered_by_controller
-from odradek.coordinator.runtime import Result
+from odradek.broker.handlers.controller_common import answered_by_controller, dry_run
 
 MIN_VERSION, MAX_VERSION = 0, 3
 # v0-v3 have the same fields: typed as the newest
 
 
 def _grow(shard: Any, name: str, count: int, assignments: list[list[int]] | None, dry: bool) -> Any:
-    result = shard.create_partitions(name, count, assignments)
-    return Result([], result.response) if dry else result
+    return dry_run(shard.create_partitions(name, count, assignments), dry)
 
 
 async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Reply:

@@ -22,7 +22,7 @@ from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequ
 
 from odradek.broker.dataplane.topics import TopicError, check_topic_name
 from odradek.broker.handlers.base import Reply, RequestContext
-from odradek.broker.handlers.controller_common import answered_by_controller
+from odradek.broker.handlers.controller_common import answered_by_controller, dry_run
 from odradek.broker.handlers.create_topics import check_new_configs
 from odradek.coordinator.runtime import Result
 from odradek.protocol.errors import ErrorCode
@@ -37,8 +37,7 @@ def _create(shard: Any, topic: CreatableTopic, details: dict[str, Any], dry: boo
             check_new_configs(topic)
         except TopicError as exc:
             return Result([], {"error_code": exc.code, "error_message": exc.message})
-    result = shard.create_topic(details)
-    return Result([], result.response) if dry else result
+    return dry_run(shard.create_topic(details), dry)
 
 
 def _details(ctx: RequestContext, topic: CreatableTopic) -> dict[str, Any]:
@@ -88,13 +87,13 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> Reply:
 def _result(
     name: str, answer: dict[str, Any], details: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    created = answer["error_code"] == ErrorCode.none and details is not None
+    created = details if answer["error_code"] == ErrorCode.none else None
     return {
         "name": name,
         "topic_id": answer.get("topic_id"),
         "error_code": answer["error_code"],
         "error_message": answer.get("error_message"),
-        "num_partitions": details["partitions"] if created and details else -1,
-        "replication_factor": details["replication_factor"] if created and details else -1,
-        "configs": [] if not created else None,
+        "num_partitions": created["partitions"] if created else -1,
+        "replication_factor": created["replication_factor"] if created else -1,
+        "configs": None if created else [],
     }
